@@ -1,0 +1,67 @@
+"""rulemip — exact sparse rule models.
+
+Certified-optimal small additive rule ensembles (interval-cover MIP and its convex integer
+reformulation), the rule-boosting family (SGS, SGB, SXB, CGB, COB), approximation-gap
+certificates, rule extraction from tree ensembles, and regularized gradient boosting.
+
+The public names below are imported lazily: ``import rulemip`` loads no solver and no
+scikit-learn until a name is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+__version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    # data, rules, losses
+    "Dataset": "rulemip.data",
+    "Condition": "rulemip.rules",
+    "Rule": "rulemip.rules",
+    "RuleEnsemble": "rulemip.rules",
+    "get_loss": "rulemip.losses",
+    "load_bundled": "rulemip.data",
+    # boosting
+    "RuleBooster": "rulemip.boosting",
+    "RuleBoostingRegressor": "rulemip.estimators",
+    "RuleBoostingClassifier": "rulemip.estimators",
+    # exact learning and certificates
+    "ExactRuleEnsembleRegressor": "rulemip.estimators",
+    "ExactRuleEnsembleClassifier": "rulemip.estimators",
+    "Certificate": "rulemip.certify",
+    "verify": "rulemip.certify",
+    "gap_study": "rulemip.certify",
+    "GapStudy": "rulemip.certify",
+    # tree ensembles
+    "TreeRuleExtractor": "rulemip.estimators",
+    "RGBClassifier": "rulemip.estimators",
+    "RGBRegressor": "rulemip.estimators",
+    # errors and warnings
+    "RulemipError": "rulemip.exceptions",
+    "InvalidDataError": "rulemip.exceptions",
+    "InvalidParameterError": "rulemip.exceptions",
+    "FormulationError": "rulemip.exceptions",
+    "BackendUnavailableError": "rulemip.exceptions",
+    "UnsupportedCapabilityError": "rulemip.exceptions",
+    "SolverError": "rulemip.exceptions",
+    "CertificateError": "rulemip.exceptions",
+    "SolveLimitWarning": "rulemip.exceptions",
+    "HeuristicBoundWarning": "rulemip.exceptions",
+}
+
+__all__ = sorted(_EXPORTS) + ["__version__"]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'rulemip' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

@@ -1,0 +1,53 @@
+"""Small parameter checks shared by estimators, formulations and the command line."""
+
+from __future__ import annotations
+
+import numbers
+from collections.abc import Iterable
+from typing import Any
+
+from rulemip.exceptions import InvalidParameterError
+
+
+def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
+    """Return ``value`` as an ``int`` if it is an integer >= 1, else raise."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidParameterError(f"`{name}` must be a positive integer; got {value!r}.")
+    return int(value)
+
+
+def check_nonneg_float(value: Any, name: str, *, allow_none: bool = False,
+                       strictly_positive: bool = False) -> float | None:
+    """Return ``value`` as a finite ``float`` >= 0 (> 0 if ``strictly_positive``)."""
+    if value is None and allow_none:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise InvalidParameterError(f"`{name}` must be a number; got {value!r}.")
+    v = float(value)
+    if v != v or v in (float("inf"), float("-inf")):
+        raise InvalidParameterError(f"`{name}` must be finite; got {value!r}.")
+    if v < 0 or (strictly_positive and v == 0):
+        bound = "> 0" if strictly_positive else ">= 0"
+        raise InvalidParameterError(f"`{name}` must be {bound}; got {value!r}.")
+    return v
+
+
+def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
+    """Return ``value`` if it is one of ``choices`` (case-sensitive)."""
+    options = tuple(choices)
+    if value not in options:
+        listed = ", ".join(repr(c) for c in options)
+        raise InvalidParameterError(f"`{name}` must be one of {listed}; got {value!r}.")
+    return str(value)
+
+
+def check_random_state(seed: Any) -> Any:
+    """Thin wrapper of :func:`sklearn.utils.check_random_state` with our error type."""
+    from sklearn.utils import check_random_state as _crs
+
+    try:
+        return _crs(seed)
+    except ValueError as exc:  # pragma: no cover - message passthrough
+        raise InvalidParameterError(f"`random_state` is invalid: {exc}") from exc

@@ -1,0 +1,1 @@
+"""rulemip.algorithms (see ARCHITECTURE.md)."""

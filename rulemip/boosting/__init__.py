@@ -1,0 +1,1 @@
+"""rulemip.boosting (see ARCHITECTURE.md)."""

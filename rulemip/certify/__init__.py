@@ -1,0 +1,1 @@
+"""rulemip.certify (see ARCHITECTURE.md)."""

@@ -1,0 +1,63 @@
+"""The ``rulemip`` command line: one sub-command per module of this package.
+
+Each sub-command module defines ``register(subparsers)``, which adds its parser and sets
+``func`` (``args -> exit code``). ``main`` only dispatches, so adding a command touches no
+other command.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from rulemip import __version__
+from rulemip.exceptions import RulemipError
+
+# sub-command name -> module; listed in the order ``--help`` shows them
+COMMANDS: dict[str, str] = {
+    "fit": "rulemip.cli.fit",
+    "boost": "rulemip.cli.boost",
+    "verify": "rulemip.cli.verify",
+    "gap": "rulemip.cli.gap",
+    "prune": "rulemip.cli.prune",
+}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="rulemip",
+        description="Exact sparse rule models: certified-optimal rule ensembles, boosting "
+                    "gaps, rule extraction from tree ensembles.")
+    parser.add_argument("--version", action="version", version=f"rulemip {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for module_name in COMMANDS.values():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name == module_name:
+                continue  # command not built yet in this checkout
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except RulemipError as exc:
+        print(f"rulemip {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"rulemip {args.command}: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from rulemip.cli import main
+
+sys.exit(main())

@@ -1,0 +1,59 @@
+r"""Candidate thresholds and threshold groups (SPEC §1 "Thresholds", §2 ties and bins).
+
+For feature ``j`` with sorted distinct values :math:`v_1 < \dots < v_m`, the full set of
+candidate thresholds is the midpoints :math:`(v_a + v_{a+1})/2`. With
+``max_thresholds = b`` at most ``b`` of them are kept, chosen at the empirical quantiles
+:math:`a/(b+1)` of the feature (each snapped to the nearest midpoint, duplicates dropped) —
+the quantile bins of [GAP]'s experiments.
+
+Cut points ``t_1 < ... < t_g`` split the line into ``g + 1`` *threshold groups*
+:math:`(-\infty, t_1], (t_1, t_2], \dots, (t_g, \infty)`; every rule interval of the form
+``lower < x <= upper`` with bounds among the cut points is a union of consecutive groups.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip._validation import check_positive_int
+
+
+def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None = None
+                       ) -> NDArray[np.float64]:
+    """Candidate cut points of one feature (sorted, strictly between distinct values)."""
+    distinct = np.unique(values)
+    if len(distinct) < 2:
+        return np.empty(0)
+    mids = (distinct[:-1] + distinct[1:]) / 2.0
+    if max_thresholds is None or len(mids) <= max_thresholds:
+        return mids
+    probs = np.arange(1, max_thresholds + 1) / (max_thresholds + 1)
+    qs = np.quantile(values, probs)
+    # snap each quantile to the midpoint closest to it; ties of data make duplicates
+    idx = np.clip(np.searchsorted(mids, qs), 0, len(mids) - 1)
+    left = np.clip(idx - 1, 0, len(mids) - 1)
+    pick = np.where(np.abs(mids[left] - qs) <= np.abs(mids[idx] - qs), left, idx)
+    return np.unique(mids[pick])
+
+
+def candidate_thresholds(X: NDArray[np.float64], max_thresholds: int | None = None
+                         ) -> list[NDArray[np.float64]]:
+    """Cut points for every column of ``X`` (list of sorted arrays)."""
+    check_positive_int(max_thresholds, "max_thresholds", allow_none=True)
+    return [feature_thresholds(X[:, j], max_thresholds) for j in range(X.shape[1])]
+
+
+def threshold_groups(X: NDArray[np.float64], thresholds: Sequence[NDArray[np.float64]]
+                     ) -> NDArray[np.int64]:
+    """Group index of every entry: ``G[i, j] = #{t in thresholds[j] : t < X[i, j]}``.
+
+    So ``x <= t_1`` is group 0 and ``x > t_g`` is group ``g``.
+    """
+    n, d = X.shape
+    G = np.empty((n, d), dtype=np.int64)
+    for j in range(d):
+        G[:, j] = np.searchsorted(np.asarray(thresholds[j]), X[:, j], side="left")
+    return G

@@ -1,0 +1,1 @@
+"""rulemip.formulations (see ARCHITECTURE.md)."""

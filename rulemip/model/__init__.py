@@ -1,0 +1,1 @@
+"""rulemip.model (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""rulemip.solvers (see ARCHITECTURE.md)."""

@@ -1,0 +1,1 @@
+"""rulemip.testing (see ARCHITECTURE.md)."""
