@@ -25,7 +25,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from rulemip.exceptions import FormulationError
-from rulemip.model.standard_form import IndicatorConstraint, StandardForm
+from rulemip.model.standard_form import IndicatorConstraint, SeparableLoss, StandardForm
 
 
 @dataclass(frozen=True)
@@ -70,6 +70,7 @@ class MIPModel:
         self._q: dict[tuple[int, int], float] = {}
         self.offset = 0.0
         self.indicators: list[IndicatorConstraint] = []
+        self.loss_terms: list[SeparableLoss] = []
 
     # ------------------------------------------------------------------ variables
     def add_variables(self, name: str, shape: int | Sequence[int] = (), *, lb: ArrayLike = 0.0,
@@ -214,6 +215,16 @@ class MIPModel:
         vals = np.broadcast_to(np.asarray(coefs, dtype=float), c_idx.shape)
         self.add_quadratic(c_idx, c_idx, 2.0 * vals)
 
+    def add_loss(self, loss: str, cols: ArrayLike, y: ArrayLike,
+                 weights: ArrayLike | None = None, scale: float = 1.0) -> None:
+        """Add ``scale * Σ_i weights_i * l(x[cols_i], y_i)`` to the objective."""
+        c_idx = np.asarray(cols, dtype=np.int64).ravel()
+        y_arr = np.asarray(y, dtype=float).ravel()
+        w_arr = np.ones(len(c_idx)) if weights is None else np.asarray(weights, dtype=float)
+        if not (len(c_idx) == len(y_arr) == len(w_arr)):
+            raise FormulationError("loss term: cols, y and weights must have equal length.")
+        self.loss_terms.append(SeparableLoss(loss, c_idx, y_arr, w_arr.ravel(), float(scale)))
+
     # ------------------------------------------------------------------ output
     def to_standard_form(self) -> StandardForm:
         n = self._n_cols
@@ -240,7 +251,8 @@ class MIPModel:
         ub = np.concatenate(self._ub) if self._ub else np.empty(0)
         ints = np.concatenate(self._int) if self._int else np.empty(0, dtype=bool)
         return StandardForm(c, A, rlo, rhi, lb, ub, ints, Q, float(self.offset), col_names,
-                            row_names, tuple(self.indicators), self.name)
+                            row_names, tuple(self.indicators), self.name,
+                            tuple(self.loss_terms))
 
 
 def _names(blocks: Mapping[str, Block]) -> list[str]:

@@ -4,7 +4,10 @@ r"""The solver-neutral model every backend accepts.
     \min\; c^\top x + \tfrac12 x^\top Q x + c_0 \quad\text{s.t.}\quad
     \ell^{row} \le A x \le u^{row},\; \ell \le x \le u,\; x_j \in \mathbb{Z}\ (j \in I),
 
-plus optional *indicator constraints* ``z_b = v  ⇒  aᵀx (≤|≥|=) rhs`` for backends that
+plus optional *separable convex loss terms*
+:math:`s\sum_i w_i\, l(x_{c_i}, y_i)` (:class:`SeparableLoss`, for a loss of
+:mod:`rulemip.losses`), which SCIP takes natively and MILP backends reach through the
+tangent-cut outer-approximation driver, and optional *indicator constraints* ``z_b = v  ⇒  aᵀx (≤|≥|=) rhs`` for backends that
 have them (others get an explicit big-M alternative from the formulation). ``Q`` must be
 positive semidefinite (the objective convex). Everything is a plain array, so a
 ``StandardForm`` is cheap to copy, hash and export.
@@ -34,6 +37,24 @@ class IndicatorConstraint:
 
 
 @dataclass(frozen=True)
+class SeparableLoss:
+    """Objective term ``scale * Σ_i weights[i] * l(x[cols[i]], y[i])`` for the convex loss
+    named ``loss`` (``"squared"``, ``"logistic"``, ``"poisson"``)."""
+
+    loss: str
+    cols: NDArray[np.int64]
+    y: NDArray[np.float64]
+    weights: NDArray[np.float64]
+    scale: float = 1.0
+
+    def value(self, x: NDArray[np.float64]) -> float:
+        from rulemip.losses import get_loss
+
+        f = np.asarray(x, dtype=float)[self.cols]
+        return self.scale * float(self.weights @ get_loss(self.loss).value(f, self.y))
+
+
+@dataclass(frozen=True)
 class StandardForm:
     """Immutable snapshot of a :class:`~rulemip.model.MIPModel` (see module docstring)."""
 
@@ -50,6 +71,7 @@ class StandardForm:
     row_names: tuple[str, ...] = ()
     indicators: tuple[IndicatorConstraint, ...] = field(default_factory=tuple)
     name: str = "rulemip"
+    loss_terms: tuple[SeparableLoss, ...] = field(default_factory=tuple)
 
     @property
     def n_cols(self) -> int:
@@ -58,6 +80,10 @@ class StandardForm:
     @property
     def n_rows(self) -> int:
         return int(self.A.shape[0])
+
+    @property
+    def has_loss_terms(self) -> bool:
+        return bool(self.loss_terms)
 
     @property
     def is_mip(self) -> bool:
@@ -73,6 +99,8 @@ class StandardForm:
         if self.has_quadratic:
             assert self.Q is not None
             val += 0.5 * float(x @ (self.Q @ x))
+        for term in self.loss_terms:
+            val += term.value(x)
         return val
 
     def max_violation(self, x: NDArray[np.float64]) -> float:

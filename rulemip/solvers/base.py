@@ -33,6 +33,7 @@ class Capability(str, Enum):
     INTEGER = "integer"
     QUADRATIC_OBJECTIVE = "quadratic_objective"  # convex QP / MIQP
     INDICATOR = "indicator"
+    NONLINEAR_LOSS = "nonlinear_loss"  # SeparableLoss terms (logistic/Poisson/squared)
     PERSISTENT = "persistent"  # add rows / re-solve without rebuilding
     MIP_START = "mip_start"
     DUAL_BOUND = "dual_bound"  # reports a valid MIP lower bound
@@ -45,6 +46,8 @@ def required_capabilities(model: StandardForm) -> set[Capability]:
         caps.add(Capability.INTEGER)
     if model.has_quadratic:
         caps.add(Capability.QUADRATIC_OBJECTIVE)
+    if model.has_loss_terms:
+        caps.add(Capability.NONLINEAR_LOSS)
     if model.indicators:
         caps.add(Capability.INDICATOR)
     return caps
