@@ -1,0 +1,386 @@
+r"""Regularized gradient boosting (RGB), [RGB] Algorithm 1 (SPEC §5).
+
+Model and objective
+-------------------
+The ensemble is :math:`F(x) = F_0 + \sum_{t=1}^T \alpha_t h_t(x)` with trees
+:math:`h_t \in \mathcal H_{I_t}` from the families of :mod:`rulemip.boosting.rgb_families`
+and an unpenalized intercept :math:`F_0` (the best constant of the loss when
+``fit_intercept=True``, else 0 as in the paper's ``F = 0`` start). RGB minimizes [RGB] (7),
+
+.. math:: L(\alpha) = \frac1m\sum_{i=1}^m \Phi\Big(y_i, F_0 + \sum_t \alpha_t h_t(x_i)\Big)
+          + \beta \sum_t |\alpha_t|\, \tilde\Omega_{I_t},
+
+with :math:`\tilde\Omega_k \in (0, 1]` the normalized complexity of family ``k`` (see
+:class:`~rulemip.boosting.rgb_families.FamilyGrid`) and :math:`\Phi` the loss of
+:mod:`rulemip.losses` (logistic for classification, squared or Poisson for regression).
+
+One round (Algorithm 1)
+-----------------------
+1. Draw :math:`S` families i.i.d. from :math:`p` (``sampling``; default
+   :math:`p_k \propto \lambda_k`, [RGB] (26)).
+2. For each drawn family :math:`k`, the best member: a regression tree with at most
+   :math:`n_k` internal nodes grown best-first (scikit-learn's ``DecisionTreeRegressor``
+   with ``max_leaf_nodes = n_k + 1``) by least squares on the negative functional gradient
+   :math:`-g_i = -\partial\Phi(y_i, F(x_i))/\partial F`, its leaf vector scaled radially into
+   the ball :math:`\|w\|_q \le \lambda_k`. Trees of the same size drawn in one round share
+   one fit (same data, same seed), so duplicates cost nothing.
+3. Coordinate step on the new coordinate :math:`\alpha`, with
+   :math:`G = \frac1m\sum_i g_i h(x_i)` (the :math:`L'_k` of Algorithm 1 without the
+   penalty) and :math:`\rho = \beta\tilde\Omega_k`:
+
+   - ``step="lipschitz"`` (Algorithm 1): the proximal coordinate step
+     :math:`\alpha = -\operatorname{sign}(G)\max(|G| - \rho, 0)/C_k`, which minimizes the
+     quadratic upper model :math:`G\alpha + \frac{C_k}2\alpha^2 + \rho|\alpha|` (the
+     :math:`\ell_1` term is not differentiable at 0, so the plain :math:`-L'_k/C_k` is
+     replaced by its soft-thresholded form; with :math:`\beta = 0` they coincide).
+     :math:`C_k = \frac1m\sum_i h(x_i)^2 C_\Phi` is Lemma 3 (9) evaluated at the fitted
+     tree, with the global curvature bound :math:`C_\Phi = 2` (squared) or
+     :math:`1/4` (logistic). The Poisson loss has no global bound; :math:`C_k` starts at
+     the current curvature :math:`\frac1m\sum_i h_i^2 e^{F_i}` and is doubled until the
+     quadratic model majorizes the objective at the step (backtracking).
+   - ``step="line_search"``: the exact minimizer of the convex one-dimensional function
+     :math:`\alpha \mapsto L(\alpha_{1..t-1}, \alpha)` (closed form for the squared loss,
+     safeguarded Newton–bisection otherwise).
+
+   Both steps are multiplied by ``learning_rate`` :math:`\nu \in (0, 1]` (1 = the
+   learning-rate-free algorithm). Because the one-dimensional objective (or its upper
+   model) is convex and not larger at the step than at 0, the scaled step does not
+   increase (7) either; a step that would (round-off) is replaced by 0.
+4. Keep the candidate with the least score: ``selection="objective"`` uses the value of
+   (7) after the step, i.e. loss :math:`+\,\beta|\alpha|\tilde\Omega_k` (the coordinate that
+   decreases the objective most); ``selection="complexity"`` uses Algorithm 1 line 6
+   literally, loss :math:`+\,\beta\tilde\Omega_k`. Ties go to the earlier draw.
+
+Hence (7) is non-increasing over the rounds (``objective_path``). With ``beta=0``, one
+family, ``S=1``, the squared loss and ``step="lipschitz"`` the step is exactly the
+leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting with
+``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz step
+the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - F)`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.tree import DecisionTreeRegressor
+
+from rulemip.boosting.rgb_families import SAMPLINGS, FamilyGrid, leaf_scale
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.losses import Loss, get_loss
+
+FloatArray = NDArray[np.float64]
+
+STEPS: tuple[str, ...] = ("lipschitz", "line_search")
+SELECTIONS: tuple[str, ...] = ("objective", "complexity")
+
+#: Global bounds :math:`C_\Phi` on :math:`\partial^2\Phi/\partial f^2` ([RGB] Lemma 3).
+_CURVATURE_BOUND: dict[str, float] = {"squared": 2.0, "logistic": 0.25}
+_MAX_SEED = np.iinfo(np.int32).max
+
+
+@dataclass(frozen=True)
+class RGBCandidate:
+    r"""One drawn family of a round and what its best member would achieve.
+
+    Attributes
+    ----------
+    family : index ``k`` into the family grid.
+    n_internal, lam : :math:`n_k`, :math:`\lambda_k`.
+    complexity : normalized :math:`\tilde\Omega_k`.
+    scale : factor applied to the least-squares leaf values to enter the norm ball.
+    alpha : the (learning-rate scaled) step :math:`\alpha`.
+    loss : :math:`\frac1m\sum_i\Phi(y_i, F(x_i) + \alpha h(x_i))` after the step.
+    penalty : :math:`\beta|\alpha|\tilde\Omega_k`, the increase of the penalty of (7).
+    score : the selection score (``loss + penalty`` or ``loss + β Ω̃_k``).
+    """
+
+    family: int
+    n_internal: int
+    lam: float
+    complexity: float
+    scale: float
+    alpha: float
+    loss: float
+    penalty: float
+    score: float
+
+
+@dataclass(frozen=True)
+class RGBRound:
+    """A round of Algorithm 1: the drawn candidates, the chosen one and objective (7)."""
+
+    candidates: tuple[RGBCandidate, ...]
+    chosen: int
+    objective: float
+
+    @property
+    def chosen_candidate(self) -> RGBCandidate:
+        return self.candidates[self.chosen]
+
+
+@dataclass
+class RGBFit:
+    r"""Result of :func:`fit_rgb`: :math:`F(x) = F_0 + \sum_t \alpha_t h_t(x)`.
+
+    Attributes
+    ----------
+    intercept : :math:`F_0`.
+    trees : the fitted trees :math:`h_t` (leaf values already scaled into the ball).
+    coefs : :math:`\alpha_t`, one per tree.
+    family_indices : :math:`I_t`, the chosen family of each round.
+    rounds : per-round record of all candidates (:class:`RGBRound`).
+    initial_objective : (7) at :math:`\alpha = 0` (loss of :math:`F_0`).
+    objective_path : (7) after each round.
+    """
+
+    intercept: float
+    trees: list[DecisionTreeRegressor]
+    coefs: FloatArray
+    family_indices: NDArray[np.int64]
+    rounds: list[RGBRound]
+    initial_objective: float
+    objective_path: FloatArray
+    train_decision: FloatArray = field(repr=False)
+
+
+def _soft(g: float, rho: float) -> float:
+    return float(np.sign(g) * max(abs(g) - rho, 0.0))
+
+
+def _mean_loss(loss: Loss, f: FloatArray, y: FloatArray) -> float:
+    return float(np.mean(loss.value(f, y)))
+
+
+def lipschitz_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G: float,
+                   rho: float, base_loss: float) -> float:
+    r"""Proximal coordinate step :math:`-\operatorname{sign}(G)\max(|G|-\rho,0)/C_k`.
+
+    Parameters
+    ----------
+    loss, F, y : the loss, current scores :math:`F(x_i)` and labels.
+    h : the candidate tree on the sample, :math:`h(x_i)`.
+    G : :math:`\frac1m\sum_i g_i h(x_i)`.
+    rho : :math:`\beta\tilde\Omega_k`.
+    base_loss : :math:`\frac1m\sum_i\Phi(y_i, F_i)` (used by the Poisson backtracking).
+    """
+    hh = h * h
+    mean_hh = float(np.mean(hh))
+    if mean_hh == 0.0 or abs(G) <= rho:
+        return 0.0
+    bound = _CURVATURE_BOUND.get(loss.name)
+    if bound is not None:
+        return -_soft(G, rho) / (mean_hh * bound)
+    # no global curvature bound (Poisson): backtrack from the local curvature
+    C = max(float(np.mean(hh * loss.hessian(F, y))), 1e-300)
+    for _ in range(200):
+        a = -_soft(G, rho) / C
+        model = G * a + 0.5 * C * a * a
+        actual = _mean_loss(loss, F + a * h, y) - base_loss
+        if actual <= model:
+            return a
+        C *= 2.0
+    return 0.0
+
+
+def line_search_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G: float,
+                     rho: float) -> float:
+    r"""Exact minimizer of :math:`\alpha\mapsto\frac1m\sum_i\Phi(y_i,F_i+\alpha h_i)+\rho|\alpha|`.
+
+    Convex in :math:`\alpha`; 0 is optimal iff :math:`|G| \le \rho`. Otherwise the minimizer
+    lies on the side :math:`-\operatorname{sign}(G)` where the function is smooth, and its
+    derivative is driven to 0 by Newton steps kept inside a bisection bracket.
+    """
+    hh = h * h
+    if float(np.mean(hh)) == 0.0 or abs(G) <= rho:
+        return 0.0
+    if loss.name == "squared":
+        return -_soft(G, rho) / (2.0 * float(np.mean(hh)))
+    sgn = -float(np.sign(G))
+    u = sgn * h
+
+    def deriv(t: float) -> tuple[float, float]:
+        f = F + t * u
+        return (float(np.mean(loss.gradient(f, y) * u)) + rho,
+                float(np.mean(loss.hessian(f, y) * hh)))
+
+    d0, c0 = deriv(0.0)  # d0 = rho - |G| < 0
+    lo, hi = 0.0, -d0 / max(c0, 1e-300)
+    d_hi, _ = deriv(hi)
+    expand = 0
+    while d_hi < 0.0 and expand < 200:
+        lo, hi = hi, 2.0 * hi
+        d_hi, _ = deriv(hi)
+        expand += 1
+    t = 0.5 * (lo + hi)
+    for _ in range(100):
+        d, c = deriv(t)
+        if abs(d) <= 1e-13 * (abs(G) + 1.0):
+            break
+        if d < 0.0:
+            lo = t
+        else:
+            hi = t
+        newton = t - d / c if c > 0.0 else np.nan
+        t = newton if lo < newton < hi else 0.5 * (lo + hi)
+        if hi - lo <= 1e-15 * max(hi, 1.0):
+            break
+    return sgn * t
+
+
+def _check_options(n_rounds: int, n_samples_per_round: int, beta: float, sampling: str,
+                   step: str, learning_rate: float, selection: str,
+                   min_samples_leaf: int) -> None:
+    for name, v in (("n_estimators", n_rounds), ("n_samples_per_round", n_samples_per_round),
+                    ("min_samples_leaf", min_samples_leaf)):
+        if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
+            raise InvalidParameterError(f"`{name}` must be a positive integer; got {v!r}.")
+    if isinstance(beta, bool) or not isinstance(beta, int | float | np.floating | np.integer) \
+            or not np.isfinite(beta) or beta < 0:
+        raise InvalidParameterError(
+            f"`beta` (the weight of the complexity penalty in (7)) must be a finite number "
+            f">= 0; got {beta!r}.")
+    if isinstance(learning_rate, bool) or not isinstance(
+            learning_rate, int | float | np.floating | np.integer) \
+            or not (0.0 < float(learning_rate) <= 1.0):
+        raise InvalidParameterError(
+            "`learning_rate` must be a number in (0, 1] (1 = Algorithm 1's step; smaller "
+            f"values shrink it and keep (7) non-increasing); got {learning_rate!r}.")
+    for name, v, choices in (("sampling", sampling, SAMPLINGS), ("step", step, STEPS),
+                             ("selection", selection, SELECTIONS)):
+        if v not in choices:
+            listed = ", ".join(repr(c) for c in choices)
+            raise InvalidParameterError(f"`{name}` must be one of {listed}; got {v!r}.")
+
+
+def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds: int = 100,
+            n_samples_per_round: int = 5, beta: float = 0.01, sampling: str = "lambda",
+            step: str = "lipschitz", learning_rate: float = 1.0,
+            selection: str = "objective", fit_intercept: bool = True,
+            min_samples_leaf: int = 1, random_state: Any = None) -> RGBFit:
+    r"""Run [RGB] Algorithm 1 for ``n_rounds`` rounds (module docstring).
+
+    Parameters
+    ----------
+    X : (m, d) finite float array.
+    y : (m,) labels in the loss' convention (logistic: -1/+1; Poisson: >= 0).
+    loss : ``"squared"``, ``"logistic"``, ``"poisson"`` or a :class:`~rulemip.losses.Loss`.
+    families : the grid :math:`\{\mathcal H_{n_k,\lambda_k,q}\}`.
+    n_rounds : :math:`T`.
+    n_samples_per_round : :math:`S`, families drawn per round (with replacement).
+    beta : :math:`\beta \ge 0` of (7).
+    sampling : ``"lambda"`` (:math:`p_k\propto\lambda_k`), ``"lambda_squared"`` or
+        ``"uniform"``.
+    step : ``"lipschitz"`` or ``"line_search"``.
+    learning_rate : :math:`\nu\in(0,1]` multiplying the step.
+    selection : ``"objective"`` or ``"complexity"``.
+    fit_intercept : start from the best constant :math:`F_0` (unpenalized) instead of 0.
+    min_samples_leaf : passed to the trees.
+    random_state : seed or ``RandomState``; fixes the draws and the trees' tie-breaking.
+
+    Returns
+    -------
+    RGBFit
+    """
+    from rulemip._validation import check_random_state
+
+    _check_options(n_rounds, n_samples_per_round, beta, sampling, step, learning_rate,
+                   selection, min_samples_leaf)
+    loss_obj = get_loss(loss)
+    X32 = np.ascontiguousarray(X, dtype=np.float32)
+    y_arr = np.ascontiguousarray(y, dtype=float)
+    if X32.ndim != 2 or y_arr.ndim != 1 or X32.shape[0] != y_arr.shape[0] or not len(y_arr):
+        raise InvalidDataError(
+            f"X must be (m, d) and y (m,) with m >= 1; got {np.shape(X)} and {np.shape(y)}.")
+    if not np.all(np.isfinite(X32)):
+        raise InvalidDataError(
+            "X contains NaN or infinity (or values beyond float32 range, which the trees "
+            "use); impute, drop or rescale those entries first.")
+    y_arr = loss_obj.check_labels(y_arr)
+    rng = check_random_state(random_state)
+    m = y_arr.shape[0]
+    omega = families.complexities()
+    probs = families.probabilities(sampling)
+    K = len(families)
+    beta = float(beta)
+    nu = float(learning_rate)
+    sw = np.ones(m)
+
+    intercept = loss_obj.best_constant(y_arr) if fit_intercept else 0.0
+    F = np.full(m, intercept, dtype=float)
+    cur_loss = _mean_loss(loss_obj, F, y_arr)
+    initial_objective = cur_loss
+    penalty_total = 0.0
+
+    trees: list[DecisionTreeRegressor] = []
+    coefs: list[float] = []
+    chosen_families: list[int] = []
+    rounds: list[RGBRound] = []
+    path: list[float] = []
+    for _ in range(n_rounds):
+        draws = rng.choice(K, size=n_samples_per_round, replace=True, p=probs)
+        seed = int(rng.randint(_MAX_SEED))
+        neg_grad = -loss_obj.gradient(F, y_arr)
+        fitted: dict[int, tuple[DecisionTreeRegressor, FloatArray, FloatArray]] = {}
+        cands: list[RGBCandidate] = []
+        cand_h: list[FloatArray] = []
+        for k in draws:
+            k = int(k)
+            n_k, lam_k = families.n_internal[k], families.lambdas[k]
+            if n_k not in fitted:
+                tree = DecisionTreeRegressor(
+                    criterion="squared_error", max_leaf_nodes=n_k + 1,
+                    min_samples_leaf=min_samples_leaf, random_state=seed)
+                tree.fit(X32, neg_grad, sample_weight=sw, check_input=False)
+                values = tree.tree_.value[:, 0, 0]
+                is_leaf = tree.tree_.children_left == -1
+                fitted[n_k] = (tree, values[tree.apply(X32)], values[is_leaf])
+            _, pred, leaf_values = fitted[n_k]
+            s = leaf_scale(leaf_values, lam_k, families.q)
+            h = s * pred
+            G = -float(np.mean(neg_grad * h))
+            rho = beta * float(omega[k])
+            if step == "lipschitz":
+                a = lipschitz_step(loss_obj, F, y_arr, h, G, rho, cur_loss)
+            else:
+                a = line_search_step(loss_obj, F, y_arr, h, G, rho)
+            a *= nu
+            new_loss = _mean_loss(loss_obj, F + a * h, y_arr) if a != 0.0 else cur_loss
+            pen = beta * abs(a) * float(omega[k])
+            if new_loss + pen > cur_loss:  # round-off guard: never increase (7)
+                a, new_loss, pen = 0.0, cur_loss, 0.0
+            score = new_loss + (pen if selection == "objective" else beta * float(omega[k]))
+            cands.append(RGBCandidate(k, n_k, lam_k, float(omega[k]), s, a, new_loss, pen,
+                                      score))
+            cand_h.append(h)
+        best = int(np.argmin([c.score for c in cands]))
+        c = cands[best]
+        tree = fitted[c.n_internal][0]
+        if c.scale != 1.0:
+            tree.tree_.value[:, 0, 0] *= c.scale
+        F = F + c.alpha * cand_h[best]
+        cur_loss = c.loss
+        penalty_total += c.penalty
+        trees.append(tree)
+        coefs.append(c.alpha)
+        chosen_families.append(c.family)
+        objective = cur_loss + penalty_total
+        rounds.append(RGBRound(tuple(cands), best, objective))
+        path.append(objective)
+    return RGBFit(intercept=float(intercept), trees=trees, coefs=np.array(coefs, dtype=float),
+                  family_indices=np.array(chosen_families, dtype=np.int64), rounds=rounds,
+                  initial_objective=float(initial_objective),
+                  objective_path=np.array(path, dtype=float), train_decision=F)
+
+
+def decision_function(intercept: float, trees: list[DecisionTreeRegressor],
+                      coefs: FloatArray, X: Any) -> FloatArray:
+    r""":math:`F(x) = F_0 + \sum_t \alpha_t h_t(x)` for the rows of ``X``."""
+    X32 = np.ascontiguousarray(X, dtype=np.float32)
+    out = np.full(X32.shape[0], float(intercept))
+    for a, tree in zip(coefs, trees):
+        if a != 0.0:
+            out += a * tree.predict(X32)
+    return out
