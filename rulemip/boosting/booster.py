@@ -1,0 +1,244 @@
+r"""The rule booster: sequences :math:`f^{(0)}, \dots, f^{(k)}` of additive rule ensembles
+([OGB] Algorithm 1, SPEC §1).
+
+Round ``t``: ``g``, ``h`` of the loss at :math:`f^{(t-1)}`; ``q_t`` = the best query for
+the chosen objective (:mod:`rulemip.boosting.objectives`) found by the chosen search
+(:mod:`rulemip.boosting.search`); weights by the chosen update
+(:mod:`rulemip.boosting.weights`); for ogb the orthonormal basis is extended by
+Gram–Schmidt. :math:`f^{(0)}` is the best constant (``fit_intercept=True``) or the zero
+model (``fit_intercept=False``; then the empty query is a legal rule and counts as one of
+the ``k``).
+
+Boosting stops early — with fewer than ``n_rules`` rules — when no query has a positive
+objective value (relative to ``1e-12·‖g‖₁``): no rule can then reduce the risk to first
+order (e.g. the training data are fitted exactly, or no feature has two distinct values).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
+from rulemip.boosting.objectives import OBJECTIVES, OrthonormalBasis, make_objective
+from rulemip.boosting.search import SEARCHES, SearchResult, SearchSpace, find_rule
+from rulemip.boosting.weights import (
+    WEIGHT_UPDATES,
+    corrective_weights,
+    stagewise_weight,
+    xgb_weight,
+)
+from rulemip.data.dataset import Dataset
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.losses import get_loss
+from rulemip.rules import Rule, RuleEnsemble, conditions_from_box
+
+FloatArray = NDArray[np.float64]
+
+#: The named variants of [OGB]'s experiments (SPEC §1): objective, weight update, search.
+PRESETS: dict[str, dict[str, str]] = {
+    "SGS": {"objective": "gs", "weight_update": "stagewise", "search": "greedy"},
+    "SGB": {"objective": "gb", "weight_update": "stagewise", "search": "greedy"},
+    "SXB": {"objective": "xgb", "weight_update": "xgb", "search": "bnb"},
+    "CGB": {"objective": "gb", "weight_update": "corrective", "search": "bnb"},
+    "COB": {"objective": "ogb", "weight_update": "corrective", "search": "bnb"},
+}
+
+
+@dataclass(frozen=True)
+class BoostingRound:
+    """What happened in one round: the search result and the weights after the update."""
+
+    search: SearchResult
+    intercept: float
+    weights: FloatArray
+    risk: float
+
+
+class RuleBooster:
+    r"""Gradient boosting of additive rule ensembles (SGS, SGB, SXB, CGB, COB and mixes).
+
+    Parameters
+    ----------
+    n_rules : int
+        Number of boosting rounds *k* (rules added; the intercept is not counted).
+    objective : {"gs", "gb", "xgb", "ogb"}
+        Rule objective (SPEC §1): gradient sum, gradient boosting, extreme boosting,
+        orthogonal gradient boosting.
+    weight_update : {"stagewise", "xgb", "corrective"}
+        Weight update (SPEC §1 eqs. 3, 6, 7).
+    search : {"greedy", "beam", "bnb"}
+        Rule search: greedy (w = 1), beam (w = ``beam_width``), branch-and-bound (w = ∞).
+    beam_width : int
+        Beam width *w* for ``search="beam"``.
+    max_rule_length : int or None
+        Maximum number of propositions per rule, :math:`c(q)` (None = unlimited).
+    max_thresholds : int or None
+        At most this many candidate thresholds per feature, at quantiles (None = all
+        midpoints between distinct values).
+    reg : float
+        Ridge :math:`\lambda \ge 0` of :math:`R_\lambda` (SPEC §0 convention; the xgb
+        objective and update use the paper's :math:`\lambda` = ``2 * reg``).
+    epsilon : float
+        :math:`\varepsilon > 0` of obj_ogb.
+    fit_intercept : bool
+        Fit the background rule :math:`\beta_0` (not counted in ``n_rules``). With False
+        there is no :math:`\beta_0` and the empty query may be one of the rules.
+    loss : {"squared", "logistic", "poisson"}
+        Loss (logistic labels in {-1, +1}, as :class:`~rulemip.data.Dataset` encodes them).
+
+    Attributes
+    ----------
+    ensembles_ : list of RuleEnsemble
+        :math:`f^{(0)}, \dots, f^{(k)}`; ``ensembles_[t]`` has ``t`` rules.
+    rules_ : RuleEnsemble
+        The final ensemble ``ensembles_[-1]``.
+    risk_path_ : ndarray
+        Training :math:`R_\lambda(f^{(t)})`, ``t = 0..k``.
+    rounds_ : list of BoostingRound
+        Per-round search results (value, ``certified``, effort) and weights.
+    certified_ : bool
+        Every round's query was certified optimal for its objective (bnb with an
+        admissible bound; never for ogb).
+    """
+
+    _PARAMS: ClassVar[tuple[str, ...]] = (
+        "n_rules", "objective", "weight_update", "search", "beam_width", "max_rule_length",
+        "max_thresholds", "reg", "epsilon", "fit_intercept", "loss")
+
+    def __init__(self, n_rules: int = 10, objective: str = "ogb",
+                 weight_update: str = "corrective", search: str = "bnb",
+                 beam_width: int = 5, max_rule_length: int | None = None,
+                 max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
+                 fit_intercept: bool = True, loss: str = "squared") -> None:
+        self.n_rules = n_rules
+        self.objective = objective
+        self.weight_update = weight_update
+        self.search = search
+        self.beam_width = beam_width
+        self.max_rule_length = max_rule_length
+        self.max_thresholds = max_thresholds
+        self.reg = reg
+        self.epsilon = epsilon
+        self.fit_intercept = fit_intercept
+        self.loss = loss
+        self.validate()
+
+    @classmethod
+    def from_preset(cls, name: str, **params: Any) -> RuleBooster:
+        """A booster with the preset's objective, weight update and search (see
+        :data:`PRESETS`); other parameters from ``params``. A preset choice may not be
+        overridden — pass the three choices explicitly instead."""
+        preset = check_choice(name, "preset", PRESETS)
+        clash = sorted(set(params) & set(PRESETS[preset]))
+        if clash:
+            raise InvalidParameterError(
+                f"preset {preset!r} fixes {clash}; drop them or use no preset.")
+        return cls(**PRESETS[preset], **params)
+
+    def get_params(self) -> dict[str, Any]:
+        return {p: getattr(self, p) for p in self._PARAMS}
+
+    def validate(self) -> None:
+        """Check every parameter; raises :class:`InvalidParameterError` naming it."""
+        check_positive_int(self.n_rules, "n_rules")
+        check_choice(self.objective, "objective", OBJECTIVES)
+        check_choice(self.weight_update, "weight_update", WEIGHT_UPDATES)
+        check_choice(self.search, "search", SEARCHES)
+        check_positive_int(self.beam_width, "beam_width")
+        check_positive_int(self.max_rule_length, "max_rule_length", allow_none=True)
+        check_positive_int(self.max_thresholds, "max_thresholds", allow_none=True)
+        check_nonneg_float(self.reg, "reg")
+        check_nonneg_float(self.epsilon, "epsilon", strictly_positive=True)
+        if not isinstance(self.fit_intercept, bool | np.bool_):
+            raise InvalidParameterError(
+                f"`fit_intercept` must be True or False; got {self.fit_intercept!r}.")
+        get_loss(self.loss)
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, dataset: Dataset) -> RuleBooster:
+        """Run ``n_rules`` boosting rounds on ``dataset`` (labels in the loss convention)."""
+        self.validate()
+        if not isinstance(dataset, Dataset):
+            raise InvalidDataError(
+                "RuleBooster.fit needs a rulemip.data.Dataset; build one with "
+                "Dataset.from_arrays(X, y, loss=...).")
+        lo = get_loss(self.loss)
+        X, y = dataset.X, lo.check_labels(np.asarray(dataset.y, dtype=float))
+        sw = dataset.sample_weight
+        w = dataset.weights
+        n = dataset.n
+        reg = float(self.reg)
+        space = SearchSpace.build(X, self.max_thresholds)
+        basis = OrthonormalBasis(n, w)
+        intercept = lo.best_constant(y, sw) if self.fit_intercept else 0.0
+        if self.fit_intercept:
+            basis.add(np.ones(n))
+        f = np.full(n, intercept)
+        boxes: list[tuple[FloatArray, FloatArray]] = []
+        queries: list[NDArray[np.bool_]] = []
+        beta = np.zeros(0)
+        ensembles = [self._ensemble(dataset, boxes, intercept, beta)]
+        risks = [lo.risk(f, y, sample_weight=sw)]
+        rounds: list[BoostingRound] = []
+        for _ in range(int(self.n_rules)):
+            g = lo.gradient(f, y)
+            h = lo.hessian(f, y) if self.objective == "xgb" else None
+            obj = make_objective(self.objective, g, h, weights=w, reg=reg,
+                                 epsilon=float(self.epsilon), basis=basis)
+            res = find_rule(space, obj, search=self.search, beam_width=self.beam_width,
+                            max_rule_length=self.max_rule_length,
+                            allow_empty=not self.fit_intercept)
+            tol = 1e-12 * max(float(np.sum(np.abs(w * g))), 1e-300)
+            if res is None or not res.value > tol:
+                break
+            q = res.query.astype(float)
+            boxes.append((res.lower, res.upper))
+            queries.append(res.query)
+            if self.weight_update == "corrective":
+                fit = corrective_weights(np.column_stack(queries).astype(float), y, lo, reg,
+                                         self.fit_intercept, sw)
+                intercept, beta = fit.intercept, np.asarray(fit.weights, dtype=float)
+                f = intercept + np.column_stack(queries).astype(float) @ beta
+            else:
+                if self.weight_update == "stagewise":
+                    b = stagewise_weight(q, f, y, lo, reg, sw)
+                else:
+                    b = xgb_weight(q, lo.gradient(f, y), lo.hessian(f, y), reg, sw)
+                beta = np.append(beta, b)
+                f = f + b * q
+            basis.add(q)
+            risk = lo.risk(f, y, weights=beta, reg=reg, sample_weight=sw)
+            risks.append(risk)
+            rounds.append(BoostingRound(res, float(intercept), beta.copy(), risk))
+            ensembles.append(self._ensemble(dataset, boxes, intercept, beta))
+        self.space_ = space
+        self.ensembles_ = ensembles
+        self.rules_ = ensembles[-1]
+        self.risk_path_ = np.asarray(risks, dtype=float)
+        self.rounds_ = rounds
+        self.certified_ = bool(rounds) and all(r.search.certified for r in rounds)
+        return self
+
+    def _ensemble(self, dataset: Dataset, boxes: list[tuple[FloatArray, FloatArray]],
+                  intercept: float, beta: FloatArray) -> RuleEnsemble:
+        rules = [Rule(conditions_from_box(lower, upper, dataset.encoder), float(b))
+                 for (lower, upper), b in zip(boxes, beta, strict=True)]
+        return RuleEnsemble(rules, float(intercept), get_loss(self.loss).name,
+                            dataset.encoder, dataset.classes)
+
+    def ensemble(self, k: int) -> RuleEnsemble:
+        """The ``k``-rule model :math:`f^{(k)}` (``k`` ≤ number of fitted rounds)."""
+        if not hasattr(self, "ensembles_"):
+            raise InvalidParameterError("this RuleBooster is not fitted; call fit first.")
+        if not 0 <= k < len(self.ensembles_):
+            raise InvalidParameterError(
+                f"`k` must be in 0..{len(self.ensembles_) - 1}; got {k!r}.")
+        return self.ensembles_[k]
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{p}={getattr(self, p)!r}" for p in self._PARAMS)
+        return f"RuleBooster({args})"

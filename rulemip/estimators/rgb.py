@@ -1,0 +1,321 @@
+r"""scikit-learn estimators for regularized gradient boosting ([RGB], SPEC §5).
+
+:class:`RGBClassifier` (logistic loss) and :class:`RGBRegressor` (squared or Poisson loss)
+run [RGB] Algorithm 1 as implemented in :mod:`rulemip.boosting.rgb`; the math is in
+``docs/explanation/rgb.md``.
+
+Reading a fitted model as a tree ensemble (for tree pruning / rule extraction)
+-----------------------------------------------------------------------------
+:math:`F(x) = \text{intercept\_} + \sum_t \text{coefs\_}[t]\cdot
+\text{estimators\_}[t]\text{.predict}(x)`, where
+
+- ``estimators_``: flat list of fitted ``sklearn.tree.DecisionTreeRegressor`` (one per
+  round, ``tree_.value`` holds the leaf values :math:`w` already scaled into the
+  family's ball :math:`\|w\|_q\le\lambda`);
+- ``coefs_`` (alias ``estimator_weights_``, the AdaBoost name): per-tree multipliers
+  :math:`\alpha_t` (may be 0 when the soft threshold removed a round's step);
+- ``intercept_``: :math:`F_0` (unpenalized).
+
+For the classifier :math:`F` is the log-odds of ``classes_[1]``; for the Poisson regressor
+it is the log-rate. :meth:`to_rule_ensemble` returns the same function as a
+:class:`~rulemip.rules.RuleEnsemble` (one rule per leaf, weight :math:`\alpha_t w_l`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
+from rulemip.boosting.rgb_families import FamilyGrid
+from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.losses import get_loss
+from rulemip.rules import RuleEnsemble
+
+FloatArray = NDArray[np.float64]
+
+_PARAMS_DOC = r"""
+    n_estimators : int, default=100
+        :math:`T`, the number of boosting rounds (the paper uses 100).
+    n_samples_per_round : int, default=5
+        :math:`S`, families drawn (with replacement) per round; the best of the S
+        candidates is kept.
+    beta : float, default=0.01
+        :math:`\beta\ge0`, weight of the complexity penalty
+        :math:`\sum_t|\alpha_t|\tilde\Omega_{I_t}` of objective (7) (paper grid:
+        {0.001, 0.01, 0.1, 0.3, 1}).
+    families : None or sequence of (n_internal, lambda), default=None
+        The families :math:`\mathcal H_{n_k,\lambda_k,q}`: trees with at most
+        ``n_internal`` internal nodes and leaf norm :math:`\|w\|_q\le\lambda`. ``None`` is
+        the paper's 7×7 grid n ∈ {2,4,8,16,32,64,256}, λ ∈ {0.001,0.01,0.1,0.5,1,2,4}.
+    q : {1, 2}, default=2
+        The leaf-vector norm of the families.
+    sampling : {"lambda", "lambda_squared", "uniform"}, default="lambda"
+        Family sampling distribution: :math:`p_k\propto\lambda_k` (paper (26)),
+        :math:`\propto\lambda_k^2` (the Lipschitz bound without Lemma 4's dropped square),
+        or uniform.
+    step : {"lipschitz", "line_search"}, default="lipschitz"
+        Coordinate step: the proximal Lipschitz step of Algorithm 1 or an exact line
+        search on (7).
+    learning_rate : float in (0, 1], default=1.0
+        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1.
+    selection : {"objective", "complexity"}, default="objective"
+        Candidate score: objective (7) after the step (loss + β|α|Ω̃) or Algorithm 1
+        line 6 literally (loss + βΩ̃).
+    fit_intercept : bool, default=True
+        Start from the best constant :math:`F_0` (unpenalized) instead of :math:`F=0`.
+    min_samples_leaf : int, default=1
+        Minimum number of samples in a tree leaf.
+    random_state : int, RandomState or None, default=None
+        Seeds the family draws and the trees' tie-breaking; fixed → reproducible fit.
+"""
+
+_ATTRS_DOC = r"""
+    estimators_ : list of DecisionTreeRegressor
+        The trees :math:`h_t`, leaf values already scaled into the norm ball.
+    coefs_ : ndarray of shape (n_estimators,)
+        :math:`\alpha_t`, the multiplier of each tree. ``estimator_weights_`` is the same
+        array.
+    intercept_ : float
+        :math:`F_0`.
+    families_ : list of (int, float)
+        The family ``(n_internal, lambda)`` chosen in each round.
+    family_indices_ : ndarray of int
+        Index of the chosen family into ``family_grid_``.
+    family_grid_ : FamilyGrid
+        The families searched.
+    complexities_ : ndarray
+        Normalized complexities :math:`\tilde\Omega_k\in(0,1]` of the grid.
+    raw_complexities_ : ndarray
+        :math:`\Omega_k` of Theorem 1 for the training sample size and dimension.
+    sampling_probabilities_ : ndarray
+        The distribution the families were drawn from.
+    objective_path_ : ndarray of shape (n_estimators,)
+        Objective (7) on the training data after each round (non-increasing).
+    initial_objective_ : float
+        Objective (7) before the first round.
+    rounds_ : list of RGBRound
+        Per round: every drawn candidate (family, scale, step α, loss, penalty, score)
+        and the index of the chosen one.
+    n_features_in_, feature_names_in_ : as in scikit-learn.
+"""
+
+
+def _validate_common(est: Any) -> FamilyGrid:
+    """Validate the parameters shared by both estimators; return the family grid."""
+    if isinstance(est.fit_intercept, bool) is False and not isinstance(
+            est.fit_intercept, np.bool_):
+        raise InvalidParameterError(
+            f"`fit_intercept` must be True or False; got {est.fit_intercept!r}.")
+    if est.q not in (1, 2) or isinstance(est.q, bool):
+        raise InvalidParameterError(f"`q` (the leaf norm) must be 1 or 2; got {est.q!r}.")
+    if est.families is None:
+        return FamilyGrid.paper(q=int(est.q))
+    return FamilyGrid.from_pairs(est.families, q=int(est.q))
+
+
+def _validate_X(est: Any, X: Any, y: Any = None, *, reset: bool,
+                y_numeric: bool = False) -> Any:
+    try:
+        if y is None and not reset:
+            return validate_data(est, X, reset=False, dtype=np.float64)
+        return validate_data(est, X, y, dtype=np.float64, y_numeric=y_numeric)
+    except InvalidDataError:
+        raise
+    except ValueError as exc:  # keep sklearn's message, use rulemip's error type
+        raise InvalidDataError(str(exc)) from exc
+
+
+class _RGBBase(BaseEstimator):
+    _loss_name: str = "squared"
+
+    def _run(self, X: FloatArray, y: FloatArray, loss: str) -> None:
+        grid = _validate_common(self)
+        fit: RGBFit = fit_rgb(
+            X, y, loss=loss, families=grid, n_rounds=self.n_estimators,
+            n_samples_per_round=self.n_samples_per_round, beta=self.beta,
+            sampling=self.sampling, step=self.step, learning_rate=self.learning_rate,
+            selection=self.selection, fit_intercept=bool(self.fit_intercept),
+            min_samples_leaf=self.min_samples_leaf, random_state=self.random_state)
+        self._loss_name = loss
+        self.family_grid_ = grid
+        self.complexities_ = grid.complexities()
+        self.raw_complexities_ = grid.raw_complexities(X.shape[0], X.shape[1])
+        self.sampling_probabilities_ = grid.probabilities(self.sampling)
+        self.estimators_ = fit.trees
+        self.coefs_ = fit.coefs
+        self.estimator_weights_ = fit.coefs
+        self.intercept_ = fit.intercept
+        self.family_indices_ = fit.family_indices
+        self.families_ = [grid.pairs[int(k)] for k in fit.family_indices]
+        self.rounds_ = fit.rounds
+        self.objective_path_ = fit.objective_path
+        self.initial_objective_ = fit.initial_objective
+
+    def predict_raw(self, X: Any) -> FloatArray:
+        r""":math:`F(x) = F_0 + \sum_t\alpha_t h_t(x)` on the link scale (log-odds of
+        ``classes_[1]``, mean, or log-rate)."""
+        check_is_fitted(self, "estimators_")
+        Xv = _validate_X(self, X, reset=False)
+        return decision_function(self.intercept_, self.estimators_, self.coefs_, Xv)
+
+    def _feature_names(self) -> list[str] | None:
+        names = getattr(self, "feature_names_in_", None)
+        return None if names is None else [str(s) for s in names]
+
+    def _classes(self) -> tuple[Any, ...] | None:
+        return None
+
+    def to_rule_ensemble(self) -> RuleEnsemble:
+        """The fitted model as a :class:`~rulemip.rules.RuleEnsemble`: intercept
+        :math:`F_0` and one rule per leaf with weight :math:`\\alpha_t w_l` and the
+        root-to-leaf path as ``lower < x_j <= upper`` conditions. Its
+        ``decision_function`` equals this estimator's :meth:`predict_raw` (see
+        :mod:`rulemip.boosting.rgb_rules` for the threshold convention)."""
+        check_is_fitted(self, "estimators_")
+        return trees_to_rule_ensemble(self.intercept_, self.estimators_, self.coefs_,
+                                      loss=self._loss_name,
+                                      feature_names=self._feature_names(),
+                                      classes=self._classes())
+
+
+class RGBClassifier(ClassifierMixin, _RGBBase):
+    __doc__ = r"""Binary classifier by regularized gradient boosting ([RGB] Algorithm 1)
+    with the logistic loss :math:`\log(1+e^{-yF})`, :math:`y\in\{-1,+1\}` internally
+    (``classes_[1]`` is +1).
+
+    Parameters
+    ----------""" + _PARAMS_DOC + r"""
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The two labels; ``classes_[1]`` is the positive class.""" + _ATTRS_DOC + r"""
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from rulemip.estimators import RGBClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> clf = RGBClassifier(n_estimators=20, random_state=0).fit(X, y)
+    >>> clf.score(X, y) > 0.9
+    True
+    """
+
+    def __init__(self, n_estimators: int = 100, n_samples_per_round: int = 5,
+                 beta: float = 0.01, families: Any = None, q: int = 2,
+                 sampling: str = "lambda", step: str = "lipschitz",
+                 learning_rate: float = 1.0, selection: str = "objective",
+                 fit_intercept: bool = True, min_samples_leaf: int = 1,
+                 random_state: Any = None) -> None:
+        self.n_estimators = n_estimators
+        self.n_samples_per_round = n_samples_per_round
+        self.beta = beta
+        self.families = families
+        self.q = q
+        self.sampling = sampling
+        self.step = step
+        self.learning_rate = learning_rate
+        self.selection = selection
+        self.fit_intercept = fit_intercept
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    def fit(self, X: Any, y: Any) -> RGBClassifier:
+        """Fit on ``X`` (n, d) and two-class labels ``y``."""
+        Xv, yv = _validate_X(self, X, y, reset=True)
+        kind = type_of_target(yv)
+        if kind not in ("binary", "multiclass"):
+            raise InvalidDataError(
+                f"Unknown label type: RGBClassifier needs class labels; got a target of "
+                f"type {kind!r}. Use RGBRegressor for continuous targets.")
+        classes = np.unique(yv)
+        if len(classes) != 2:
+            raise InvalidDataError(
+                "RGBClassifier needs exactly two classes in y; got "
+                f"{len(classes)} class(es): {classes[:5].tolist()}. Only binary "
+                "classification is supported. For more classes train one-vs-rest "
+                "classifiers (sklearn.multiclass.OneVsRestClassifier).")
+        self.classes_ = classes
+        y_pm = np.where(yv == classes[1], 1.0, -1.0)
+        self._run(Xv, y_pm, "logistic")
+        return self
+
+    def _classes(self) -> tuple[Any, ...] | None:
+        return tuple(c.item() if hasattr(c, "item") else c for c in self.classes_)
+
+    def decision_function(self, X: Any) -> FloatArray:
+        r""":math:`F(x)`, the log-odds of ``classes_[1]`` (same as :meth:`predict_raw`)."""
+        return self.predict_raw(X)
+
+    def predict_proba(self, X: Any) -> FloatArray:
+        """Columns: probability of ``classes_[0]`` and of ``classes_[1]``."""
+        p1 = get_loss("logistic").inverse_link(self.decision_function(X))
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        """``classes_[1]`` where :math:`F(x) > 0`, else ``classes_[0]``."""
+        check_is_fitted(self, "estimators_")
+        return np.asarray(self.classes_[(self.decision_function(X) > 0).astype(int)])
+
+
+class RGBRegressor(RegressorMixin, _RGBBase):
+    __doc__ = r"""Regressor by regularized gradient boosting ([RGB] Algorithm 1) with the
+    squared loss :math:`(F-y)^2` or the Poisson deviance (log link).
+
+    Parameters
+    ----------
+    loss : {"squared", "poisson"}, default="squared"
+        :math:`\Phi`. Poisson needs :math:`y\ge0`; predictions are :math:`e^{F}`.""" + \
+        _PARAMS_DOC + r"""
+    Attributes
+    ----------""" + _ATTRS_DOC
+
+    def __init__(self, loss: str = "squared", n_estimators: int = 100,
+                 n_samples_per_round: int = 5, beta: float = 0.01, families: Any = None,
+                 q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
+                 learning_rate: float = 1.0, selection: str = "objective",
+                 fit_intercept: bool = True, min_samples_leaf: int = 1,
+                 random_state: Any = None) -> None:
+        self.loss = loss
+        self.n_estimators = n_estimators
+        self.n_samples_per_round = n_samples_per_round
+        self.beta = beta
+        self.families = families
+        self.q = q
+        self.sampling = sampling
+        self.step = step
+        self.learning_rate = learning_rate
+        self.selection = selection
+        self.fit_intercept = fit_intercept
+        self.min_samples_leaf = min_samples_leaf
+        self.random_state = random_state
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.target_tags.positive_only = self.loss == "poisson"
+        return tags
+
+    def fit(self, X: Any, y: Any) -> RGBRegressor:
+        """Fit on ``X`` (n, d) and real targets ``y`` (``y >= 0`` for Poisson)."""
+        if self.loss not in ("squared", "poisson"):
+            raise InvalidParameterError(
+                f"`loss` must be 'squared' or 'poisson' for RGBRegressor; got {self.loss!r}."
+                " Use RGBClassifier for the logistic loss.")
+        Xv, yv = _validate_X(self, X, y, reset=True, y_numeric=True)
+        yv = np.asarray(yv, dtype=float)
+        self._run(Xv, yv, self.loss)
+        return self
+
+    def predict(self, X: Any) -> FloatArray:
+        r""":math:`\mu(F(x))`: :math:`F` (squared) or :math:`e^{F}` (Poisson)."""
+        return get_loss(self.loss).inverse_link(self.predict_raw(X))
