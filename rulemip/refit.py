@@ -51,9 +51,8 @@ def fit_weights(Q: NDArray[np.float64], y: NDArray[np.float64], loss: str | Loss
     Q = np.asarray(Q, dtype=float)
     if Q.ndim == 1:
         Q = Q.reshape(-1, 1)
-    n, k = Q.shape
+    n = Q.shape[0]
     w = np.ones(n) if sample_weight is None else np.asarray(sample_weight, dtype=float)
-    W = float(w.sum())
     off = np.zeros(n) if offset is None else np.asarray(offset, dtype=float)
     A = np.column_stack([np.ones(n), Q]) if fit_intercept else Q
     m = A.shape[1]

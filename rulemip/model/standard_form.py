@@ -7,8 +7,9 @@ r"""The solver-neutral model every backend accepts.
 plus optional *separable convex loss terms*
 :math:`s\sum_i w_i\, l(x_{c_i}, y_i)` (:class:`SeparableLoss`, for a loss of
 :mod:`rulemip.losses`), which SCIP takes natively and MILP backends reach through the
-tangent-cut outer-approximation driver, and optional *indicator constraints* ``z_b = v  ⇒  aᵀx (≤|≥|=) rhs`` for backends that
-have them (others get an explicit big-M alternative from the formulation). ``Q`` must be
+tangent-cut outer-approximation driver, and optional *indicator constraints*
+``z_b = v  ⇒  aᵀx (≤|≥|=) rhs`` for backends that have them (others get an explicit
+big-M alternative from the formulation). ``Q`` must be
 positive semidefinite (the objective convex). Everything is a plain array, so a
 ``StandardForm`` is cheap to copy, hash and export.
 """

@@ -137,7 +137,8 @@ class RuleEnsemble:
         return cls.from_dict(json.loads(text))
 
 
-def conditions_from_box(lower: Sequence[float], upper: Sequence[float],
+def conditions_from_box(lower: Sequence[float] | NDArray[np.float64],
+                        upper: Sequence[float] | NDArray[np.float64],
                         encoder: FeatureEncoder | None = None,
                         names: Sequence[str] | None = None) -> list[Condition]:
     """Conditions of the box ``lower_j < x_j <= upper_j`` (infinite bounds dropped),

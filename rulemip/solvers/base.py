@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Iterable
-from enum import Enum
+from enum import StrEnum
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
@@ -26,7 +26,7 @@ from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.result import SolveOptions, SolveResult
 
 
-class Capability(str, Enum):
+class Capability(StrEnum):
     """What a model may need from a backend."""
 
     LP = "lp"
@@ -86,7 +86,12 @@ class PersistentSolver(Protocol):
 
 
 class SolverBackend(Protocol):
-    """One solver library behind one interface."""
+    """One solver library behind one interface.
+
+    A backend may also define ``unsupported_combinations``: capability sets it has
+    individually but cannot combine (HiGHS: ``{INTEGER, QUADRATIC_OBJECTIVE}``, no MIQP);
+    :func:`select_backend` honours it.
+    """
 
     name: str
     capabilities: frozenset[Capability]
@@ -167,17 +172,32 @@ def select_backend(solver: str, needs: Iterable[Capability]) -> SolverBackend:
             raise UnsupportedCapabilityError(
                 f"solver {solver!r} lacks {sorted(c.value for c in missing)} needed by this "
                 "model; choose another `solver` or 'auto'.")
+        clash = _unsupported_combination(backend, need)
+        if clash:
+            raise UnsupportedCapabilityError(
+                f"solver {solver!r} cannot combine {sorted(c.value for c in clash)} (e.g. "
+                "HiGHS has no MIQP); choose another `solver` or 'auto'.")
         return backend
     for name in _BACKEND_MODULES:
         try:
             backend = get_backend(name)
         except (BackendUnavailableError, ImportError):
             continue
-        if need <= set(backend.capabilities):
+        if need <= set(backend.capabilities) and not _unsupported_combination(backend, need):
             return backend
     raise BackendUnavailableError(
         f"no installed solver backend has {sorted(c.value for c in need)}; install one with "
         "`pip install 'rulemip[solvers]'` (SCIP, OR-Tools, Pyomo) or `pip install highspy`.")
+
+
+def _unsupported_combination(backend: SolverBackend,
+                             need: set[Capability]) -> frozenset[Capability]:
+    """The first capability set in the backend's optional ``unsupported_combinations``
+    (capabilities it has, but not together) that ``need`` contains; empty if none."""
+    for combo in getattr(backend, "unsupported_combinations", ()):
+        if set(combo) <= need:
+            return frozenset(combo)
+    return frozenset()
 
 
 def module_available(name: str) -> bool:

@@ -324,6 +324,12 @@ class HighsPersistent:
         t0 = time.perf_counter()
         try:
             run_status = h.run()
+            if (run_status == self._hs.HighsStatus.kError and opts.threads is not None
+                    and h.getModelStatus() == self._hs.HighsModelStatus.kNotset):
+                # HiGHS's global thread pool was started with another size: rebuild it
+                self._hs.Highs.resetGlobalScheduler(True)
+                notes.append(f"HiGHS thread pool restarted with {opts.threads} threads.")
+                run_status = h.run()
         finally:
             for hook, fn in subscribed:
                 hook.unsubscribe(fn)
@@ -398,9 +404,9 @@ class HighsPersistent:
             else:
                 term, limit = limit_status(has_sol, which)
         elif status in (MS.kSolveError, MS.kPresolveError, MS.kPostsolveError):
-            term, x, primal = TerminationReason.NUMERICAL_ERROR, None, math.inf
+            term, x, primal, dual = TerminationReason.NUMERICAL_ERROR, None, math.inf, -math.inf
         else:  # kNotset, kLoadError, kModelError
-            term, x, primal = TerminationReason.ERROR, None, math.inf
+            term, x, primal, dual = TerminationReason.ERROR, None, math.inf, -math.inf
         if term not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
             x = None
         return make_result(term, primal=primal, dual=dual, limit=limit, x=x, wall_time=wall,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from enum import Enum
+from enum import StrEnum
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 GAP_DENOMINATOR_FLOOR = 1e-10
 
 
-class TerminationReason(str, Enum):
+class TerminationReason(StrEnum):
     """Why a solve ended."""
 
     OPTIMAL = "optimal"
@@ -31,7 +31,7 @@ class TerminationReason(str, Enum):
     ERROR = "error"
 
 
-class Limit(str, Enum):
+class Limit(StrEnum):
     """Which limit stopped a solve early (``None`` on the result when none did)."""
 
     TIME = "time"

@@ -102,7 +102,7 @@ def test_optimal_status_needs_small_gap(certified):
 def test_malformed_documents(tmp_path):
     p = tmp_path / "x.json"
     p.write_text(json.dumps({"format": "other"}))
-    with pytest.raises(CertificateError, match="not a rulemip.Certificate"):
+    with pytest.raises(CertificateError, match=r"not a rulemip\.Certificate"):
         Certificate.load(p)
     p.write_text("{")
     with pytest.raises(CertificateError, match="not JSON"):

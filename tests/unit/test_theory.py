@@ -22,7 +22,7 @@ from rulemip.refit import fit_weights
 @pytest.mark.parametrize("k", [2, 3, 4, 5])
 def test_lemma1_is_the_reference_ensemble_risk(k):
     delta = 0.03
-    X, y = alternating(k, delta)
+    _, y = alternating(k, delta)
     n = 2 * k - 1
     Q = np.zeros((n, k))
     Q[:, 0] = 1.0

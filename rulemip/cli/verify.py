@@ -1,0 +1,36 @@
+"""``rulemip verify``: re-check a certificate against data."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from rulemip.cli._common import add_data_arguments, read_table
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "verify", help="re-check a certificate against the data",
+        description="Recompute the certified model's risk from the data and check every "
+                    "claim of the certificate that can be checked without re-solving. "
+                    "Exit code 0 if it verifies, 1 if any check fails.")
+    p.add_argument("certificate", metavar="CERT.json", help="certificate written by `fit`")
+    add_data_arguments(p, required=False)
+    p.add_argument("--tol", type=float, default=1e-7, help="tolerance on risks")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from rulemip.certify import verify
+    from rulemip.data import load_bundled
+    from rulemip.exceptions import InvalidParameterError
+
+    if (args.data is None) != (args.target is None):
+        raise InvalidParameterError("give both --data and --target, or neither (bundled data).")
+    if args.data is None:
+        X, y = load_bundled("diabetes_small")
+    else:
+        X, y = read_table(args.data, args.target)
+    report = verify(args.certificate, X, y, tol=args.tol)
+    print(report)
+    return 0 if report.ok else 1

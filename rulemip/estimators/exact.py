@@ -1,0 +1,319 @@
+r"""Certified-optimal k-rule ensembles as scikit-learn estimators (SPEC §2, §2b, §6).
+
+``ExactRuleEnsembleRegressor`` / ``ExactRuleEnsembleClassifier`` learn the additive rule
+ensemble of at most ``n_rules`` rules (*k* in [GAP]) minimizing the regularized risk
+:math:`R_\lambda` over all conjunctions of intervals whose bounds are candidate thresholds,
+and prove it: ``certificate_`` records the incumbent's risk, a valid lower bound, the gap
+and how they were obtained; :func:`rulemip.verify` re-checks it.
+
+Two exact engines solve the same problem:
+
+* ``"cip"`` — :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`, the convex
+  integer program over candidate boxes by outer approximation (needs ``reg > 0``);
+* ``"mip"`` — :class:`~rulemip.formulations.interval_cover.IntervalCoverMIP`, the
+  interval-cover MIP of [GAP] §4.1 (also for ``reg = 0``, then optimal only within a
+  proved or stated weight box).
+
+``engine="auto"`` takes the CIP when ``reg > 0`` and the number of candidate boxes is
+moderate, else the MIP. A time limit returns the incumbent with a valid bound and a
+:class:`~rulemip.exceptions.SolveLimitWarning`, never an exception.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.validation import check_is_fitted
+
+from rulemip._validation import (
+    check_choice,
+    check_nonneg_float,
+    check_positive_int,
+)
+from rulemip.data import Dataset, candidate_thresholds
+from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+
+ENGINES = ("auto", "cip", "mip")
+WARM_STARTS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
+CIP_MAX_BOXES = 250_000
+
+
+def count_boxes(thresholds: list[np.ndarray], max_rule_length: int | None) -> int:
+    """Number of candidate boxes (before removing duplicate query vectors): per feature
+    ``g + 1`` groups give ``(g+1)(g+2)/2`` intervals, one of which is unrestricted."""
+    per_feature = [((len(t) + 1) * (len(t) + 2)) // 2 - 1 for t in thresholds]
+    if max_rule_length is None or max_rule_length >= len(per_feature):
+        return int(np.prod([p + 1 for p in per_feature], dtype=float))
+    # elementary symmetric sums: boxes restricting at most L features
+    e = np.zeros(max_rule_length + 1)
+    e[0] = 1.0
+    for p in per_feature:
+        e[1:] = e[1:] + p * e[:-1]
+    return int(e.sum())
+
+
+class _ExactBase(BaseEstimator):
+    _loss_choices: tuple[str, ...] = ("squared",)
+
+    def __init__(self, n_rules: int = 3, *, loss: str = "squared", reg: float = 1e-3,
+                 fit_intercept: bool = True, max_thresholds: int | None = 8,
+                 thresholds: Any = None, max_rule_length: int | None = None,
+                 engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
+                 mip_gap: float = 1e-6, warm_start: str | None = "COB",
+                 random_state: int | None = None, verbose: bool = False) -> None:
+        self.n_rules = n_rules
+        self.loss = loss
+        self.reg = reg
+        self.fit_intercept = fit_intercept
+        self.max_thresholds = max_thresholds
+        self.thresholds = thresholds
+        self.max_rule_length = max_rule_length
+        self.engine = engine
+        self.solver = solver
+        self.time_limit = time_limit
+        self.mip_gap = mip_gap
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # ------------------------------------------------------------------ fitting
+    def _validate_params_(self) -> None:
+        check_positive_int(self.n_rules, "n_rules")
+        check_choice(self.loss, "loss", self._loss_choices)
+        check_nonneg_float(self.reg, "reg")
+        check_positive_int(self.max_thresholds, "max_thresholds", allow_none=True)
+        check_positive_int(self.max_rule_length, "max_rule_length", allow_none=True)
+        check_choice(self.engine, "engine", ENGINES)
+        check_nonneg_float(self.time_limit, "time_limit", allow_none=True,
+                           strictly_positive=True)
+        check_nonneg_float(self.mip_gap, "mip_gap")
+        if self.warm_start not in WARM_STARTS:
+            raise InvalidParameterError(
+                f"`warm_start` must be None or a boosting preset {WARM_STARTS[1:]}; "
+                f"got {self.warm_start!r}.")
+        if not isinstance(self.solver, str):
+            raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
+        if self.engine == "cip" and self.reg == 0:
+            raise InvalidParameterError(
+                "`engine='cip'` needs `reg` > 0 (the CIP uses γ = 1/reg); use engine='mip' "
+                "or a small positive reg such as 1e-6.")
+
+    def _thresholds_for(self, ds: Dataset) -> list[np.ndarray]:
+        if self.thresholds is None:
+            return candidate_thresholds(ds.X, self.max_thresholds)
+        ths = [np.unique(np.asarray(t, dtype=float)) for t in self.thresholds]
+        if len(ths) != ds.d:
+            raise InvalidParameterError(
+                f"`thresholds` must give one array of cut points per feature ({ds.d}); "
+                f"got {len(ths)}.")
+        return ths
+
+    def _choose_engine(self, thresholds: list[np.ndarray]) -> str:
+        if self.engine != "auto":
+            return str(self.engine)
+        if self.reg > 0 and count_boxes(thresholds, self.max_rule_length) <= CIP_MAX_BOXES:
+            return "cip"
+        return "mip"
+
+    def _warm_start_model(self, ds: Dataset) -> Any:
+        if self.warm_start is None:
+            return None
+        from rulemip.boosting import RuleBooster
+
+        booster = RuleBooster(n_rules=self.n_rules, preset=self.warm_start, loss=self.loss,
+                              reg=self.reg, fit_intercept=self.fit_intercept,
+                              max_thresholds=self.max_thresholds,
+                              max_rule_length=self.max_rule_length)
+        booster.fit(ds)
+        self.boosting_risk_ = float(booster.risk_path_[-1])
+        return booster.ensembles_[-1]
+
+    def _fit_dataset(self, ds: Dataset) -> None:
+        self._validate_params_()
+        thresholds = self._thresholds_for(ds)
+        engine = self._choose_engine(thresholds)
+        self.boosting_risk_ = math.nan
+        start = self._warm_start_model(ds)
+        callback = _progress_printer() if self.verbose else None
+        seed = 0 if self.random_state is None else int(self.random_state)
+        if engine == "cip":
+            from rulemip.formulations.box_selection import BoxSelectionCIP
+
+            problem: Any = BoxSelectionCIP(
+                self.n_rules, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
+                thresholds=thresholds, max_rule_length=self.max_rule_length)
+            solver = "highs" if self.solver == "auto" else self.solver
+        else:
+            from rulemip.formulations.interval_cover import IntervalCoverMIP
+
+            problem = IntervalCoverMIP(
+                self.n_rules, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
+                thresholds=thresholds, max_rule_length=self.max_rule_length)
+            solver = self.solver
+        result = problem.solve(ds, warm_start=start, solver=solver, time_limit=self.time_limit,
+                               mip_gap=self.mip_gap, callback=callback, seed=seed)
+        self.result_ = result
+        self.engine_ = engine
+        self.thresholds_ = thresholds
+        if result.ensemble is None:
+            from rulemip.exceptions import SolverError
+
+            raise SolverError(
+                f"the {engine} engine found no feasible rule ensemble "
+                f"({result.termination.value}); raise `time_limit` or try another `solver`.")
+        self.rules_ = _with_encoder(result.ensemble, ds)
+        if result.limit is not None or not result.termination.value == "optimal":
+            warnings.warn(
+                f"solve stopped before proving optimality ({result.termination.value}, "
+                f"limit={None if result.limit is None else result.limit.value}); returning the "
+                f"incumbent with risk {result.risk:.6g} and valid lower bound "
+                f"{result.lower_bound:.6g} (gap {result.gap:.2%}).", SolveLimitWarning,
+                stacklevel=3)
+        from rulemip.certify import make_certificate
+
+        self.certificate_ = make_certificate(
+            ds, self.rules_, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
+            n_rules=self.n_rules, thresholds=thresholds, risk=result.risk,
+            lower_bound=result.lower_bound, status=result.termination.value,
+            bound_valid=result.bound_valid, engine=engine, backend=result.backend,
+            backend_version=result.backend_version,
+            options={"time_limit": self.time_limit, "mip_gap": self.mip_gap,
+                     "warm_start": self.warm_start, "seed": seed,
+                     "max_thresholds": self.max_thresholds},
+            wall_time=result.wall_time, max_rule_length=self.max_rule_length,
+            notes=tuple(result.notes))
+        self.n_features_in_ = ds.d
+
+    def _encode(self, X: Any) -> np.ndarray:
+        check_is_fitted(self, "rules_")
+        return self.rules_.encode(X)
+
+    def decision_function(self, X: Any) -> np.ndarray:
+        """:math:`f(x)` on the link scale."""
+        return self.rules_.decision_function_encoded(self._encode(X))
+
+
+def _with_encoder(ensemble: Any, ds: Dataset) -> Any:
+    from rulemip.rules import RuleEnsemble
+
+    return RuleEnsemble(ensemble.rules, ensemble.intercept, ensemble.loss, ds.encoder,
+                        ds.classes)
+
+
+def _progress_printer() -> Any:
+    import sys
+    import time
+
+    last = [0.0]
+
+    def show(info: dict[str, Any]) -> None:
+        now = time.monotonic()
+        if now - last[0] < 1.0 and not info.get("final"):
+            return
+        last[0] = now
+        ub, lb = info.get("ub", math.inf), info.get("lb", -math.inf)
+        gap = info.get("gap", math.inf)
+        print(f"  [{info.get('time', 0.0):7.1f}s] it {info.get('iteration', 0):5d}  "
+              f"incumbent {ub:.6g}  bound {lb:.6g}  gap {gap:.3%}", file=sys.stderr,
+              flush=True)
+
+    return show
+
+
+class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
+    """Certified-optimal additive rule ensemble for regression (squared or Poisson loss).
+
+    Parameters
+    ----------
+    n_rules : int, default 3
+        Maximum number of rules, *k* in [GAP] (the intercept is not counted).
+    loss : {"squared", "poisson"}
+    reg : float, default 1e-3
+        Ridge :math:`\\lambda` in :math:`R_\\lambda = \\frac1n(\\sum l + \\lambda\\|\\beta\\|^2)`.
+    fit_intercept : bool, default True
+        Unpenalized background rule :math:`\\beta_0`; with False an all-covering rule may
+        be one of the k rules (the setting of [GAP]).
+    max_thresholds : int or None, default 8
+        Candidate cut points per feature by quantile bins (None: all midpoints).
+    thresholds : list of arrays, optional
+        Explicit cut points per feature (overrides ``max_thresholds``).
+    max_rule_length : int or None
+        Maximum number of features a rule may restrict.
+    engine : {"auto", "cip", "mip"}
+    solver : str, default "auto"
+        Backend name (``rulemip.solvers.backend_names()``).
+    time_limit : float or None, default 60
+        Seconds; the incumbent and a valid bound are returned when it is hit.
+    mip_gap : float, default 1e-6
+        Relative gap at which the solve stops and reports optimality.
+    warm_start : boosting preset or None, default "COB"
+        Boosting ensemble used as the first incumbent.
+    random_state : int or None
+        Seed passed to the solver.
+    verbose : bool
+        Print incumbent, bound and gap while solving.
+
+    Attributes
+    ----------
+    rules_ : RuleEnsemble
+    result_ : ExactResult
+    certificate_ : Certificate
+    boosting_risk_ : float
+        Training risk of the warm-start boosting model (nan without warm start).
+    """
+
+    _loss_choices = ("squared", "poisson")
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleRegressor:
+        self._validate_params_()
+        ds = Dataset.from_arrays(X, y, loss=self.loss, sample_weight=sample_weight)
+        self._fit_dataset(ds)
+        return self
+
+    def predict(self, X: Any) -> np.ndarray:
+        """Mean response :math:`\\mu(f(x))`."""
+        check_is_fitted(self, "rules_")
+        return self.rules_.predict(X)
+
+
+class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
+    """Certified-optimal additive rule ensemble for binary classification (logistic loss).
+
+    Parameters are those of :class:`ExactRuleEnsembleRegressor` (``loss`` is fixed to
+    ``"logistic"``). ``classes_`` holds the two labels; the larger one is the positive class.
+    """
+
+    _loss_choices = ("logistic",)
+
+    def __init__(self, n_rules: int = 3, *, loss: str = "logistic", reg: float = 1e-3,
+                 fit_intercept: bool = True, max_thresholds: int | None = 8,
+                 thresholds: Any = None, max_rule_length: int | None = None,
+                 engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
+                 mip_gap: float = 1e-6, warm_start: str | None = "COB",
+                 random_state: int | None = None, verbose: bool = False) -> None:
+        super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                         max_thresholds=max_thresholds, thresholds=thresholds,
+                         max_rule_length=max_rule_length, engine=engine, solver=solver,
+                         time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start,
+                         random_state=random_state, verbose=verbose)
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleClassifier:
+        self._validate_params_()
+        ds = Dataset.from_arrays(X, y, loss="logistic", sample_weight=sample_weight)
+        self.classes_ = np.asarray(ds.classes)
+        self._fit_dataset(ds)
+        return self
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        p = self.rules_.predict(X) if hasattr(self, "rules_") else None
+        check_is_fitted(self, "rules_")
+        assert p is not None
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X: Any) -> np.ndarray:
+        f = self.decision_function(X)
+        return self.classes_[(f > 0).astype(int)]

@@ -1,0 +1,72 @@
+"""``ExactResult``: what an exact k-rule engine returns (the CIP of SPEC §2b and the
+interval-cover MIP of SPEC §2 share it).
+
+``risk`` is the regularized risk :math:`R_\\lambda` of the decoded ensemble recomputed from
+the data (the upper bound), ``lower_bound`` a valid lower bound on :math:`\\min R_\\lambda`
+over all ensembles the formulation can express, and ``gap`` rulemip's relative gap
+``(UB − LB)/max(|UB|, 1e-10)``. ``termination`` is ``OPTIMAL`` only when that gap closed
+under a bound that is valid (``bound_valid``).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from rulemip.rules.ensemble import RuleEnsemble
+from rulemip.solvers.result import Limit, TerminationReason
+
+
+@dataclass(frozen=True)
+class ExactResult:
+    """Result of an exact rule-ensemble solve (see module docstring).
+
+    Attributes
+    ----------
+    ensemble : the decoded rules (``None`` when no feasible point was found).
+    risk : :math:`R_\\lambda` of ``ensemble`` recomputed from the data (UB; ``inf`` if none).
+    lower_bound : valid lower bound on the optimal :math:`R_\\lambda` (``-inf`` if none).
+    gap : relative gap by :func:`rulemip.solvers.relative_gap`.
+    termination, limit : why the solve ended (``limit`` names the limit hit, if any).
+    wall_time : seconds; iterations : OA iterations (CIP) or B&B nodes (MIP).
+    engine : ``"cip"`` or ``"mip"``; backend, backend_version : the master/MIP solver.
+    n_boxes : candidate boxes (distinct query vectors) or 0; n_cells : occupied grid cells.
+    bound_valid : ``False`` if the bound rests on anything not proved (then never OPTIMAL).
+    notes : human-readable remarks; history : per-iteration progress dicts.
+    """
+
+    ensemble: RuleEnsemble | None
+    risk: float
+    lower_bound: float
+    gap: float
+    termination: TerminationReason
+    limit: Limit | None = None
+    wall_time: float = 0.0
+    iterations: int = 0
+    engine: str = "cip"
+    backend: str = ""
+    backend_version: str = ""
+    n_boxes: int = 0
+    n_cells: int = 0
+    bound_valid: bool = True
+    notes: tuple[str, ...] = ()
+    history: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+
+    @property
+    def is_optimal(self) -> bool:
+        return self.termination is TerminationReason.OPTIMAL
+
+    def to_dict(self) -> dict[str, Any]:
+        def num(v: float) -> Any:
+            return v if math.isfinite(v) else str(v)
+
+        return {"ensemble": None if self.ensemble is None else self.ensemble.to_dict(),
+                "risk": num(self.risk), "lower_bound": num(self.lower_bound),
+                "gap": num(self.gap), "termination": self.termination.value,
+                "limit": None if self.limit is None else self.limit.value,
+                "wall_time": self.wall_time, "iterations": self.iterations,
+                "engine": self.engine, "backend": self.backend,
+                "backend_version": self.backend_version, "n_boxes": self.n_boxes,
+                "n_cells": self.n_cells, "bound_valid": self.bound_valid,
+                "notes": list(self.notes)}

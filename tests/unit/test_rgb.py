@@ -1,0 +1,270 @@
+"""[RGB] Algorithm 1: objective (7), candidate selection, steps, GB equivalence, seeds."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from sklearn.ensemble import GradientBoostingRegressor
+
+from rulemip.boosting.rgb import fit_rgb, line_search_step, lipschitz_step
+from rulemip.boosting.rgb_families import FamilyGrid
+from rulemip.estimators.rgb import RGBClassifier, RGBRegressor
+from rulemip.exceptions import InvalidParameterError
+from rulemip.losses import get_loss
+
+SMALL_GRID = [(1, 0.1), (2, 0.5), (4, 1.0), (8, 2.0), (16, 0.01)]
+
+
+@pytest.fixture(scope="module")
+def data() -> dict[str, tuple[np.ndarray, np.ndarray]]:
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(160, 5))
+    f = X[:, 0] ** 2 - np.sin(2 * X[:, 1]) + 0.5 * X[:, 2]
+    y_reg = f + 0.3 * rng.normal(size=160)
+    y_cls = (f + 0.5 * rng.normal(size=160) > np.median(f)).astype(int)
+    y_poi = rng.poisson(np.exp(0.4 * f - 0.5)).astype(float)
+    return {"squared": (X, y_reg), "logistic": (X, y_cls), "poisson": (X, y_poi)}
+
+
+def _fit(loss: str, data: dict, **kw: object) -> RGBClassifier | RGBRegressor:
+    X, y = data[loss]
+    params = dict(n_estimators=25, n_samples_per_round=4, families=SMALL_GRID,
+                  random_state=3)
+    params.update(kw)
+    if loss == "logistic":
+        return RGBClassifier(**params).fit(X, y)  # type: ignore[arg-type]
+    return RGBRegressor(loss=loss, **params).fit(X, y)  # type: ignore[arg-type]
+
+
+def _labels(loss: str, y: np.ndarray) -> np.ndarray:
+    return np.where(y == 1, 1.0, -1.0) if loss == "logistic" else y.astype(float)
+
+
+def _objective(model: RGBClassifier | RGBRegressor, loss: str, X: np.ndarray,
+               y: np.ndarray, beta: float, upto: int | None = None) -> float:
+    """Objective (7) recomputed from the fitted trees (first ``upto`` rounds)."""
+    T = len(model.estimators_) if upto is None else upto
+    F = np.full(len(y), model.intercept_)
+    for a, tree in zip(model.coefs_[:T], model.estimators_[:T]):
+        F += a * tree.predict(X.astype(np.float32))
+    omega = model.complexities_[model.family_indices_[:T]]
+    penalty = beta * float(np.sum(np.abs(model.coefs_[:T]) * omega))
+    return float(np.mean(get_loss(loss).value(F, _labels(loss, y)))) + penalty
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "poisson"])
+@pytest.mark.parametrize("step", ["lipschitz", "line_search"])
+@pytest.mark.parametrize("beta", [0.0, 0.05])
+def test_objective_is_non_increasing_and_matches_recomputation(
+        data: dict, loss: str, step: str, beta: float) -> None:
+    model = _fit(loss, data, step=step, beta=beta)
+    path = np.concatenate([[model.initial_objective_], model.objective_path_])
+    assert len(model.objective_path_) == 25
+    assert np.all(np.diff(path) <= 1e-12), np.diff(path).max()
+    assert path[-1] < path[0]  # it does learn something
+    X, y = data[loss]
+    for t in (1, 10, 25):
+        assert _objective(model, loss, X, y, beta, upto=t) == pytest.approx(
+            model.objective_path_[t - 1], rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("selection", ["objective", "complexity"])
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_chosen_candidate_minimizes_loss_plus_complexity(data: dict, selection: str,
+                                                         loss: str) -> None:
+    beta = 0.02
+    model = _fit(loss, data, beta=beta, selection=selection, n_samples_per_round=5)
+    grid = model.family_grid_
+    omega = model.complexities_
+    n_distinct_choices = 0
+    for t, rnd in enumerate(model.rounds_):
+        assert len(rnd.candidates) == 5
+        scores = []
+        for c in rnd.candidates:
+            assert (c.n_internal, c.lam) == grid.pairs[c.family]
+            assert c.complexity == omega[c.family]
+            assert c.penalty == pytest.approx(beta * abs(c.alpha) * omega[c.family])
+            extra = c.penalty if selection == "objective" else beta * omega[c.family]
+            scores.append(c.loss + extra)
+        np.testing.assert_allclose([c.score for c in rnd.candidates], scores, rtol=1e-14)
+        assert rnd.chosen == int(np.argmin(scores))
+        chosen = rnd.chosen_candidate
+        assert model.family_indices_[t] == chosen.family
+        assert model.families_[t] == grid.pairs[chosen.family]
+        assert model.coefs_[t] == chosen.alpha
+        n_distinct_choices += len({c.family for c in rnd.candidates}) > 1
+        # the recorded loss of the chosen candidate is the loss of the fitted model
+        X, y = data[loss]
+        assert _objective(model, loss, X, y, 0.0, upto=t + 1) == pytest.approx(
+            chosen.loss, rel=1e-10)
+    assert n_distinct_choices > 10  # the selection was exercised
+
+
+@pytest.mark.parametrize("q", [1, 2])
+def test_trees_respect_their_family(data: dict, q: int) -> None:
+    model = _fit("squared", data, q=q, families=[(2, 0.05), (4, 0.2), (8, 1.0)],
+                 n_samples_per_round=3)
+    scaled = 0
+    for tree, (n, lam), rnd in zip(model.estimators_, model.families_, model.rounds_):
+        t = tree.tree_
+        is_leaf = t.children_left == -1
+        assert int((~is_leaf).sum()) <= n
+        w = t.value[is_leaf, 0, 0]
+        assert np.linalg.norm(w, ord=q) <= lam * (1 + 1e-12)
+        scaled += rnd.chosen_candidate.scale < 1
+    assert scaled > 0  # the norm constraint was active in some rounds
+
+
+@pytest.mark.parametrize("learning_rate", [0.1, 0.5, 1.0])
+def test_reduces_to_sklearn_gradient_boosting(data: dict, learning_rate: float) -> None:
+    """beta = 0, one family, S = 1, no binding norm: RGB with the Lipschitz step is
+    sklearn's least-squares gradient boosting with max_leaf_nodes = n + 1 (exactly: the
+    tree on -g = 2(y - F) has leaf values 2 * mean residual and the step is nu / 2)."""
+    X, y = data["squared"]
+    n = 6
+    rgb = RGBRegressor(n_estimators=40, n_samples_per_round=1, beta=0.0,
+                       families=[(n, 1e9)], learning_rate=learning_rate,
+                       random_state=0).fit(X, y)
+    gb = GradientBoostingRegressor(n_estimators=40, learning_rate=learning_rate,
+                                   max_leaf_nodes=n + 1, max_depth=None, subsample=1.0,
+                                   random_state=0).fit(X, y)
+    assert rgb.intercept_ == pytest.approx(float(np.mean(y)), rel=1e-14)
+    np.testing.assert_allclose(rgb.coefs_, learning_rate / 2, rtol=1e-12)
+    np.testing.assert_allclose(rgb.predict(X), gb.predict(X), rtol=0, atol=1e-10)
+    X_new = np.random.default_rng(1).normal(size=(50, X.shape[1]))
+    np.testing.assert_allclose(rgb.predict(X_new), gb.predict(X_new), rtol=0, atol=1e-10)
+    for ours, theirs in zip(rgb.estimators_, gb.estimators_[:, 0]):
+        np.testing.assert_array_equal(ours.tree_.feature, theirs.tree_.feature)
+        np.testing.assert_array_equal(ours.tree_.threshold, theirs.tree_.threshold)
+
+
+def test_reproducible_for_a_fixed_seed(data: dict) -> None:
+    X, y = data["logistic"]
+    kw = dict(n_estimators=15, n_samples_per_round=3, random_state=11)
+    a = RGBClassifier(**kw).fit(X, y)  # type: ignore[arg-type]
+    b = RGBClassifier(**kw).fit(X, y)  # type: ignore[arg-type]
+    assert a.families_ == b.families_
+    np.testing.assert_array_equal(a.coefs_, b.coefs_)
+    np.testing.assert_array_equal(a.decision_function(X), b.decision_function(X))
+    assert [r.candidates for r in a.rounds_] == [r.candidates for r in b.rounds_]
+    rs = np.random.RandomState(11)
+    c = RGBClassifier(n_estimators=15, n_samples_per_round=3, random_state=rs).fit(X, y)
+    assert c.families_ == a.families_
+    d = RGBClassifier(n_estimators=15, n_samples_per_round=3, random_state=12).fit(X, y)
+    assert d.families_ != a.families_
+
+
+def test_families_are_drawn_with_the_sampling_probabilities() -> None:
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=40)
+    grid = FamilyGrid.from_pairs([(1, 1.0), (2, 3.0)])
+    for sampling, p_second in (("lambda", 0.75), ("lambda_squared", 0.9), ("uniform", 0.5)):
+        fit = fit_rgb(X, y, loss="squared", families=grid, n_rounds=200,
+                      n_samples_per_round=10, sampling=sampling, random_state=1)
+        draws = np.array([c.family for r in fit.rounds for c in r.candidates])
+        assert len(draws) == 2000
+        # binomial standard deviation <= 0.0112; allow 4 of them
+        assert abs(draws.mean() - p_second) < 0.045
+
+
+def test_huge_beta_keeps_the_constant_model(data: dict) -> None:
+    X, y = data["squared"]
+    model = RGBRegressor(n_estimators=5, beta=1e6, families=SMALL_GRID,
+                         random_state=0).fit(X, y)
+    assert np.all(model.coefs_ == 0.0)
+    np.testing.assert_allclose(model.predict(X), np.mean(y))
+    np.testing.assert_allclose(model.objective_path_, model.initial_objective_)
+
+
+def test_no_intercept_starts_from_zero(data: dict) -> None:
+    X, y = data["logistic"]
+    model = RGBClassifier(n_estimators=3, fit_intercept=False, random_state=0).fit(X, y)
+    assert model.intercept_ == 0.0
+    assert model.initial_objective_ == pytest.approx(np.log(2.0))
+
+
+# ---------------------------------------------------------------------------- steps
+def _coord(loss: str, F: np.ndarray, y: np.ndarray, h: np.ndarray, rho: float):
+    lo = get_loss(loss)
+
+    def phi(a: float) -> float:
+        return float(np.mean(lo.value(F + a * h, y))) + rho * abs(a)
+
+    G = float(np.mean(lo.gradient(F, y) * h))
+    return lo, phi, G
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic", "poisson"])
+@pytest.mark.parametrize("rho", [0.0, 0.01])
+def test_line_search_is_the_exact_minimizer(loss: str, rho: float) -> None:
+    rng = np.random.default_rng(5)
+    F = 0.3 * rng.normal(size=80)
+    y = {"squared": rng.normal(size=80), "logistic": rng.choice([-1.0, 1.0], size=80),
+         "poisson": rng.poisson(1.5, size=80).astype(float)}[loss]
+    h = rng.choice([-0.7, 0.2, 1.1], size=80)
+    lo, phi, G = _coord(loss, F, y, h, rho)
+    a = line_search_step(lo, F, y, h, G, rho)
+    ref = minimize_scalar(phi, bounds=(-20, 20), method="bounded",
+                          options={"xatol": 1e-12})
+    assert phi(a) <= ref.fun + 1e-12
+    assert a == pytest.approx(ref.x, abs=1e-5)
+    # the Lipschitz step decreases phi, but (for a curved loss) not more than the optimum
+    b = lipschitz_step(lo, F, y, h, G, rho, phi(0.0))
+    assert phi(a) <= phi(b) + 1e-14 <= phi(0.0) + 1e-14
+    assert np.sign(b) == np.sign(a)
+
+
+def test_lipschitz_step_formulas() -> None:
+    rng = np.random.default_rng(2)
+    F = rng.normal(size=50)
+    h = rng.normal(size=50)
+    y = rng.normal(size=50)
+    lo, phi, G = _coord("squared", F, y, h, 0.0)
+    # squared loss: C = 2 mean(h^2) is the exact curvature, the step is Newton's
+    a = lipschitz_step(lo, F, y, h, G, 0.0, phi(0.0))
+    assert a == pytest.approx(-G / (2 * np.mean(h * h)), rel=1e-14)
+    assert a == pytest.approx(line_search_step(lo, F, y, h, G, 0.0), rel=1e-12)
+    # soft thresholding: |G| <= rho gives no step; otherwise the threshold is subtracted
+    assert lipschitz_step(lo, F, y, h, G, abs(G) * 1.01, phi(0.0)) == 0.0
+    rho = abs(G) / 3
+    assert lipschitz_step(lo, F, y, h, G, rho, phi(0.0)) == pytest.approx(
+        -np.sign(G) * (abs(G) - rho) / (2 * np.mean(h * h)), rel=1e-14)
+    # logistic: C_Phi = 1/4
+    yl = np.where(y > 0, 1.0, -1.0)
+    lo, phi, G = _coord("logistic", F, yl, h, 0.0)
+    assert lipschitz_step(lo, F, yl, h, G, 0.0, phi(0.0)) == pytest.approx(
+        -G / (0.25 * np.mean(h * h)), rel=1e-14)
+
+
+def test_poisson_backtracking_majorizes() -> None:
+    rng = np.random.default_rng(4)
+    F = rng.normal(size=60)
+    y = rng.poisson(3.0, size=60).astype(float)
+    h = np.where(rng.random(60) < 0.5, 2.0, -1.0)
+    lo, phi, G = _coord("poisson", F, y, h, 0.0)
+    a = lipschitz_step(lo, F, y, h, G, 0.0, phi(0.0))
+    assert a != 0.0
+    assert phi(a) < phi(0.0)
+
+
+@pytest.mark.parametrize("kw, fragment", [
+    ({"n_estimators": 0}, "`n_estimators` must be a positive integer"),
+    ({"n_samples_per_round": 2.5}, "`n_samples_per_round` must be a positive integer"),
+    ({"min_samples_leaf": 0}, "`min_samples_leaf`"),
+    ({"beta": -1.0}, "`beta`"),
+    ({"beta": float("nan")}, "`beta`"),
+    ({"learning_rate": 0.0}, r"`learning_rate` must be a number in \(0, 1\]"),
+    ({"learning_rate": 1.5}, "`learning_rate`"),
+    ({"sampling": "nesterov"}, "`sampling` must be one of"),
+    ({"step": "newton"}, "`step` must be one of"),
+    ({"selection": "best"}, "`selection` must be one of"),
+])
+def test_fit_rgb_rejects_bad_options(kw: dict, fragment: str) -> None:
+    X = np.zeros((4, 1))
+    y = np.arange(4.0)
+    params: dict = dict(loss="squared", families=FamilyGrid.from_pairs([(1, 1.0)]))
+    params.update(kw)
+    with pytest.raises(InvalidParameterError, match=fragment):
+        fit_rgb(X, y, **params)
