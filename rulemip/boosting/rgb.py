@@ -22,8 +22,9 @@ One round (Algorithm 1)
    :math:`n_k` internal nodes grown best-first (scikit-learn's ``DecisionTreeRegressor``
    with ``max_leaf_nodes = n_k + 1``) by least squares on the negative functional gradient
    :math:`-g_i = -\partial\Phi(y_i, F(x_i))/\partial F`, its leaf vector scaled radially into
-   the ball :math:`\|w\|_q \le \lambda_k`. Trees of the same size drawn in one round share
-   one fit (same data, same seed), so duplicates cost nothing.
+   the ball :math:`\|w\|_q \le \lambda_k`. Candidates of the same size :math:`n_k` drawn
+   in one round share one tree fit (they differ only in the scaling), so repeated draws
+   cost nothing.
 3. Coordinate step on the new coordinate :math:`\alpha`, with
    :math:`G = \frac1m\sum_i g_i h(x_i)` (the :math:`L'_k` of Algorithm 1 without the
    penalty) and :math:`\rho = \beta\tilde\Omega_k`:
@@ -78,7 +79,6 @@ SELECTIONS: tuple[str, ...] = ("objective", "complexity")
 
 #: Global bounds :math:`C_\Phi` on :math:`\partial^2\Phi/\partial f^2` ([RGB] Lemma 3).
 _CURVATURE_BOUND: dict[str, float] = {"squared": 2.0, "logistic": 0.25}
-_MAX_SEED = np.iinfo(np.int32).max
 
 
 @dataclass(frozen=True)
@@ -230,10 +230,10 @@ def line_search_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G:
     return sgn * t
 
 
-def _check_options(n_rounds: int, n_samples_per_round: int, beta: float, sampling: str,
+def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sampling: str,
                    step: str, learning_rate: float, selection: str,
                    min_samples_leaf: int) -> None:
-    for name, v in (("n_estimators", n_rounds), ("n_samples_per_round", n_samples_per_round),
+    for name, v in (("n_estimators", n_estimators), ("n_samples_per_round", n_samples_per_round),
                     ("min_samples_leaf", min_samples_leaf)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
             raise InvalidParameterError(f"`{name}` must be a positive integer; got {v!r}.")
@@ -255,12 +255,12 @@ def _check_options(n_rounds: int, n_samples_per_round: int, beta: float, samplin
             raise InvalidParameterError(f"`{name}` must be one of {listed}; got {v!r}.")
 
 
-def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds: int = 100,
+def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimators: int = 100,
             n_samples_per_round: int = 5, beta: float = 0.01, sampling: str = "lambda",
             step: str = "lipschitz", learning_rate: float = 1.0,
             selection: str = "objective", fit_intercept: bool = True,
             min_samples_leaf: int = 1, random_state: Any = None) -> RGBFit:
-    r"""Run [RGB] Algorithm 1 for ``n_rounds`` rounds (module docstring).
+    r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
 
     Parameters
     ----------
@@ -268,7 +268,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds:
     y : (m,) labels in the loss' convention (logistic: -1/+1; Poisson: >= 0).
     loss : ``"squared"``, ``"logistic"``, ``"poisson"`` or a :class:`~rulemip.losses.Loss`.
     families : the grid :math:`\{\mathcal H_{n_k,\lambda_k,q}\}`.
-    n_rounds : :math:`T`.
+    n_estimators : :math:`T`.
     n_samples_per_round : :math:`S`, families drawn per round (with replacement).
     beta : :math:`\beta \ge 0` of (7).
     sampling : ``"lambda"`` (:math:`p_k\propto\lambda_k`), ``"lambda_squared"`` or
@@ -279,6 +279,9 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds:
     fit_intercept : start from the best constant :math:`F_0` (unpenalized) instead of 0.
     min_samples_leaf : passed to the trees.
     random_state : seed or ``RandomState``; fixes the draws and the trees' tie-breaking.
+        The trees consume it as scikit-learn's gradient boosting does (one seed per tree
+        fit, in order); the family draws come from an independent generator seeded by its
+        initial state.
 
     Returns
     -------
@@ -286,7 +289,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds:
     """
     from rulemip._validation import check_random_state
 
-    _check_options(n_rounds, n_samples_per_round, beta, sampling, step, learning_rate,
+    _check_options(n_estimators, n_samples_per_round, beta, sampling, step, learning_rate,
                    selection, min_samples_leaf)
     loss_obj = get_loss(loss)
     X32 = np.ascontiguousarray(X, dtype=np.float32)
@@ -299,7 +302,13 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds:
             "X contains NaN or infinity (or values beyond float32 range, which the trees "
             "use); impute, drop or rescale those entries first.")
     y_arr = loss_obj.check_labels(y_arr)
-    rng = check_random_state(random_state)
+    # Trees draw their tie-breaking seeds from `tree_rng` in fitting order, exactly as
+    # scikit-learn's gradient boosting does; the family draws use an independent stream
+    # seeded from tree_rng's initial state (not consuming it), so that with one family
+    # and S = 1 the trees are the same as GradientBoostingRegressor's, ties included.
+    tree_rng = check_random_state(random_state)
+    _, key, pos, *_ = tree_rng.get_state()
+    family_rng = np.random.default_rng([int(v) for v in key] + [int(pos)])
     m = y_arr.shape[0]
     omega = families.complexities()
     probs = families.probabilities(sampling)
@@ -319,9 +328,8 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds:
     chosen_families: list[int] = []
     rounds: list[RGBRound] = []
     path: list[float] = []
-    for _ in range(n_rounds):
-        draws = rng.choice(K, size=n_samples_per_round, replace=True, p=probs)
-        seed = int(rng.randint(_MAX_SEED))
+    for _ in range(n_estimators):
+        draws = family_rng.choice(K, size=n_samples_per_round, replace=True, p=probs)
         neg_grad = -loss_obj.gradient(F, y_arr)
         fitted: dict[int, tuple[DecisionTreeRegressor, FloatArray, FloatArray]] = {}
         cands: list[RGBCandidate] = []
@@ -332,7 +340,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_rounds:
             if n_k not in fitted:
                 tree = DecisionTreeRegressor(
                     criterion="squared_error", max_leaf_nodes=n_k + 1,
-                    min_samples_leaf=min_samples_leaf, random_state=seed)
+                    min_samples_leaf=min_samples_leaf, random_state=tree_rng)
                 tree.fit(X32, neg_grad, sample_weight=sw, check_input=False)
                 values = tree.tree_.value[:, 0, 0]
                 is_leaf = tree.tree_.children_left == -1

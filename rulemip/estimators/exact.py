@@ -36,24 +36,9 @@ from rulemip._validation import (
 )
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+from rulemip.formulations.engines import ENGINES, choose_engine, solve_exact
 
-ENGINES = ("auto", "cip", "mip")
 WARM_STARTS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
-CIP_MAX_BOXES = 250_000
-
-
-def count_boxes(thresholds: list[np.ndarray], max_rule_length: int | None) -> int:
-    """Number of candidate boxes (before removing duplicate query vectors): per feature
-    ``g + 1`` groups give ``(g+1)(g+2)/2`` intervals, one of which is unrestricted."""
-    per_feature = [((len(t) + 1) * (len(t) + 2)) // 2 - 1 for t in thresholds]
-    if max_rule_length is None or max_rule_length >= len(per_feature):
-        return int(np.prod([p + 1 for p in per_feature], dtype=float))
-    # elementary symmetric sums: boxes restricting at most L features
-    e = np.zeros(max_rule_length + 1)
-    e[0] = 1.0
-    for p in per_feature:
-        e[1:] = e[1:] + p * e[:-1]
-    return int(e.sum())
 
 
 class _ExactBase(BaseEstimator):
@@ -97,10 +82,6 @@ class _ExactBase(BaseEstimator):
                 f"got {self.warm_start!r}.")
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
-        if self.engine == "cip" and self.reg == 0:
-            raise InvalidParameterError(
-                "`engine='cip'` needs `reg` > 0 (the CIP uses γ = 1/reg); use engine='mip' "
-                "or a small positive reg such as 1e-6.")
 
     def _thresholds_for(self, ds: Dataset) -> list[np.ndarray]:
         if self.thresholds is None:
@@ -112,22 +93,15 @@ class _ExactBase(BaseEstimator):
                 f"got {len(ths)}.")
         return ths
 
-    def _choose_engine(self, thresholds: list[np.ndarray]) -> str:
-        if self.engine != "auto":
-            return str(self.engine)
-        if self.reg > 0 and count_boxes(thresholds, self.max_rule_length) <= CIP_MAX_BOXES:
-            return "cip"
-        return "mip"
-
     def _warm_start_model(self, ds: Dataset) -> Any:
         if self.warm_start is None:
             return None
         from rulemip.boosting import RuleBooster
 
-        booster = RuleBooster(n_rules=self.n_rules, preset=self.warm_start, loss=self.loss,
-                              reg=self.reg, fit_intercept=self.fit_intercept,
-                              max_thresholds=self.max_thresholds,
-                              max_rule_length=self.max_rule_length)
+        booster = RuleBooster.from_preset(
+            self.warm_start, n_rules=self.n_rules, loss=self.loss, reg=self.reg,
+            fit_intercept=self.fit_intercept, max_thresholds=self.max_thresholds,
+            max_rule_length=self.max_rule_length)
         booster.fit(ds)
         self.boosting_risk_ = float(booster.risk_path_[-1])
         return booster.ensembles_[-1]
@@ -135,27 +109,17 @@ class _ExactBase(BaseEstimator):
     def _fit_dataset(self, ds: Dataset) -> None:
         self._validate_params_()
         thresholds = self._thresholds_for(ds)
-        engine = self._choose_engine(thresholds)
+        engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length)
         self.boosting_risk_ = math.nan
         start = self._warm_start_model(ds)
         callback = _progress_printer() if self.verbose else None
         seed = 0 if self.random_state is None else int(self.random_state)
-        if engine == "cip":
-            from rulemip.formulations.box_selection import BoxSelectionCIP
-
-            problem: Any = BoxSelectionCIP(
-                self.n_rules, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
-                thresholds=thresholds, max_rule_length=self.max_rule_length)
-            solver = "highs" if self.solver == "auto" else self.solver
-        else:
-            from rulemip.formulations.interval_cover import IntervalCoverMIP
-
-            problem = IntervalCoverMIP(
-                self.n_rules, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
-                thresholds=thresholds, max_rule_length=self.max_rule_length)
-            solver = self.solver
-        result = problem.solve(ds, warm_start=start, solver=solver, time_limit=self.time_limit,
-                               mip_gap=self.mip_gap, callback=callback, seed=seed)
+        result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
+                             fit_intercept=self.fit_intercept, thresholds=thresholds,
+                             max_rule_length=self.max_rule_length, engine=engine,
+                             solver=self.solver, time_limit=self.time_limit,
+                             mip_gap=self.mip_gap, warm_start=start, seed=seed,
+                             callback=callback)
         self.result_ = result
         self.engine_ = engine
         self.thresholds_ = thresholds
@@ -166,7 +130,7 @@ class _ExactBase(BaseEstimator):
                 f"the {engine} engine found no feasible rule ensemble "
                 f"({result.termination.value}); raise `time_limit` or try another `solver`.")
         self.rules_ = _with_encoder(result.ensemble, ds)
-        if result.limit is not None or not result.termination.value == "optimal":
+        if not result.is_optimal:
             warnings.warn(
                 f"solve stopped before proving optimality ({result.termination.value}, "
                 f"limit={None if result.limit is None else result.limit.value}); returning the "

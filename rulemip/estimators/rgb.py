@@ -138,7 +138,7 @@ class _RGBBase(BaseEstimator):
     def _run(self, X: FloatArray, y: FloatArray, loss: str) -> None:
         grid = _validate_common(self)
         fit: RGBFit = fit_rgb(
-            X, y, loss=loss, families=grid, n_rounds=self.n_estimators,
+            X, y, loss=loss, families=grid, n_estimators=self.n_estimators,
             n_samples_per_round=self.n_samples_per_round, beta=self.beta,
             sampling=self.sampling, step=self.step, learning_rate=self.learning_rate,
             selection=self.selection, fit_intercept=bool(self.fit_intercept),

@@ -1,0 +1,260 @@
+r"""Value-and-gradient oracles of the box-selection CIP (SPEC §2b) and its candidate boxes.
+
+For multiplicities :math:`z \in \{0..k\}^B` of the candidate boxes (columns
+:math:`q_b` of the reduced data, weights :math:`W_p`, :math:`D = \mathrm{diag}(W)`) the
+convex function minimized by the CIP is the regularized risk of the best weights,
+
+.. math:: R(z) = \frac{1}{W}\Big(\min_{\beta_0, \beta}\; \sum_p W_p\, l(f_p, y_p)
+          + \lambda \sum_{b: z_b > 0} \frac{\beta_b^2}{z_b} + C\Big),
+          \qquad f = \beta_0 \mathbf 1 + \sum_b \beta_b q_b ,
+
+(:math:`\beta_b = 0` where :math:`z_b = 0`; :math:`\beta_0` only with an intercept; C the
+constant of the cell reduction). ``z_b`` identical rules of box b with weights summing to
+:math:`\beta_b` have least ridge :math:`\beta_b^2/z_b` (equal split), so :math:`R(z)` is
+the optimal :math:`R_\lambda` of the ensemble "``z_b`` copies of box ``b``".
+
+Duality gives convexity and the gradient in one stroke: with :math:`a_p = W_p\,
+\partial l(f_p, y_p)/\partial f` at the optimal fit,
+
+.. math:: \min_{\beta}(\dots) = \max_{a:\ \mathbf 1^\top a = 0}\; -\sum_p W_p\,
+          l_p^*(a_p/W_p) - \sum_b z_b \frac{(q_b^\top a)^2}{4\lambda},
+
+a maximum of functions affine in z (the constraint only with an intercept), hence
+:math:`\partial R/\partial z_b = -(q_b^\top a)^2/(4\lambda W)`, and the tangent plane at any
+:math:`z^h \ge 0` (boundary included) underestimates :math:`R` on the whole orthant. For
+squared loss :math:`a = -2 D r` with the residual r and this is
+:math:`-(q_b^\top D r)^2/(\lambda W)` — SPEC's :math:`-(\gamma/2)(q_b^\top r)^2` for the
+loss :math:`\tfrac12(f-y)^2`, rescaled to :math:`l = (f - y)^2` and :math:`R_\lambda`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip.losses import get_loss
+from rulemip.refit import fit_weights
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+_SUPPORT_TOL = 1e-12  # z_b below this counts as 0 (relaxed masters give tiny positives)
+
+
+# ---------------------------------------------------------------------- candidate boxes
+@dataclass(frozen=True)
+class CandidateBoxes:
+    """Distinct candidate boxes over threshold groups.
+
+    ``lower[b, j] <= group <= upper[b, j]`` on every feature; ``cover[c, b]`` whether box b
+    covers cell c. Among boxes with the same cover the one with the fewest restricted
+    features, then fewest propositions, is kept.
+    """
+
+    lower: IntArray
+    upper: IntArray
+    cover: NDArray[np.bool_]
+    n_groups: IntArray
+
+    @property
+    def n_boxes(self) -> int:
+        return int(self.lower.shape[0])
+
+    def key_index(self) -> dict[bytes, int]:
+        """Map from the packed cover vector to the box index."""
+        packed = np.packbits(self.cover, axis=0)
+        return {packed[:, b].tobytes(): b for b in range(self.n_boxes)}
+
+
+def enumerate_boxes(groups: IntArray, n_groups: IntArray, *, max_rule_length: int | None = None,
+                    drop_full: bool = True) -> CandidateBoxes:
+    """All boxes (runs of consecutive groups per feature) with distinct covers of the cells.
+
+    Parameters
+    ----------
+    groups : (n_cells, d) group index of each occupied cell.
+    n_groups : (d,) number of groups per feature (cut points + 1).
+    max_rule_length : at most this many restricted features per box (``None``: any).
+    drop_full : drop the box covering every cell (collinear with the intercept).
+
+    Boxes are built feature by feature; partial boxes with equal covers are merged at every
+    step (keeping the dominant one), which is exact because equal partial covers have equal
+    covers under every extension.
+    """
+    n_cells, d = groups.shape
+    cover = np.ones((n_cells, 1), dtype=bool)
+    lower = np.zeros((1, 0), dtype=np.int64)
+    upper = np.zeros((1, 0), dtype=np.int64)
+    n_restr = np.zeros(1, dtype=np.int64)
+    n_props = np.zeros(1, dtype=np.int64)
+    for j in range(d):
+        g = int(n_groups[j])
+        a, b = np.triu_indices(g)
+        gj = groups[:, j]
+        memb = (gj[:, None] >= a[None, :]) & (gj[:, None] <= b[None, :])  # cells × intervals
+        full = (a == 0) & (b == g - 1)
+        props = (a > 0).astype(np.int64) + (b < g - 1).astype(np.int64)
+        nb, ni = cover.shape[1], len(a)
+        new_cover = (cover[:, :, None] & memb[:, None, :]).reshape(n_cells, nb * ni)
+        new_restr = (n_restr[:, None] + (~full)[None, :]).ravel()
+        new_props = (n_props[:, None] + props[None, :]).ravel()
+        new_lower = np.concatenate([np.repeat(lower, ni, axis=0),
+                                    np.tile(a, nb)[:, None]], axis=1)
+        new_upper = np.concatenate([np.repeat(upper, ni, axis=0),
+                                    np.tile(b, nb)[:, None]], axis=1)
+        ok = new_cover.any(axis=0)
+        if max_rule_length is not None:
+            ok &= new_restr <= max_rule_length
+        idx = np.flatnonzero(ok)
+        # keep one representative per cover: fewest restricted features, then propositions
+        order = idx[np.lexsort((new_props[idx], new_restr[idx]))]
+        packed = np.packbits(new_cover[:, order], axis=0)
+        _, first = np.unique(packed.T, axis=0, return_index=True)
+        keep = np.sort(order[first])
+        cover, n_restr, n_props = new_cover[:, keep], new_restr[keep], new_props[keep]
+        lower, upper = new_lower[keep], new_upper[keep]
+    if drop_full:
+        nonfull = ~cover.all(axis=0)
+        cover, lower, upper = cover[:, nonfull], lower[nonfull], upper[nonfull]
+    return CandidateBoxes(lower, upper, np.ascontiguousarray(cover),
+                          np.asarray(n_groups, dtype=np.int64))
+
+
+# ---------------------------------------------------------------------- oracles
+class SquaredBoxOracle:
+    r"""Exact :math:`R(z)` and gradient for squared loss (module docstring).
+
+    Only the selected columns enter a linear system (size ≤ k, plus the intercept handled
+    by weighted centering), the gradient for all B boxes is one product :math:`Q^\top(Dr)`.
+    """
+
+    def __init__(self, Q: FloatArray, y: FloatArray, weight: FloatArray, reg: float,
+                 fit_intercept: bool, constant: float, total_weight: float) -> None:
+        self.Q = np.asarray(Q, dtype=float)
+        self.w = np.asarray(weight, dtype=float)
+        self.reg = float(reg)
+        self.fit_intercept = fit_intercept
+        self.constant = float(constant)
+        self.W = float(total_weight)
+        self.y = np.asarray(y, dtype=float)
+        if fit_intercept:
+            sw = float(self.w.sum())
+            self.ymean = float(self.w @ self.y) / sw
+            self.col_mean = (self.w @ self.Q) / sw
+        else:
+            self.ymean = 0.0
+            self.col_mean = np.zeros(self.Q.shape[1])
+        self.yc = self.y - self.ymean
+        self.n_evals = 0
+
+    def fit(self, z: FloatArray) -> tuple[FloatArray, FloatArray, float]:
+        """Support S, weights :math:`\\beta_S` and intercept of the optimal fit at ``z``."""
+        S = np.flatnonzero(np.asarray(z) > _SUPPORT_TOL)
+        Qs = self.Q[:, S] - self.col_mean[S]
+        if len(S):
+            A = Qs.T @ (Qs * self.w[:, None]) + np.diag(self.reg / np.asarray(z)[S])
+            rhs = Qs.T @ (self.w * self.yc)
+            beta = np.linalg.solve(A, rhs)
+        else:
+            beta = np.zeros(0)
+        intercept = self.ymean - float(self.col_mean[S] @ beta) if self.fit_intercept else 0.0
+        return S, beta, intercept
+
+    def value_and_gradient(self, z: FloatArray) -> tuple[float, FloatArray]:
+        self.n_evals += 1
+        z = np.asarray(z, dtype=float)
+        S, beta, _ = self.fit(z)
+        r = self.yc - (self.Q[:, S] - self.col_mean[S]) @ beta
+        a = self.w * r
+        val = float(a @ r) + self.reg * float(np.sum(beta * beta / z[S]))
+        c = self.Q.T @ a - self.col_mean * float(a.sum())
+        grad = -(c * c) / (self.reg * self.W)
+        return (val + self.constant) / self.W, grad
+
+    def single_box_values(self) -> FloatArray:
+        """:math:`R(e_b)` for every box b at once (closed form of a one-column ridge fit)."""
+        Qc = self.Q - self.col_mean
+        num = (Qc.T @ (self.w * self.yc)) ** 2
+        den = (Qc * Qc).T @ self.w + self.reg
+        base = float(self.w @ (self.yc * self.yc))
+        return (base - num / den + self.constant) / self.W
+
+
+class ConvexBoxOracle:
+    r""":math:`R(z)` and gradient for logistic / Poisson loss by one convex refit on the
+    selected columns (perspective penalty :math:`\lambda\beta_b^2/z_b`, obtained by scaling
+    column b by :math:`\sqrt{z_b}` and a plain ridge), gradient by the dual formula."""
+
+    def __init__(self, Q: FloatArray, y: FloatArray, weight: FloatArray, reg: float,
+                 fit_intercept: bool, constant: float, total_weight: float,
+                 loss: str) -> None:
+        self.Q = np.asarray(Q, dtype=float)
+        self.y = np.asarray(y, dtype=float)
+        self.w = np.asarray(weight, dtype=float)
+        self.reg = float(reg)
+        self.fit_intercept = fit_intercept
+        self.constant = float(constant)
+        self.W = float(total_weight)
+        self.loss = get_loss(loss)
+        self.n_evals = 0
+
+    def fit(self, z: FloatArray) -> tuple[FloatArray, FloatArray, float]:
+        S = np.flatnonzero(np.asarray(z) > _SUPPORT_TOL)
+        sq = np.sqrt(np.asarray(z, dtype=float)[S])
+        res = fit_weights(self.Q[:, S] * sq, self.y, self.loss, self.reg, self.fit_intercept,
+                          sample_weight=self.w)
+        return S, np.asarray(res.weights) * sq, res.intercept
+
+    def value_and_gradient(self, z: FloatArray) -> tuple[float, FloatArray]:
+        self.n_evals += 1
+        z = np.asarray(z, dtype=float)
+        S, beta, b0 = self.fit(z)
+        f = b0 + self.Q[:, S] @ beta
+        data = float(self.w @ self.loss.value(f, self.y))
+        val = data + self.reg * float(np.sum(beta * beta / z[S]))
+        a = self.w * self.loss.gradient(f, self.y)
+        c = self.Q.T @ a
+        grad = -(c * c) / (4.0 * self.reg * self.W)
+        return (val + self.constant) / self.W, grad
+
+
+# ---------------------------------------------------------------------- combinatorial bounds
+def _weighted_sse_table(v: FloatArray, w: FloatArray) -> FloatArray:
+    """``T[a, b]`` = weighted SSE of ``v[a:b+1]`` around its weighted mean (a <= b)."""
+    cw = np.concatenate([[0.0], np.cumsum(w)])
+    cs = np.concatenate([[0.0], np.cumsum(w * v)])
+    cq = np.concatenate([[0.0], np.cumsum(w * v * v)])
+    n = len(v)
+    a = np.arange(n)[:, None]
+    b = np.arange(n)[None, :]
+    sw = cw[b + 1] - cw[a]
+    s1 = cs[b + 1] - cs[a]
+    s2 = cq[b + 1] - cq[a]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        T = np.where(b >= a, np.maximum(s2 - s1 * s1 / np.where(sw > 0, sw, 1.0), 0.0), np.inf)
+    return np.asarray(T, dtype=float)
+
+
+def segmentation_bound(v: FloatArray, w: FloatArray, n_segments: int) -> float:
+    r"""Least weighted SSE of a fit to ``v`` (in the given order) that is constant on at
+    most ``n_segments`` contiguous runs — exact dynamic programming, O(S·n²)."""
+    n = len(v)
+    if n_segments >= n:
+        return 0.0
+    T = _weighted_sse_table(v, w)
+    best = T[0].copy()  # best[b]: one segment covering 0..b
+    for _ in range(n_segments - 1):
+        # new[b] = min_{a<=b} best[a-1] + T[a, b]
+        prev = np.concatenate([[0.0], best[:-1]])
+        best = np.min(prev[:, None] + T, axis=0)
+    return float(best[-1])
+
+
+def levels_bound(cell_values: FloatArray, cell_weights: FloatArray, n_levels: int) -> float:
+    r"""Least weighted SSE of any fit taking at most ``n_levels`` distinct values — the
+    1-d weighted k-means optimum, whose clusters are contiguous in sorted order, so the
+    segmentation DP on the sorted values is exact."""
+    order = np.argsort(cell_values, kind="stable")
+    return segmentation_bound(cell_values[order], cell_weights[order], n_levels)
