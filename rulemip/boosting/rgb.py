@@ -248,11 +248,11 @@ def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sam
         raise InvalidParameterError(
             "`learning_rate` must be a number in (0, 1] (1 = Algorithm 1's step; smaller "
             f"values shrink it and keep (7) non-increasing); got {learning_rate!r}.")
-    for name, v, choices in (("sampling", sampling, SAMPLINGS), ("step", step, STEPS),
-                             ("selection", selection, SELECTIONS)):
-        if v not in choices:
+    for opt, value, choices in (("sampling", sampling, SAMPLINGS), ("step", step, STEPS),
+                                ("selection", selection, SELECTIONS)):
+        if value not in choices:
             listed = ", ".join(repr(c) for c in choices)
-            raise InvalidParameterError(f"`{name}` must be one of {listed}; got {v!r}.")
+            raise InvalidParameterError(f"`{opt}` must be one of {listed}; got {value!r}.")
 
 
 def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimators: int = 100,

@@ -17,7 +17,7 @@ scikit-learn threshold by less than one float32 ulp.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -78,7 +78,7 @@ def tree_rules(tree: Any, multiplier: float,
     return rules
 
 
-def trees_to_rule_ensemble(intercept: float, trees: Sequence[Any], coefs: Sequence[float],
+def trees_to_rule_ensemble(intercept: float, trees: Sequence[Any], coefs: Iterable[float],
                            *, loss: str = "squared",
                            feature_names: Sequence[str] | None = None,
                            classes: tuple[Any, ...] | None = None) -> RuleEnsemble:
