@@ -12,7 +12,8 @@ def main() -> None:
     rng = np.random.default_rng(2024)
     rows = np.sort(rng.choice(len(frame), size=100, replace=False))
     sub = frame.iloc[rows].round(5)
-    out = Path(__file__).resolve().parents[1] / "rulemip" / "data" / "bundled" / "diabetes_small.csv"
+    bundled = Path(__file__).resolve().parents[1] / "rulemip" / "data" / "bundled"
+    out = bundled / "diabetes_small.csv"
     sub.to_csv(out, index=False)
     print(f"wrote {out} ({len(sub)} rows)")
 

@@ -51,7 +51,7 @@ _EXPORTS: dict[str, str] = {
     "HeuristicBoundWarning": "rulemip.exceptions",
 }
 
-__all__ = sorted(_EXPORTS) + ["__version__"]
+__all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 def __getattr__(name: str) -> Any:

@@ -89,6 +89,12 @@ class RuleBooster:
         there is no :math:`\beta_0` and the empty query may be one of the rules.
     loss : {"squared", "logistic", "poisson"}
         Loss (logistic labels in {-1, +1}, as :class:`~rulemip.data.Dataset` encodes them).
+    thresholds : sequence of d arrays or None
+        Explicit candidate thresholds per feature (overrides ``max_thresholds``), e.g. to
+        search the same language as an exact engine.
+    max_complexity : int or None
+        Stop early once :math:`C(f) = k + \sum_t c(q_t)` reaches this value ([OGB]'s
+        "until complexity 50").
 
     Attributes
     ----------
@@ -107,13 +113,14 @@ class RuleBooster:
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "n_rules", "objective", "weight_update", "search", "beam_width", "max_rule_length",
-        "max_thresholds", "reg", "epsilon", "fit_intercept", "loss")
+        "max_thresholds", "reg", "epsilon", "fit_intercept", "loss", "max_complexity")
 
     def __init__(self, n_rules: int = 10, objective: str = "ogb",
                  weight_update: str = "corrective", search: str = "bnb",
                  beam_width: int = 5, max_rule_length: int | None = None,
                  max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
-                 fit_intercept: bool = True, loss: str = "squared") -> None:
+                 fit_intercept: bool = True, loss: str = "squared",
+                 max_complexity: int | None = None, thresholds: Any = None) -> None:
         self.n_rules = n_rules
         self.objective = objective
         self.weight_update = weight_update
@@ -125,6 +132,8 @@ class RuleBooster:
         self.epsilon = epsilon
         self.fit_intercept = fit_intercept
         self.loss = loss
+        self.max_complexity = max_complexity
+        self.thresholds = thresholds
         self.validate()
 
     @classmethod
@@ -137,7 +146,8 @@ class RuleBooster:
         if clash:
             raise InvalidParameterError(
                 f"preset {preset!r} fixes {clash}; drop them or use no preset.")
-        return cls(**PRESETS[preset], **params)
+        merged: dict[str, Any] = {**PRESETS[preset], **params}
+        return cls(**merged)
 
     def get_params(self) -> dict[str, Any]:
         return {p: getattr(self, p) for p in self._PARAMS}
@@ -151,6 +161,7 @@ class RuleBooster:
         check_positive_int(self.beam_width, "beam_width")
         check_positive_int(self.max_rule_length, "max_rule_length", allow_none=True)
         check_positive_int(self.max_thresholds, "max_thresholds", allow_none=True)
+        check_positive_int(self.max_complexity, "max_complexity", allow_none=True)
         check_nonneg_float(self.reg, "reg")
         check_nonneg_float(self.epsilon, "epsilon", strictly_positive=True)
         if not isinstance(self.fit_intercept, bool | np.bool_):
@@ -172,7 +183,7 @@ class RuleBooster:
         w = dataset.weights
         n = dataset.n
         reg = float(self.reg)
-        space = SearchSpace.build(X, self.max_thresholds)
+        space = SearchSpace.build(X, self.max_thresholds, self.thresholds)
         basis = OrthonormalBasis(n, w)
         intercept = lo.best_constant(y, sw) if self.fit_intercept else 0.0
         if self.fit_intercept:
@@ -215,6 +226,9 @@ class RuleBooster:
             risks.append(risk)
             rounds.append(BoostingRound(res, float(intercept), beta.copy(), risk))
             ensembles.append(self._ensemble(dataset, boxes, intercept, beta))
+            if self.max_complexity is not None and \
+                    ensembles[-1].complexity >= self.max_complexity:
+                break
         self.space_ = space
         self.ensembles_ = ensembles
         self.rules_ = ensembles[-1]

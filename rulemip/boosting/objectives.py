@@ -98,9 +98,9 @@ class OrthonormalBasis:
         out = np.asarray(v, dtype=float).copy()
         if not self._cols:
             return out
-        O = self.columns
+        basis_cols = self.columns
         for _ in range(2):
-            out -= O @ (O.T @ (self.weights * out))
+            out -= basis_cols @ (basis_cols.T @ (self.weights * out))
         return out
 
     def add(self, q: FloatArray, tol: float = 1e-10) -> bool:
@@ -310,8 +310,8 @@ def make_objective(name: str, g: FloatArray, h: FloatArray | None = None, *,
         raise InvalidParameterError(f"`epsilon` must be > 0 for objective 'ogb'; got {epsilon!r}.")
     basis = basis if basis is not None else OrthonormalBasis(n, w)
     gp = basis.project_out(g)
-    O = basis.columns
-    stats = np.column_stack([w * gp, w, w[:, None] * O])
+    basis_cols = basis.columns
+    stats = np.column_stack([w * gp, w, w[:, None] * basis_cols])
     return OrthogonalBoosting(stats, None, gp, epsilon=float(epsilon))
 
 
@@ -332,35 +332,35 @@ def xgb_prefix_values(g: FloatArray, h: FloatArray, order: IntArray, reg: float 
     return make_objective("xgb", g, h, reg=reg).prefix_values(order)
 
 
-def ogb_prefix_values(g_perp: FloatArray, O: FloatArray, order: IntArray, epsilon: float
+def ogb_prefix_values(g_perp: FloatArray, basis_cols: FloatArray, order: IntArray, epsilon: float
                       ) -> FloatArray:
     r"""Incremental ogb prefix values ([OGB] Algorithm 3, Prop. 3), unit weights.
 
     :math:`v_i = |G_i| / (\sqrt{i - \sum_k N_{k,i}^2} + \varepsilon)` with
     :math:`G_i = \sum_{j \le i} g_{\perp,\sigma(j)}`, :math:`N_{k,i} = \sum_{j \le i}
     o_{k,\sigma(j)}`: O(t·l) after gathering the ``l`` rows — never O(n) per prefix.
-    ``O`` is the ``(n, t)`` orthonormal basis, ``g_perp`` the projected gradient.
+    ``basis_cols`` is the ``(n, t)`` orthonormal basis, ``g_perp`` the projected gradient.
     """
     order = np.asarray(order, dtype=np.intp)
     G = np.cumsum(np.asarray(g_perp, dtype=float)[order])
-    N = np.cumsum(np.asarray(O, dtype=float)[order], axis=0)
+    N = np.cumsum(np.asarray(basis_cols, dtype=float)[order], axis=0)
     i = np.arange(1, len(order) + 1, dtype=float)
     perp = np.sqrt(np.maximum(i - np.sum(N * N, axis=1), 0.0))
     return np.asarray(np.abs(G) / (perp + epsilon), dtype=float)
 
 
-def ogb_prefix_values_naive(g_perp: FloatArray, O: FloatArray, order: IntArray,
+def ogb_prefix_values_naive(g_perp: FloatArray, basis_cols: FloatArray, order: IntArray,
                             epsilon: float) -> FloatArray:
     r"""The same values by explicit projection of every prefix
     :math:`q^{(i)}_\perp = q^{(i)} - O(O^T q^{(i)})` — O(n·t) per prefix, O(n·t·l) in all.
     The reference the incremental version is tested and benchmarked against."""
     order = np.asarray(order, dtype=np.intp)
     n = len(g_perp)
-    O = np.asarray(O, dtype=float)
+    basis_cols = np.asarray(basis_cols, dtype=float)
     out = np.empty(len(order))
     q = np.zeros(n)
     for i, idx in enumerate(order):
         q[idx] = 1.0
-        qp = q - O @ (O.T @ q)
+        qp = q - basis_cols @ (basis_cols.T @ q)
         out[i] = abs(float(g_perp @ q)) / (float(np.linalg.norm(qp)) + epsilon)
     return out

@@ -34,11 +34,16 @@ One round (Algorithm 1)
      quadratic upper model :math:`G\alpha + \frac{C_k}2\alpha^2 + \rho|\alpha|` (the
      :math:`\ell_1` term is not differentiable at 0, so the plain :math:`-L'_k/C_k` is
      replaced by its soft-thresholded form; with :math:`\beta = 0` they coincide).
-     :math:`C_k = \frac1m\sum_i h(x_i)^2 C_\Phi` is Lemma 3 (9) evaluated at the fitted
-     tree, with the global curvature bound :math:`C_\Phi = 2` (squared) or
-     :math:`1/4` (logistic). The Poisson loss has no global bound; :math:`C_k` starts at
-     the current curvature :math:`\frac1m\sum_i h_i^2 e^{F_i}` and is doubled until the
-     quadratic model majorizes the objective at the step (backtracking).
+     With the global curvature bound :math:`C_\Phi = 2` (squared) or :math:`1/4`
+     (logistic), ``lipschitz="family"`` (default, the paper's experiments) uses the
+     family constant of Lemma 4, :math:`C_k = \lambda_k C_\Phi`, raised to the tree's own
+     value when that is larger (Lemma 4's linear form is not a valid bound for
+     :math:`\lambda_k > 1` and large leaves); ``lipschitz="tree"`` uses Lemma 3 (9) at the
+     fitted tree, :math:`C_k = C_\Phi\frac1m\sum_i h(x_i)^2`, the tightest constant.
+     The Poisson loss has no global bound; :math:`C_k` starts at the current curvature
+     :math:`\frac1m\sum_i h_i^2 e^{F_i}` (family: at least :math:`\lambda_k\max_i
+     e^{F_i}`) and is doubled until the quadratic model majorizes the loss at the step
+     (backtracking).
    - ``step="line_search"``: the exact minimizer of the convex one-dimensional function
      :math:`\alpha \mapsto L(\alpha_{1..t-1}, \alpha)` (closed form for the squared loss,
      safeguarded Newton–bisection otherwise).
@@ -53,10 +58,10 @@ One round (Algorithm 1)
    literally, loss :math:`+\,\beta\tilde\Omega_k`. Ties go to the earlier draw.
 
 Hence (7) is non-increasing over the rounds (``objective_path``). With ``beta=0``, one
-family, ``S=1``, the squared loss and ``step="lipschitz"`` the step is exactly the
-leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting with
-``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz step
-the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - F)`).
+family, ``S=1``, the squared loss, ``step="lipschitz"`` and ``lipschitz="tree"`` the step
+is exactly the leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting
+with ``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz
+step the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - F)`).
 """
 
 from __future__ import annotations
@@ -75,6 +80,7 @@ from rulemip.losses import Loss, get_loss
 FloatArray = NDArray[np.float64]
 
 STEPS: tuple[str, ...] = ("lipschitz", "line_search")
+LIPSCHITZ: tuple[str, ...] = ("family", "tree")
 SELECTIONS: tuple[str, ...] = ("objective", "complexity")
 
 #: Global bounds :math:`C_\Phi` on :math:`\partial^2\Phi/\partial f^2` ([RGB] Lemma 3).
@@ -155,7 +161,7 @@ def _mean_loss(loss: Loss, f: FloatArray, y: FloatArray) -> float:
 
 
 def lipschitz_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G: float,
-                   rho: float, base_loss: float) -> float:
+                   rho: float, base_loss: float, family_lambda: float | None = None) -> float:
     r"""Proximal coordinate step :math:`-\operatorname{sign}(G)\max(|G|-\rho,0)/C_k`.
 
     Parameters
@@ -165,6 +171,11 @@ def lipschitz_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G: f
     G : :math:`\frac1m\sum_i g_i h(x_i)`.
     rho : :math:`\beta\tilde\Omega_k`.
     base_loss : :math:`\frac1m\sum_i\Phi(y_i, F_i)` (used by the Poisson backtracking).
+    family_lambda : ``None`` for the tree's own constant, Lemma 3 (9):
+        :math:`C_k = C_\Phi\frac1m\sum_i h_i^2`; :math:`\lambda_k` for the family
+        constant of Lemma 4, :math:`C_k = \max(\lambda_k C_\Phi,\ C_\Phi\frac1m\sum_i
+        h_i^2)` (the max keeps :math:`C_k` a valid bound when :math:`\lambda_k > 1`,
+        where Lemma 4's linear form can fall below (9)).
     """
     hh = h * h
     mean_hh = float(np.mean(hh))
@@ -172,9 +183,17 @@ def lipschitz_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G: f
         return 0.0
     bound = _CURVATURE_BOUND.get(loss.name)
     if bound is not None:
-        return -_soft(G, rho) / (mean_hh * bound)
-    # no global curvature bound (Poisson): backtrack from the local curvature
-    C = max(float(np.mean(hh * loss.hessian(F, y))), 1e-300)
+        C = mean_hh * bound
+        if family_lambda is not None:
+            C = max(C, family_lambda * bound)
+        return -_soft(G, rho) / C
+    # no global curvature bound (Poisson): start from the local curvature (for the family
+    # constant, lambda_k times the largest local curvature) and backtrack until the
+    # quadratic model majorizes the loss at the step
+    hess = loss.hessian(F, y)
+    C = max(float(np.mean(hh * hess)), 1e-300)
+    if family_lambda is not None:
+        C = max(C, family_lambda * float(np.max(hess)))
     for _ in range(200):
         a = -_soft(G, rho) / C
         model = G * a + 0.5 * C * a * a
@@ -232,7 +251,7 @@ def line_search_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G:
 
 def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sampling: str,
                    step: str, learning_rate: float, selection: str,
-                   min_samples_leaf: int) -> None:
+                   min_samples_leaf: int, lipschitz: str = "family") -> None:
     for name, v in (("n_estimators", n_estimators), ("n_samples_per_round", n_samples_per_round),
                     ("min_samples_leaf", min_samples_leaf)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
@@ -249,7 +268,8 @@ def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sam
             "`learning_rate` must be a number in (0, 1] (1 = Algorithm 1's step; smaller "
             f"values shrink it and keep (7) non-increasing); got {learning_rate!r}.")
     for opt, value, choices in (("sampling", sampling, SAMPLINGS), ("step", step, STEPS),
-                                ("selection", selection, SELECTIONS)):
+                                ("selection", selection, SELECTIONS),
+                                ("lipschitz", lipschitz, LIPSCHITZ)):
         if value not in choices:
             listed = ", ".join(repr(c) for c in choices)
             raise InvalidParameterError(f"`{opt}` must be one of {listed}; got {value!r}.")
@@ -257,7 +277,7 @@ def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sam
 
 def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimators: int = 100,
             n_samples_per_round: int = 5, beta: float = 0.01, sampling: str = "lambda",
-            step: str = "lipschitz", learning_rate: float = 1.0,
+            step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 1.0,
             selection: str = "objective", fit_intercept: bool = True,
             min_samples_leaf: int = 1, random_state: Any = None) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
@@ -274,6 +294,8 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     sampling : ``"lambda"`` (:math:`p_k\propto\lambda_k`), ``"lambda_squared"`` or
         ``"uniform"``.
     step : ``"lipschitz"`` or ``"line_search"``.
+    lipschitz : ``"family"`` (Lemma 4 constant of the drawn family, safeguarded) or
+        ``"tree"`` (Lemma 3 at the fitted tree), for ``step="lipschitz"``.
     learning_rate : :math:`\nu\in(0,1]` multiplying the step.
     selection : ``"objective"`` or ``"complexity"``.
     fit_intercept : start from the best constant :math:`F_0` (unpenalized) instead of 0.
@@ -290,7 +312,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     from rulemip._validation import check_random_state
 
     _check_options(n_estimators, n_samples_per_round, beta, sampling, step, learning_rate,
-                   selection, min_samples_leaf)
+                   selection, min_samples_leaf, lipschitz)
     loss_obj = get_loss(loss)
     X32 = np.ascontiguousarray(X, dtype=np.float32)
     y_arr = np.ascontiguousarray(y, dtype=float)
@@ -351,7 +373,8 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             G = -float(np.mean(neg_grad * h))
             rho = beta * float(omega[k])
             if step == "lipschitz":
-                a = lipschitz_step(loss_obj, F, y_arr, h, G, rho, cur_loss)
+                a = lipschitz_step(loss_obj, F, y_arr, h, G, rho, cur_loss,
+                                   lam_k if lipschitz == "family" else None)
             else:
                 a = line_search_step(loss_obj, F, y_arr, h, G, rho)
             a *= nu

@@ -69,20 +69,29 @@ class SearchSpace:
     groups_t: NDArray[np.int64]
     orders: IntArray
     ranks: IntArray
+    gmax: int
+    groups_flat: IntArray
+
+    #: group-sum (one-hot matmul) path when every feature has at most this many groups
+    GROUPED_MAX: int = 64
 
     @classmethod
-    def build(cls, X: FloatArray, max_thresholds: int | None = None) -> SearchSpace:
+    def build(cls, X: FloatArray, max_thresholds: int | None = None,
+              thresholds: Any = None) -> SearchSpace:
+        """``thresholds`` (one sorted array per feature) overrides ``max_thresholds``."""
         X = np.asarray(X, dtype=float)
-        ths = candidate_thresholds(X, max_thresholds)
+        ths = (candidate_thresholds(X, max_thresholds) if thresholds is None
+               else [np.unique(np.asarray(t, dtype=float)) for t in thresholds])
         G = threshold_groups(X, ths)
         orders = np.argsort(X, axis=0, kind="stable").T.astype(np.intp)
         n, d = X.shape
         ranks = np.empty((n, d), dtype=np.intp)
         for j in range(d):
             ranks[orders[j], j] = np.arange(n)
-        # points with equal x share a group; sort ties by group is implied by sorting by x
+        gmax = max(len(t) for t in ths) + 1
+        flat = np.ascontiguousarray(G + gmax * np.arange(d)[None, :], dtype=np.intp)
         return cls(X, tuple(ths), np.ascontiguousarray(G.T), np.ascontiguousarray(orders),
-                   ranks)
+                   ranks, gmax, flat)
 
     @property
     def n(self) -> int:
@@ -101,6 +110,36 @@ class SearchSpace:
             return np.asarray(self.orders[mask[self.orders]].reshape(d, m), dtype=np.intp)
         pos = np.argsort(self.ranks[idx], axis=0)
         return np.ascontiguousarray(idx[pos].T)
+
+    def refinements(self, idx: IntArray, mats: list[FloatArray]
+                    ) -> tuple[IntArray, IntArray, IntArray, list[FloatArray]]:
+        """All single-proposition refinements of the cover ``idx`` that shrink it.
+
+        Returns ``(feature, a_up, a_lo, prefix)``: refinement ``k`` is ``x_j <= t[a_up]``
+        (cover: the points of the groups ``<= a_up``) or ``x_j > t[a_lo]`` (the other
+        points); ``prefix[s][k]`` is the sum of the rows of ``mats[s]`` over the first of
+        these two covers (the second's is the total minus it). Few groups: group sums by a
+        one-hot matrix product; many: cumulative sums along the presorted orders.
+        """
+        m, d = len(idx), self.d
+        if self.gmax <= self.GROUPED_MAX and m * d * self.gmax <= 2_000_000:
+            gi = self.groups_flat[idx]                                   # (m, d)
+            E = np.zeros((m, d * self.gmax))
+            E[np.arange(m)[:, None], gi] = 1.0
+            cnt = np.bincount(gi.ravel(), minlength=d * self.gmax).reshape(d, self.gmax)
+            oj, oa = np.nonzero(cnt)
+            k = np.flatnonzero(oj[1:] == oj[:-1])
+            jj, a_up, a_lo = oj[k], oa[k], oa[k + 1] - 1
+            prefix = []
+            for M in mats:
+                C = np.cumsum((E.T @ M[idx]).reshape(d, self.gmax, M.shape[1]), axis=1)
+                prefix.append(C[jj, a_up])
+            return jj, a_up, a_lo, prefix
+        subs = self.sorted_covers(idx)                                   # (d, m)
+        grp = np.take_along_axis(self.groups_t, subs, axis=1)            # non-decreasing
+        jj, pp = np.nonzero(grp[:, 1:] != grp[:, :-1])
+        prefix = [np.cumsum(M[subs], axis=1)[jj, pp] for M in mats]
+        return jj, grp[jj, pp], grp[jj, pp + 1] - 1, prefix
 
     def box(self, lo_a: NDArray[np.int64], hi_a: NDArray[np.int64]
             ) -> tuple[FloatArray, FloatArray]:
@@ -141,8 +180,7 @@ class SearchResult:
 @dataclass
 class _Node:
     idx: IntArray               # covered points, sorted ascending
-    lo_a: NDArray[np.int64]     # lower threshold index per feature (-1 none)
-    hi_a: NDArray[np.int64]     # upper threshold index per feature (-1 none)
+    box: NDArray[np.int64]      # (2d,) threshold index of lower (first d) / upper bounds
     length: int
     value: float
 
@@ -158,40 +196,46 @@ class _Children:
     length: NDArray[np.int64]
 
 
-def _expand(space: SearchSpace, obj: RoundObjective, node: _Node,
-            max_len: int | None) -> _Children | None:
-    """Values (and cheap bounds) of all refinements of ``node`` — one cumsum per stat."""
+def _expand(space: SearchSpace, obj: RoundObjective, node: _Node, max_len: int | None,
+            tighten: bool) -> _Children | None:
+    """Values (and cheap bounds) of all refinements of ``node`` — one cumsum per stat.
+
+    With ``tighten=False`` a bound that is already present is not moved: such a child's
+    cover is that of a box with the same propositions reached along another path, so
+    complete searches (bnb) skip it without losing any cover.
+    """
     m = len(node.idx)
     if m < 2:
         return None
-    subs = space.sorted_covers(node.idx)                     # (d, m)
-    grp = np.take_along_axis(space.groups_t, subs, axis=1)   # (d, m), non-decreasing
-    jj, pp = np.nonzero(grp[:, 1:] != grp[:, :-1])
+    d = space.d
+    mats = [obj.stats] + ([obj.bound_stats] if obj.bound_stats is not None else [])
+    jj, a_up, a_lo, prefix = space.refinements(node.idx, mats)
     if len(jj) == 0:
         return None
-    C = np.cumsum(obj.stats[subs], axis=1)                   # (d, m, c)
-    up = C[jj, pp]
-    lo = C[jj, -1] - up
-    a_up = grp[jj, pp]
-    a_lo = grp[jj, pp + 1] - 1
-    len_up = node.length + (node.hi_a[jj] < 0)
-    len_lo = node.length + (node.lo_a[jj] < 0)
+    lo_free = node.box[:d] < 0
+    hi_free = node.box[d:] < 0
+    up = prefix[0]
+    lo = obj.stats[node.idx].sum(axis=0) - up
+    K = len(jj)
+    feature = np.concatenate([jj, jj]).astype(np.int64)
+    upper_side = np.concatenate([np.ones(K, bool), np.zeros(K, bool)])
+    a = np.concatenate([a_up, a_lo]).astype(np.int64)
+    length = node.length + np.concatenate([hi_free[jj], lo_free[jj]]).astype(np.int64)
+    value = np.concatenate([obj.from_sums(up), obj.from_sums(lo)])
     if obj.bound_stats is not None:
-        B = np.cumsum(obj.bound_stats[subs], axis=1)
-        bu = B[jj, pp]
-        bl = B[jj, -1] - bu
+        bu = prefix[1]
+        bl = obj.bound_stats[node.idx].sum(axis=0) - bu
         bnd = np.concatenate([obj.bound_from_sums(bu), obj.bound_from_sums(bl)])
     else:
-        bnd = np.full(2 * len(jj), np.inf)
-    ch = _Children(node, np.concatenate([jj, jj]).astype(np.int64),
-                   np.concatenate([np.ones(len(jj), bool), np.zeros(len(jj), bool)]),
-                   np.concatenate([a_up, a_lo]).astype(np.int64),
-                   np.concatenate([obj.from_sums(up), obj.from_sums(lo)]), bnd,
-                   np.concatenate([len_up, len_lo]).astype(np.int64))
+        bnd = np.full(2 * K, np.inf)
+    ch = _Children(node, feature, upper_side, a, value, bnd, length)
+    keep = np.ones(2 * K, dtype=bool)
     if max_len is not None:
-        keep = ch.length <= max_len
-        if not keep.all():
-            ch = _select(ch, keep)
+        keep &= length <= max_len
+    if not tighten:
+        keep &= np.concatenate([hi_free[jj], lo_free[jj]])
+    if not keep.all():
+        ch = _select(ch, keep)
     return ch
 
 
@@ -200,20 +244,22 @@ def _select(ch: _Children, keep: Any) -> _Children:
                      ch.value[keep], ch.bound[keep], ch.length[keep])
 
 
-def _materialize(space: SearchSpace, ch: _Children, k: int) -> _Node:
+def _child_box(ch: _Children, k: int, d: int) -> NDArray[np.int64]:
+    box = ch.parent.box.copy()
+    j = int(ch.feature[k])
+    box[j + d if ch.upper_side[k] else j] = ch.a[k]
+    return box
+
+
+def _materialize(space: SearchSpace, ch: _Children, k: int,
+                 box: NDArray[np.int64] | None = None) -> _Node:
     p = ch.parent
     j, a = int(ch.feature[k]), int(ch.a[k])
     gj = space.groups_t[j, p.idx]
-    lo_a, hi_a = p.lo_a, p.hi_a
-    if ch.upper_side[k]:
-        idx = p.idx[gj <= a]
-        hi_a = hi_a.copy()
-        hi_a[j] = a
-    else:
-        idx = p.idx[gj > a]
-        lo_a = lo_a.copy()
-        lo_a[j] = a
-    return _Node(idx, lo_a, hi_a, int(ch.length[k]), float(ch.value[k]))
+    idx = p.idx[gj <= a] if ch.upper_side[k] else p.idx[gj > a]
+    if box is None:
+        box = _child_box(ch, k, space.d)
+    return _Node(idx, box, int(ch.length[k]), float(ch.value[k]))
 
 
 def _key(idx: IntArray) -> bytes:
@@ -239,21 +285,26 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     ``allow_empty=False``).
     """
     check_choice(search, "search", SEARCHES)
-    width = math.inf if search == "bnb" else (1 if search == "greedy"
-                                               else check_positive_int(beam_width, "beam_width"))
+    width: float = math.inf
+    if search != "bnb":
+        width = 1.0 if search == "greedy" else float(check_positive_int(beam_width, "beam_width")
+                                                     or 1)
     max_len = check_positive_int(max_rule_length, "max_rule_length", allow_none=True)
     d, n = space.d, space.n
-    root = _Node(np.arange(n, dtype=np.intp), np.full(d, -1, np.int64),
-                 np.full(d, -1, np.int64), 0, obj.value(slice(None)) if allow_empty else -np.inf)
+    root = _Node(np.arange(n, dtype=np.intp), np.full(2 * d, -1, np.int64), 0,
+                 obj.value(np.arange(n, dtype=np.intp)) if allow_empty else -np.inf)
+    tighten = search != "bnb"
     state = _State(root if allow_empty else None, float(root.value))
     seen: set[bytes] = {_key(root.idx)}
     level: Any = iter([root])
     while True:
         batches: list[_Children] = []
         for node in level:
-            if node is not root and obj.bound(node.idx) <= state.best_val:
+            if node is not root and (
+                    (not tighten and max_len is not None and node.length >= max_len)
+                    or obj.bound(node.idx) <= state.best_val):
                 continue
-            ch = _expand(space, obj, node, max_len)
+            ch = _expand(space, obj, node, max_len, tighten)
             state.n_expanded += 1
             if ch is None or len(ch.value) == 0:
                 continue
@@ -267,11 +318,12 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
                 batches.append(ch)
         if not batches:
             break
-        level = _next_level(space, batches, width, state, seen)
+        level = _next_level(space, batches, width, state, seen,
+                            math.inf if (tighten or max_len is None) else max_len)
     best, best_val = state.best, state.best_val
     if best is None:
         return None
-    lower, upper = space.box(best.lo_a, best.hi_a)
+    lower, upper = space.box(best.box[:d], best.box[d:])
     q = np.zeros(n, dtype=bool)
     q[best.idx] = True
     return SearchResult(lower, upper, q, float(best_val), int(best.length),
@@ -288,20 +340,30 @@ class _State:
 
 
 def _next_level(space: SearchSpace, batches: list[_Children], width: float, state: _State,
-                seen: set[bytes]) -> Iterator[_Node]:
+                seen: set[bytes], stop_len: float) -> Iterator[_Node]:
     """Yield the next level lazily, children in order of decreasing value: beam — the
     best ``width`` distinct covers; bnb — every distinct cover whose cheap bound still
-    beats the incumbent at the time it is reached (covers are computed only then)."""
+    beats the incumbent at the time it is reached (covers are computed only then) and
+    that can still be refined (length below ``stop_len``; without tightening, a node of
+    maximal length has no children, and its value was counted when it was generated)."""
     b_id = np.concatenate([np.full(len(b.value), i) for i, b in enumerate(batches)])
     pos = np.concatenate([np.arange(len(b.value)) for b in batches])
     vals = np.concatenate([b.value for b in batches])
     bnds = np.concatenate([b.bound for b in batches])
     order = np.argsort(-vals, kind="stable")
+    seen_boxes: set[bytes] = set()  # same box => same cover; skips most duplicates cheaply
     taken = 0
+    lens = np.concatenate([b.length for b in batches])
     for r in order:
-        if width == math.inf and bnds[r] <= state.best_val:
+        if width == math.inf and (bnds[r] <= state.best_val or lens[r] >= stop_len):
             continue
-        node = _materialize(space, batches[int(b_id[r])], int(pos[r]))
+        ch, k = batches[int(b_id[r])], int(pos[r])
+        box = _child_box(ch, k, space.d)
+        bkey = box.tobytes()
+        if bkey in seen_boxes:
+            continue
+        seen_boxes.add(bkey)
+        node = _materialize(space, ch, k, box)
         key = _key(node.idx)
         if key in seen:
             continue

@@ -124,7 +124,8 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
                               thresholds=problem.threshold_arrays(), variant="stagewise",
                               solver=solve.solver,
                               time_limit_per_round=solve.mip_boosting_time_limit)
-        return [(float(r.risk), r.ensemble) for r in rounds]
+        path = [(float(r.risk), r.ensemble) for r in rounds if r.ensemble is not None]
+        return _pad_path(path, k_max)
     from rulemip.boosting import RuleBooster
 
     booster = RuleBooster.from_preset(variant, n_rules=k_max, loss=problem.loss,
@@ -133,7 +134,19 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
                                       max_rule_length=problem.max_rule_length)
     booster.thresholds = problem.threshold_arrays()  # same language as the exact engine
     booster.fit(ds)
-    return [(float(booster.risk_path_[k]), booster.ensembles_[k]) for k in range(1, k_max + 1)]
+    path = [(float(booster.risk_path_[k]), booster.ensembles_[k])
+            for k in range(1, len(booster.ensembles_))]
+    return _pad_path(path, k_max)
+
+
+def _pad_path(path: list[tuple[float, RuleEnsemble]], k_max: int
+              ) -> list[tuple[float, RuleEnsemble]]:
+    """Extend a run that stopped early (no rule improved the objective) to ``k_max``: its
+    last model is a valid model with at most ``k`` rules for every later ``k``."""
+    if not path:
+        raise RuntimeError("boosting produced no rule: every candidate rule has zero value "
+                           "for the objective (constant gradient on the data?).")
+    return path + [path[-1]] * (k_max - len(path))
 
 
 def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,

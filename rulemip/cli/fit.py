@@ -15,7 +15,7 @@ from typing import Any
 
 from rulemip.cli._common import add_data_arguments, read_table
 
-DEFAULT_MAX_THRESHOLDS = 4
+DEFAULT_MAX_THRESHOLDS = 2
 
 
 def register(sub: Any) -> None:
@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
                    help="maximum number of rules (k), intercept not counted")
     p.add_argument("--loss", choices=["squared", "logistic", "poisson"], default="squared",
                    help="loss; logistic needs a two-class target, poisson y >= 0")
-    p.add_argument("--reg", type=float, default=1e-3,
+    p.add_argument("--reg", type=float, default=1.0,
                    help="ridge lambda in R = (1/n)(sum loss + lambda*||beta||^2)")
     p.add_argument("--max-thresholds", type=int, default=DEFAULT_MAX_THRESHOLDS,
                    help="candidate cut points per feature (quantile bins); 0 = all midpoints")
@@ -94,8 +94,9 @@ def run(args: argparse.Namespace) -> int:
     print(f"valid lower bound:              {cert.lower_bound:.6g}")
     print(f"gap:                            {cert.gap:.4%}")
     status = cert.status + ("" if cert.bound_valid else " (bound not proved valid)")
-    print(f"status: {status}; engine {cert.engine}, backend {cert.backend} "
-          f"{cert.backend_version}, {cert.wall_time:.2f} s")
+    backend = f"{cert.backend} {cert.backend_version}".strip()
+    print(f"status: {status}; engine {cert.engine}, backend {backend}, "
+          f"{cert.wall_time:.2f} s")
     if not math.isnan(est.boosting_risk_):
         lo, hi = est.boosting_risk_ - cert.risk, est.boosting_risk_ - cert.lower_bound
         print(f"boosting's certified excess risk: in [{lo:.6g}, {hi:.6g}]")

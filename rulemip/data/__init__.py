@@ -1,7 +1,7 @@
 """Data: the validated :class:`Dataset`, candidate thresholds, generators, bundled data."""
 
-from rulemip.data.datasets import bundled_path, load_bundled
 from rulemip.data.dataset import Dataset
+from rulemip.data.datasets import bundled_path, load_bundled
 from rulemip.data.encoding import EncodedColumn, FeatureEncoder
 from rulemip.data.generators import alternating, friedman1, friedman2
 from rulemip.data.thresholds import candidate_thresholds, feature_thresholds, threshold_groups

@@ -16,8 +16,13 @@ Reading a fitted model as a tree ensemble (for tree pruning / rule extraction)
   :math:`\alpha_t` (may be 0 when the soft threshold removed a round's step);
 - ``intercept_``: :math:`F_0` (unpenalized).
 
-For the classifier :math:`F` is the log-odds of ``classes_[1]``; for the Poisson regressor
-it is the log-rate. :meth:`to_rule_ensemble` returns the same function as a
+``predict_raw(X)`` returns :math:`F` on both estimators (the classifier's
+``decision_function`` too): the log-odds of ``classes_[1]``, the mean (squared loss) or the
+log-rate (Poisson). Every node of a tree (internal ones included) carries the scaled mean of
+the negative gradient of its training points in ``tree_.value``; the extractor that wants
+node values on the scale of :math:`F` multiplies them by ``coefs_[t]``. Trees compare
+``float32(x_j) <= threshold`` (scikit-learn's convention). :meth:`to_rule_ensemble`
+returns the same function as a
 :class:`~rulemip.rules.RuleEnsemble` (one rule per leaf, weight :math:`\alpha_t w_l`).
 """
 
@@ -63,6 +68,11 @@ _PARAMS_DOC = r"""
     step : {"lipschitz", "line_search"}, default="lipschitz"
         Coordinate step: the proximal Lipschitz step of Algorithm 1 or an exact line
         search on (7).
+    lipschitz : {"family", "tree"}, default="family"
+        Constant :math:`C_k` of the Lipschitz step: the drawn family's bound
+        :math:`\lambda_k C_\Phi` (Lemma 4, as in the paper's experiments; raised to the
+        tree's own value when that is larger) or the fitted tree's value
+        :math:`C_\Phi\frac1m\sum_i h(x_i)^2` (Lemma 3, the tightest).
     learning_rate : float in (0, 1], default=1.0
         :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1.
     selection : {"objective", "complexity"}, default="objective"
@@ -140,7 +150,8 @@ class _RGBBase(BaseEstimator):
         fit: RGBFit = fit_rgb(
             X, y, loss=loss, families=grid, n_estimators=self.n_estimators,
             n_samples_per_round=self.n_samples_per_round, beta=self.beta,
-            sampling=self.sampling, step=self.step, learning_rate=self.learning_rate,
+            sampling=self.sampling, step=self.step, lipschitz=self.lipschitz,
+            learning_rate=self.learning_rate,
             selection=self.selection, fit_intercept=bool(self.fit_intercept),
             min_samples_leaf=self.min_samples_leaf, random_state=self.random_state)
         self._loss_name = loss
@@ -209,7 +220,8 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, n_samples_per_round: int = 5,
                  beta: float = 0.01, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
-                 learning_rate: float = 1.0, selection: str = "objective",
+                 lipschitz: str = "family", learning_rate: float = 1.0,
+                 selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
                  random_state: Any = None) -> None:
         self.n_estimators = n_estimators
@@ -219,6 +231,7 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
         self.q = q
         self.sampling = sampling
         self.step = step
+        self.lipschitz = lipschitz
         self.learning_rate = learning_rate
         self.selection = selection
         self.fit_intercept = fit_intercept
@@ -283,7 +296,8 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     def __init__(self, loss: str = "squared", n_estimators: int = 100,
                  n_samples_per_round: int = 5, beta: float = 0.01, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
-                 learning_rate: float = 1.0, selection: str = "objective",
+                 lipschitz: str = "family", learning_rate: float = 1.0,
+                 selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
                  random_state: Any = None) -> None:
         self.loss = loss
@@ -294,6 +308,7 @@ class RGBRegressor(RegressorMixin, _RGBBase):
         self.q = q
         self.sampling = sampling
         self.step = step
+        self.lipschitz = lipschitz
         self.learning_rate = learning_rate
         self.selection = selection
         self.fit_intercept = fit_intercept

@@ -35,7 +35,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.losses import get_loss
-from rulemip.refit import fit_weights
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -148,8 +147,9 @@ class SquaredBoxOracle:
             self.col_mean = np.zeros(self.Q.shape[1])
         self.yc = self.y - self.ymean
         self.n_evals = 0
+        self._gram: tuple[FloatArray, FloatArray] | None = None
 
-    def fit(self, z: FloatArray) -> tuple[FloatArray, FloatArray, float]:
+    def fit(self, z: FloatArray) -> tuple[IntArray, FloatArray, float]:
         """Support S, weights :math:`\\beta_S` and intercept of the optimal fit at ``z``."""
         S = np.flatnonzero(np.asarray(z) > _SUPPORT_TOL)
         Qs = self.Q[:, S] - self.col_mean[S]
@@ -172,6 +172,14 @@ class SquaredBoxOracle:
         c = self.Q.T @ a - self.col_mean * float(a.sum())
         grad = -(c * c) / (self.reg * self.W)
         return (val + self.constant) / self.W, grad
+
+    def gram(self) -> tuple[FloatArray, FloatArray]:
+        """Weighted Gram matrix of the centered columns and their products with y (cached)."""
+        if self._gram is None:
+            Qc = self.Q - self.col_mean
+            WQ = Qc * self.w[:, None]
+            self._gram = (Qc.T @ WQ, WQ.T @ self.yc)
+        return self._gram
 
     def single_box_values(self) -> FloatArray:
         """:math:`R(e_b)` for every box b at once (closed form of a one-column ridge fit)."""
@@ -200,12 +208,54 @@ class ConvexBoxOracle:
         self.loss = get_loss(loss)
         self.n_evals = 0
 
-    def fit(self, z: FloatArray) -> tuple[FloatArray, FloatArray, float]:
+    def fit(self, z: FloatArray) -> tuple[IntArray, FloatArray, float]:
+        """Damped Newton on the (≤ k+1)-dimensional refit, run to machine precision (the
+        gradient formula needs the stationarity conditions, e.g. Σ a = 0, to hold)."""
         S = np.flatnonzero(np.asarray(z) > _SUPPORT_TOL)
         sq = np.sqrt(np.asarray(z, dtype=float)[S])
-        res = fit_weights(self.Q[:, S] * sq, self.y, self.loss, self.reg, self.fit_intercept,
-                          sample_weight=self.w)
-        return S, np.asarray(res.weights) * sq, res.intercept
+        cols = self.Q[:, S] * sq
+        A = np.column_stack([np.ones(len(self.y)), cols]) if self.fit_intercept else cols
+        pen = np.full(A.shape[1], self.reg)
+        if self.fit_intercept:
+            pen[0] = 0.0
+        if A.shape[1] == 0:
+            return S, np.zeros(0), 0.0
+        lo, w, y = self.loss, self.w, self.y
+        c = np.zeros(A.shape[1])
+        if self.fit_intercept:
+            c[0] = lo.best_constant(y, w)
+
+        def obj(cc: FloatArray) -> float:
+            return float(w @ lo.value(A @ cc, y) + pen @ (cc * cc))
+
+        cur = obj(c)
+        gtol = 1e-13 * max(1.0, float(w.sum()))
+        for _ in range(100):
+            f = A @ c
+            g = A.T @ (w * lo.gradient(f, y)) + 2.0 * pen * c
+            if float(np.max(np.abs(g))) <= gtol:
+                break
+            H = A.T @ (A * (w * lo.hessian(f, y))[:, None]) + np.diag(2.0 * pen)
+            H += np.eye(len(c)) * 1e-14 * max(1.0, float(np.trace(H)))
+            step = np.linalg.solve(H, g)
+            if float(g @ step) <= 1e-8 * max(1.0, abs(cur)):
+                # quadratic-convergence region: full steps, no line search on round-off
+                c = c - step
+                cur = obj(c)
+                continue
+            t = 1.0
+            while t > 1e-16:
+                cand = c - t * step
+                val = obj(cand)
+                if val <= cur - 1e-4 * t * float(g @ step) or val <= cur:
+                    break
+                t *= 0.5
+            if t <= 1e-16:
+                break
+            c, cur = cand, val
+        b0 = float(c[0]) if self.fit_intercept else 0.0
+        theta = c[1:] if self.fit_intercept else c
+        return S, np.asarray(theta) * sq, b0
 
     def value_and_gradient(self, z: FloatArray) -> tuple[float, FloatArray]:
         self.n_evals += 1
@@ -258,3 +308,148 @@ def levels_bound(cell_values: FloatArray, cell_weights: FloatArray, n_levels: in
     segmentation DP on the sorted values is exact."""
     order = np.argsort(cell_values, kind="stable")
     return segmentation_bound(cell_values[order], cell_weights[order], n_levels)
+
+
+# ---------------------------------------------------------------------- exact enumeration
+def n_supports(n_boxes: int, k: int) -> int:
+    """Number of supports (sets of at most k distinct boxes)."""
+    from math import comb
+
+    return sum(comb(n_boxes, s) for s in range(min(k, n_boxes) + 1))
+
+
+def _compositions(total: int, parts: int) -> list[tuple[int, ...]]:
+    """All tuples of ``parts`` positive integers with sum ≤ ``total``."""
+    if parts == 0:
+        return [()]
+    out: list[tuple[int, ...]] = []
+    for first in range(1, total - parts + 2):
+        out.extend((first, *rest) for rest in _compositions(total - first, parts - 1))
+    return out
+
+
+def _squared_tangent_bound(oracle: SquaredBoxOracle, combos: NDArray[np.int64],
+                           k: int) -> FloatArray:
+    """Lower bound on R over all z with support S (1 ≤ z_b ≤ k−s+1, Σ z ≤ k): the tangent
+    at the continuous point m·1_S (m = k/s) minimized over that polytope. With
+    ``(G_SS + λ/m) β = h_S`` the gradient is ``−λ β_b² /(m² W)`` (q̃_bᵀDr = λβ_b/m); the
+    linear minimum puts every spare unit on the most negative coordinate."""
+    s = combos.shape[1]
+    m = k / s
+    gram, h = oracle.gram()
+    A = gram[combos[:, :, None], combos[:, None, :]] + np.eye(s)[None] * (oracle.reg / m)
+    rhs = h[combos]
+    beta = np.linalg.solve(A, rhs[:, :, None])[:, :, 0]
+    base = float(oracle.w @ (oracle.yc * oracle.yc))
+    val = (np.maximum(base - np.einsum("ms,ms->m", rhs, beta), 0.0) + oracle.constant) / oracle.W
+    g = -oracle.reg * beta * beta / (m * m * oracle.W)
+    return np.asarray(val + g.sum(axis=1) * (1.0 - m) + (k - s) * g.min(axis=1), dtype=float)
+
+
+def _squared_support_values(oracle: SquaredBoxOracle, combos: NDArray[np.int64],
+                            mult: float | FloatArray) -> FloatArray:
+    """:math:`R(z)` for the z with support ``combos[i]`` and multiplicities ``mult`` (a
+    number, or one row per support) — batched, from the Gram matrix of the centered
+    columns."""
+    m, s = combos.shape
+    base = float(oracle.w @ (oracle.yc * oracle.yc))
+    if s == 0:
+        return np.full(m, (base + oracle.constant) / oracle.W)
+    gram, h = oracle.gram()
+    inv_mult = 1.0 / np.broadcast_to(np.asarray(mult, dtype=float), (m, s))
+    A = gram[combos[:, :, None], combos[:, None, :]]
+    A = A + oracle.reg * inv_mult[:, :, None] * np.eye(s)[None]
+    rhs = h[combos]
+    beta = np.linalg.solve(A, rhs[:, :, None])[:, :, 0]
+    vals = base - np.einsum("ms,ms->m", rhs, beta)
+    return (np.maximum(vals, 0.0) + oracle.constant) / oracle.W
+
+
+def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, k: int,
+                      deadline: float | None = None, chunk: int = 20_000
+                      ) -> tuple[FloatArray, float, float, bool]:
+    r"""Exact :math:`\min\{R(z) : z \in \{0..k\}^B, \sum z \le k\}` by enumerating supports.
+
+    For a support S (|S| = s) every feasible z with that support has
+    :math:`1_S \le z \le (k - s + 1) 1_S`, and R is non-increasing in z (its gradient is
+    ≤ 0), so :math:`R((k-s+1)1_S)` is a lower bound and :math:`R(1_S)` an upper bound for
+    all of them (for squared loss also the tangent at the continuous point (k/s)·1_S,
+    minimized over those z, is used). Supports whose bound reaches the incumbent are
+    pruned; the others
+    have all their multiplicity vectors evaluated. Returns ``(z*, R(z*), lower bound,
+    complete)``; ``complete`` is False when ``deadline`` (a ``time.perf_counter`` value)
+    stopped the enumeration — the lower bound is then ``-inf``.
+    """
+    import itertools
+    import time
+
+    best_z = np.zeros(n_boxes)
+    best = oracle.value_and_gradient(best_z)[0]
+    pending: list[tuple[tuple[int, ...], float]] = []
+    squared = isinstance(oracle, SquaredBoxOracle)
+    for s in range(1, min(k, n_boxes) + 1):
+        it = itertools.combinations(range(n_boxes), s)
+        while True:
+            block = list(itertools.islice(it, chunk))
+            if not block:
+                break
+            if deadline is not None and time.perf_counter() > deadline:
+                return best_z, best, -np.inf, False
+            combos = np.asarray(block, dtype=np.int64)
+            if squared:
+                assert isinstance(oracle, SquaredBoxOracle)
+                ub = _squared_support_values(oracle, combos, 1.0)
+                lb = _squared_support_values(oracle, combos, float(k - s + 1))
+                if s < k:
+                    lb = np.maximum(lb, _squared_tangent_bound(oracle, combos, k))
+            else:
+                ub = np.empty(len(block))
+                lb = np.empty(len(block))
+                for i, S in enumerate(block):
+                    z = np.zeros(n_boxes)
+                    z[list(S)] = 1.0
+                    ub[i] = oracle.value_and_gradient(z)[0]
+                    z[list(S)] = float(k - s + 1)
+                    lb[i] = oracle.value_and_gradient(z)[0]
+            i_best = int(np.argmin(ub))
+            if ub[i_best] < best:
+                best = float(ub[i_best])
+                best_z = np.zeros(n_boxes)
+                best_z[list(block[i_best])] = 1.0
+            if s < k:
+                margin = 1e-9 * max(1.0, abs(best))
+                pending.extend((block[i], float(lb[i])) for i in np.flatnonzero(lb < best - margin))
+    # refine supports that might hold a better multiplicity vector
+    margin = 1e-9 * max(1.0, abs(best))
+    by_size: dict[int, list[tuple[tuple[int, ...], float]]] = {}
+    for S, lb_s in pending:
+        by_size.setdefault(len(S), []).append((S, lb_s))
+    for s, items in sorted(by_size.items()):
+        supports = np.asarray([S for S, _ in items], dtype=np.int64)
+        lbs = np.asarray([v for _, v in items])
+        for comp in _compositions(k, s):
+            if max(comp) == 1:
+                continue
+            if deadline is not None and time.perf_counter() > deadline:
+                return best_z, best, -np.inf, False
+            live = np.flatnonzero(lbs < best - margin)
+            if len(live) == 0:
+                break
+            if squared:
+                assert isinstance(oracle, SquaredBoxOracle)
+                vals = _squared_support_values(oracle, supports[live],
+                                               np.asarray(comp, dtype=float))
+            else:
+                vals = np.empty(len(live))
+                for i, row in enumerate(supports[live]):
+                    z = np.zeros(n_boxes)
+                    z[row] = comp
+                    vals[i] = oracle.value_and_gradient(z)[0]
+            i_best = int(np.argmin(vals))
+            if vals[i_best] < best:
+                best = float(vals[i_best])
+                best_z = np.zeros(n_boxes)
+                best_z[supports[live[i_best]]] = comp
+                margin = 1e-9 * max(1.0, abs(best))
+    # pruning used a relative margin of 1e-9: the bound below is what is proved
+    return best_z, best, best - 1e-9 * max(1.0, abs(best)), True

@@ -77,7 +77,8 @@ class CellReduction:
     @property
     def cell_weight(self) -> FloatArray:
         """Total weight :math:`W_c` of each cell."""
-        return np.bincount(self.point_cell, weights=self.weight, minlength=self.n_cells)
+        return np.asarray(np.bincount(self.point_cell, weights=self.weight, minlength=self.n_cells),
+                          dtype=float)
 
     def risk(self, f_cells: FloatArray, weights: FloatArray | None = None,
              reg: float = 0.0) -> float:
@@ -121,7 +122,7 @@ def reduce_to_cells(X: FloatArray, y: FloatArray, thresholds: Sequence[FloatArra
     cell_of_row[keep] = inv
     wk, yk = w[keep], y[keep]
     n_cells = groups.shape[0]
-    W_c = np.bincount(inv, weights=wk, minlength=n_cells)
+    W_c = np.asarray(np.bincount(inv, weights=wk, minlength=n_cells), dtype=float)
     total = float(wk.sum())
     if lo.name == "logistic":
         pos = yk > 0

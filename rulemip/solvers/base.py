@@ -29,7 +29,7 @@ from rulemip.solvers.result import SolveOptions, SolveResult
 class Capability(StrEnum):
     """What a model may need from a backend."""
 
-    LP = "lp"
+    LP = "lp"  # continuous columns, linear rows
     INTEGER = "integer"
     QUADRATIC_OBJECTIVE = "quadratic_objective"  # convex QP / MIQP
     INDICATOR = "indicator"
@@ -40,8 +40,15 @@ class Capability(StrEnum):
 
 
 def required_capabilities(model: StandardForm) -> set[Capability]:
-    """The capabilities a model needs (``LP`` always)."""
-    caps = {Capability.LP}
+    """The capabilities a model needs.
+
+    ``LP`` when it has a continuous column (every backend but pure-integer CP-SAT has it),
+    ``INTEGER`` with an integer column, and one capability per quadratic objective, loss
+    terms and indicators.
+    """
+    caps = set()
+    if not bool(np.all(model.integrality)) or model.n_cols == 0:
+        caps.add(Capability.LP)
     if model.is_mip:
         caps.add(Capability.INTEGER)
     if model.has_quadratic:

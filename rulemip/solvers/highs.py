@@ -29,6 +29,7 @@ returns ``True`` the MIP is interrupted at HiGHS's next interrupt check
 
 from __future__ import annotations
 
+import functools
 import importlib.metadata
 import math
 import time
@@ -58,6 +59,7 @@ __all__ = ["HighsBackend", "HighsPersistent"]
 _INT32_MAX = 2**31 - 1
 
 
+@functools.lru_cache(maxsize=1)
 def _version() -> str:
     try:
         return importlib.metadata.version("highspy")

@@ -260,15 +260,18 @@ def _closed_form_group_loss(loss: str, y: np.ndarray, g: np.ndarray) -> float:
 
 def market_split(m: int = 4, n: int = 30, seed: int = 0) -> StandardForm:
     """Cornuéjols–Dawande market split with slack: ``min Σ s⁺ + s⁻`` s.t.
-    ``A x + s⁺ - s⁻ = ⌊A 1 / 2⌋``, ``x`` binary. Its LP bound is 0 and branch-and-bound
-    needs exponentially many nodes, so a short time limit always stops it."""
+    ``A x + s⁺ - s⁻ = ⌊A 1 / 2⌋``, ``x`` binary, ``s`` integer. Branch-and-bound needs
+    exponentially many nodes, so a short time limit always stops it."""
     rng = np.random.default_rng(seed)
     a = rng.integers(0, 100, size=(m, n)).astype(float)
     d = np.floor(a.sum(1) / 2)
     M = MIPModel("market_split")
     x = M.add_variables("x", n, binary=True)
-    sp_ = M.add_variables("s_plus", m, lb=0.0)
-    sm = M.add_variables("s_minus", m, lb=0.0)
+    # the slacks are integral at every integer x (integer data): declare them integer so
+    # that pure-integer backends (CP-SAT) take the model too
+    smax = a.sum(1)
+    sp_ = M.add_variables("s_plus", m, lb=0.0, ub=smax, integer=True)
+    sm = M.add_variables("s_minus", m, lb=0.0, ub=smax, integer=True)
     A = sp.hstack([sp.csr_matrix(a), sp.eye(m), -sp.eye(m)]).tocsr()
     M.add_constraints("split", matrix=A, cols=np.r_[x.ids, sp_.ids, sm.ids], lower=d, upper=d)
     M.add_objective(np.r_[sp_.ids, sm.ids], 1.0)

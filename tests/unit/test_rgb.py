@@ -54,11 +54,13 @@ def _objective(model: RGBClassifier | RGBRegressor, loss: str, X: np.ndarray,
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "poisson"])
-@pytest.mark.parametrize("step", ["lipschitz", "line_search"])
+@pytest.mark.parametrize("step, lipschitz", [("lipschitz", "family"),
+                                             ("lipschitz", "tree"),
+                                             ("line_search", "family")])
 @pytest.mark.parametrize("beta", [0.0, 0.05])
 def test_objective_is_non_increasing_and_matches_recomputation(
-        data: dict, loss: str, step: str, beta: float) -> None:
-    model = _fit(loss, data, step=step, beta=beta)
+        data: dict, loss: str, step: str, lipschitz: str, beta: float) -> None:
+    model = _fit(loss, data, step=step, lipschitz=lipschitz, beta=beta)
     path = np.concatenate([[model.initial_objective_], model.objective_path_])
     assert len(model.objective_path_) == 25
     assert np.all(np.diff(path) <= 1e-12), np.diff(path).max()
@@ -130,7 +132,7 @@ def test_reduces_to_sklearn_gradient_boosting(data: dict, learning_rate: float) 
     X, y = data["squared"]
     n = 6
     rgb = RGBRegressor(n_estimators=40, n_samples_per_round=1, beta=0.0,
-                       families=[(n, 1e9)], learning_rate=learning_rate,
+                       families=[(n, 1e9)], learning_rate=learning_rate, lipschitz="tree",
                        min_samples_leaf=3, random_state=0).fit(X, y)
     gb = GradientBoostingRegressor(n_estimators=40, learning_rate=learning_rate,
                                    max_leaf_nodes=n + 1, max_depth=None, subsample=1.0,
@@ -242,6 +244,13 @@ def test_lipschitz_step_formulas() -> None:
     lo, phi, G = _coord("logistic", F, yl, h, 0.0)
     assert lipschitz_step(lo, F, yl, h, G, 0.0, phi(0.0)) == pytest.approx(
         -G / (0.25 * np.mean(h * h)), rel=1e-14)
+    # family constant (Lemma 4): C = lambda * C_Phi, unless the tree's own (9) is larger
+    mean_hh = float(np.mean(h * h))
+    big = 3.0 * mean_hh
+    assert lipschitz_step(lo, F, yl, h, G, 0.0, phi(0.0), family_lambda=big) == \
+        pytest.approx(-G / (0.25 * big), rel=1e-14)
+    assert lipschitz_step(lo, F, yl, h, G, 0.0, phi(0.0), family_lambda=mean_hh / 3) == \
+        pytest.approx(-G / (0.25 * mean_hh), rel=1e-14)
 
 
 def test_poisson_backtracking_majorizes() -> None:
@@ -266,6 +275,7 @@ def test_poisson_backtracking_majorizes() -> None:
     ({"sampling": "nesterov"}, "`sampling` must be one of"),
     ({"step": "newton"}, "`step` must be one of"),
     ({"selection": "best"}, "`selection` must be one of"),
+    ({"lipschitz": "global"}, "`lipschitz` must be one of"),
 ])
 def test_fit_rgb_rejects_bad_options(kw: dict, fragment: str) -> None:
     X = np.zeros((4, 1))

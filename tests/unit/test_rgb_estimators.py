@@ -148,6 +148,7 @@ def test_classifier_outputs(xy) -> None:  # type: ignore[no-untyped-def]
     (RGBRegressor(step="newton"), "`step`"),
     (RGBRegressor(learning_rate=2.0), "`learning_rate`"),
     (RGBRegressor(selection="x"), "`selection`"),
+    (RGBRegressor(lipschitz="global"), "`lipschitz`"),
     (RGBRegressor(fit_intercept="yes"), "`fit_intercept`"),
     (RGBRegressor(loss="logistic"), "Use RGBClassifier"),
     (RGBClassifier(n_estimators=1.5), "`n_estimators`"),

@@ -1,0 +1,223 @@
+"""scikit-learn estimators for rule boosting ([OGB], SPEC §1): regression (squared or
+Poisson loss) and binary classification (logistic loss)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rulemip._validation import check_choice
+from rulemip.boosting.booster import PRESETS, RuleBooster
+from rulemip.data.dataset import Dataset
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.rules import RuleEnsemble
+
+_CHOICES = ("objective", "weight_update", "search")
+#: choices when neither they nor ``preset`` are given: COB with greedy search (fast;
+#: branch-and-bound with the heuristic ogb bound can enumerate very many boxes)
+_DEFAULTS = {**PRESETS["COB"], "search": "greedy"}
+
+_PARAM_DOC = """
+    Parameters
+    ----------
+    n_rules : int, default=10
+        Number of rules *k* (boosting rounds; the intercept is not counted).
+    objective : {"gs", "gb", "xgb", "ogb"} or None, default=None
+        Rule objective (SPEC §1). None: from ``preset`` (default preset COB: "ogb").
+    weight_update : {"stagewise", "xgb", "corrective"} or None, default=None
+        Weight update (SPEC §1 eqs. 3, 6, 7). None: from ``preset`` ("corrective").
+    search : {"greedy", "beam", "bnb"} or None, default=None
+        Rule search: greedy, beam of width ``beam_width``, branch-and-bound. None: from
+        ``preset``, or "greedy" without a preset (branch-and-bound for ogb can enumerate
+        very many boxes; bound it with ``max_rule_length`` / ``max_thresholds``).
+    beam_width : int, default=5
+        Beam width *w* of ``search="beam"``.
+    max_rule_length : int or None, default=None
+        Maximum number of propositions per rule, *c(q)*.
+    max_thresholds : int or None, default=None
+        At most this many quantile thresholds per feature (None: all midpoints).
+    reg : float, default=0.0
+        Ridge λ of R_λ = (1/n) Σ l + (λ/n)‖β‖² (SPEC §0).
+    epsilon : float, default=1e-3
+        ε > 0 of the ogb objective.
+    fit_intercept : bool, default=True
+        Fit the background rule β0 (outside the count ``n_rules``).
+    random_state : int, RandomState or None, default=None
+        Unused (the learners are deterministic); accepted for API uniformity.
+    preset : {"SGS", "SGB", "SXB", "CGB", "COB"} or None, default=None
+        Named variant filling in ``objective``, ``weight_update`` and ``search``
+        (SPEC §1). Explicit values of those three take precedence only when they agree
+        with the preset; a conflicting explicit value raises ``InvalidParameterError``.
+        With ``preset=None`` unset choices default to ogb + corrective + greedy.
+"""
+
+
+def _resolve(est: Any) -> dict[str, str]:
+    """The three choices after applying ``preset`` (see the parameter docs)."""
+    if est.preset is None:
+        return {c: getattr(est, c) if getattr(est, c) is not None else _DEFAULTS[c]
+                for c in _CHOICES}
+    name = check_choice(est.preset, "preset", PRESETS)
+    out = dict(PRESETS[name])
+    for c in _CHOICES:
+        v = getattr(est, c)
+        if v is not None and v != out[c]:
+            raise InvalidParameterError(
+                f"`{c}`={v!r} conflicts with preset {name!r} (which uses {out[c]!r}); "
+                f"set `{c}=None` or `preset=None`.")
+    return out
+
+
+class _RuleBoostingBase(BaseEstimator):
+    _loss_name: str = "squared"
+
+    def __init__(self, n_rules: int = 10, objective: str | None = None,
+                 weight_update: str | None = None, search: str | None = None,
+                 beam_width: int = 5, max_rule_length: int | None = None,
+                 max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
+                 fit_intercept: bool = True, random_state: Any = None,
+                 preset: str | None = None) -> None:
+        self.n_rules = n_rules
+        self.objective = objective
+        self.weight_update = weight_update
+        self.search = search
+        self.beam_width = beam_width
+        self.max_rule_length = max_rule_length
+        self.max_thresholds = max_thresholds
+        self.reg = reg
+        self.epsilon = epsilon
+        self.fit_intercept = fit_intercept
+        self.random_state = random_state
+        self.preset = preset
+
+    def _booster(self, loss: str) -> RuleBooster:
+        choices: dict[str, Any] = dict(_resolve(self))
+        return RuleBooster(
+            n_rules=self.n_rules, beam_width=self.beam_width,
+            max_rule_length=self.max_rule_length, max_thresholds=self.max_thresholds,
+            reg=self.reg, epsilon=self.epsilon, fit_intercept=self.fit_intercept, loss=loss,
+            **choices)
+
+    def _fit_dataset(self, X: Any, y: Any, loss: str) -> None:
+        booster = self._booster(loss)  # validates parameters before touching the data
+        names = getattr(self, "feature_names_in_", None)
+        ds = Dataset.from_arrays(X, y, loss=loss,
+                                 feature_names=None if names is None else list(names))
+        booster.fit(ds)
+        self.booster_ = booster
+        self.rules_: RuleEnsemble = booster.rules_
+        self.ensembles_: list[RuleEnsemble] = booster.ensembles_
+        self.risk_path_: NDArray[np.float64] = booster.risk_path_
+        self.certified_: bool = booster.certified_
+
+    def _decision(self, X: Any) -> NDArray[np.float64]:
+        check_is_fitted(self, "rules_")
+        Xv = validate_data(self, X, reset=False)
+        return self.rules_.decision_function_encoded(np.asarray(Xv, dtype=float))
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags
+
+
+class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
+    __doc__ = ("Rule boosting regressor (squared or Poisson loss); predicts "
+               "μ(f(x)) of the final ensemble.\n" + _PARAM_DOC + """
+    loss : {"squared", "poisson"}, default="squared"
+        Squared error or Poisson deviance (y >= 0, log link).
+
+    Attributes
+    ----------
+    rules_ : RuleEnsemble
+        The final ensemble f^(k).
+    ensembles_ : list of RuleEnsemble
+        f^(0), ..., f^(k) (``ensembles_[t]`` has t rules).
+    risk_path_ : ndarray
+        Training R_λ after each round (index 0: intercept-only or zero model).
+    certified_ : bool
+        Every round's rule is certified optimal for its objective (bnb + admissible bound).
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str (only when X has string column names)
+    """)
+
+    def __init__(self, n_rules: int = 10, objective: str | None = None,
+                 weight_update: str | None = None, search: str | None = None,
+                 beam_width: int = 5, max_rule_length: int | None = None,
+                 max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
+                 fit_intercept: bool = True, random_state: Any = None,
+                 preset: str | None = None, loss: str = "squared") -> None:
+        super().__init__(n_rules, objective, weight_update, search, beam_width,
+                         max_rule_length, max_thresholds, reg, epsilon, fit_intercept,
+                         random_state, preset)
+        self.loss = loss
+
+    def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:
+        loss = check_choice(self.loss, "loss", ("squared", "poisson"))
+        self._booster(loss)
+        Xv, yv = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
+        self._fit_dataset(Xv, yv, loss)
+        return self
+
+    def predict(self, X: Any) -> NDArray[np.float64]:
+        """μ(f(x)): the mean (squared) or the rate (Poisson)."""
+        f = self._decision(X)
+        return np.exp(np.minimum(f, 700.0)) if self.loss == "poisson" else f
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        if self.loss == "poisson":
+            tags.target_tags.positive_only = True
+        return tags
+
+
+class RuleBoostingClassifier(ClassifierMixin, _RuleBoostingBase):
+    __doc__ = ("Binary rule boosting classifier (logistic loss); multi-class is not "
+               "supported.\n" + _PARAM_DOC + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        The labels; ``classes_[1]`` is the positive class (+1 of the logistic loss).
+    rules_, ensembles_, risk_path_, certified_, n_features_in_, feature_names_in_
+        As for :class:`RuleBoostingRegressor`.
+    """)
+
+    def fit(self, X: Any, y: Any) -> RuleBoostingClassifier:
+        self._booster("logistic")
+        Xv, yv = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(yv)
+        classes = np.unique(yv)
+        if len(classes) != 2:
+            raise InvalidDataError(
+                "Only binary classification is supported. RuleBoostingClassifier needs "
+                f"exactly two classes in y; got {len(classes)} ({classes[:5].tolist()}). "
+                "Multi-class is not supported; fit one classifier per class (e.g. "
+                "sklearn.multiclass.OneVsRestClassifier).")
+        self.classes_ = classes
+        self._fit_dataset(Xv, np.where(yv == classes[1], 1.0, -1.0), "logistic")
+        return self
+
+    def decision_function(self, X: Any) -> NDArray[np.float64]:
+        """f(x), the log-odds of ``classes_[1]``."""
+        return self._decision(X)
+
+    def predict_proba(self, X: Any) -> NDArray[np.float64]:
+        """Columns: probability of ``classes_[0]`` and of ``classes_[1]``."""
+        f = self._decision(X)
+        p1 = np.where(f >= 0, 1.0 / (1.0 + np.exp(-np.abs(f))),
+                      np.exp(-np.abs(f)) / (1.0 + np.exp(-np.abs(f))))
+        return np.column_stack([1.0 - p1, p1])
+
+    def predict(self, X: Any) -> NDArray[Any]:
+        f = self._decision(X)
+        return np.asarray(self.classes_[(f > 0).astype(int)])
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags

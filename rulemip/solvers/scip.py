@@ -1,0 +1,557 @@
+r"""SCIP backend (``pyscipopt``): MILP, convex MIQP, indicators, convex loss terms (MINLP).
+
+A :class:`~rulemip.model.StandardForm` is loaded as follows (SCIP objectives are linear):
+
+* columns → SCIP variables (``'I'`` for integer columns), rows → linear constraints
+  ``ℓ <= aᵀx <= u``, ``c_0`` → the objective offset;
+* a quadratic objective ``½xᵀQx`` → an epigraph variable ``t`` (objective coefficient 1)
+  with the convex quadratic constraint ``½xᵀQx − t <= 0``;
+* an indicator ``z = v ⇒ aᵀx (<=|>=|==) b`` → ``addConsIndicator`` (``activeone = v``); an
+  equality becomes two indicators (``<=`` and ``>=``);
+* a separable loss term ``s Σ_i w_i l(f_i, y_i)`` (``f_i = x[cols_i]``) → one epigraph
+  variable ``θ_i`` per point with objective coefficient ``s·w_i`` and a convex constraint
+  ``θ_i >= l(f_i, y_i)`` written so that SCIP recognises its convexity:
+
+  - squared: ``(f_i − y_i)² − θ_i <= 0``;
+  - logistic: ``log(1 + e^{u}) <= θ ⟺ e^{−θ} + e^{u − θ} <= 1`` with ``u = −y_i f_i``
+    (a sum of exponentials of linear functions, so convex);
+  - Poisson: ``e^{f_i} − y_i f_i + y_i log y_i − y_i − θ_i <= 0``.
+
+The returned ``x`` holds the model columns only (never ``t``/``θ``). ``dual`` is SCIP's
+dual bound of the epigraph model (same optimum, so a valid bound); with ``t``/``θ`` present
+``primal`` is the objective of ``x`` recomputed exactly (SCIP's own epigraph value may sit
+a tolerance below it), and SCIP runs with ``numerics/feastol = 1e-8`` and
+``limits/gap = mip_gap / 2`` so that this recomputation does not reopen the gap (override
+either through ``extra``).
+
+Persistence: SCIP must leave the solving stage before its problem can change, so every
+modification calls ``freeTransform()`` and the next solve re-presolves from scratch —
+*persistent but re-presolving* (no warm start besides the previous incumbent, which is
+passed back as a start when still feasible).
+
+Limits: ``time_limit`` → ``limits/time``, ``mip_gap`` → ``limits/gap``, ``node_limit`` →
+``limits/nodes``, ``seed`` → ``randomization/randomseedshift``; SCIP is single-threaded
+(``threads`` is recorded in ``notes``). ``options.callback`` runs at every new best
+solution (event ``BESTSOLFOUND``) and at the end; returning ``True`` calls
+``interruptSolve()`` (``Limit.INTERRUPTED``). ``options.extra`` holds raw SCIP parameters.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from rulemip.exceptions import InvalidParameterError, SolverError
+from rulemip.model.standard_form import IndicatorConstraint, SeparableLoss, StandardForm
+from rulemip.solvers._common import (
+    Progress,
+    check_model,
+    check_options,
+    check_start,
+    finished_status,
+    limit_status,
+    make_result,
+    reject,
+)
+from rulemip.solvers.base import Capability, module_available
+from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
+
+__all__ = ["ScipBackend", "ScipPersistent"]
+
+_LIMIT_STATUS = {
+    "timelimit": Limit.TIME,
+    "nodelimit": Limit.NODE,
+    "totalnodelimit": Limit.NODE,
+    "stallnodelimit": Limit.NODE,
+    "userinterrupt": Limit.INTERRUPTED,
+    "terminate": Limit.INTERRUPTED,
+    "memlimit": Limit.OTHER,
+    "sollimit": Limit.OTHER,
+    "bestsollimit": Limit.OTHER,
+    "restartlimit": Limit.OTHER,
+    "primallimit": Limit.OTHER,
+    "duallimit": Limit.OTHER,
+}
+_LOSSES = ("squared", "logistic", "poisson")
+
+
+@functools.lru_cache(maxsize=1)
+def _version() -> str:
+    import pyscipopt
+
+    m = pyscipopt.Model()
+    return (f"SCIP {m.getMajorVersion()}.{m.getMinorVersion()}.{m.getTechVersion()} "
+            f"(PySCIPOpt {pyscipopt.__version__})")
+
+
+def _bound(v: float) -> float | None:
+    return None if math.isinf(v) else float(v)
+
+
+class ScipPersistent:
+    """A model loaded into one ``pyscipopt.Model`` (see the module docstring)."""
+
+    def __init__(self, model: StandardForm) -> None:
+        import pyscipopt
+
+        model = check_model(model)
+        for term in model.loss_terms:
+            if term.loss not in _LOSSES:
+                raise reject("scip", f"loss {term.loss!r}", f"supported losses are {_LOSSES}.")
+        self._ps = pyscipopt
+        from pyscipopt.scip import Expr, ExprCons, Term
+
+        self._Expr, self._ExprCons, self._Term = Expr, ExprCons, Term
+        self._m = pyscipopt.Model(model.name or "rulemip")
+        self._m.hideOutput()
+        self._offset = 0.0
+        self._vars: list[Any] = []
+        self._terms: list[Any] = []
+        self._rows: list[Any] = []
+        self._zero: Any = None
+        self._integer = np.zeros(0, dtype=bool)
+        self._c = np.zeros(0)
+        self._Q = model.Q if model.has_quadratic else None
+        self._loss_terms = model.loss_terms
+        self._quad_t: Any = None
+        self._thetas: list[list[Any]] = []
+        self._progress: Progress | None = None
+        self._dirty = False
+        self._last_x: NDArray[np.float64] | None = None
+        self._add_vars(model.c, model.col_lower, model.col_upper, model.integrality,
+                       model.col_names)
+        self._set_offset(float(model.offset))
+        self._add_linear_rows(sp.csr_matrix(model.A), model.row_lower, model.row_upper,
+                              model.row_names)
+        if self._Q is not None:
+            self._add_quadratic(self._Q)
+        for k, ind in enumerate(model.indicators):
+            self._add_indicator(ind, k)
+        for k, term in enumerate(model.loss_terms):
+            self._add_loss(term, k)
+        self._m.attachEventHandlerCallback(self._on_best_solution,
+                                           [pyscipopt.SCIP_EVENTTYPE.BESTSOLFOUND],
+                                           name="rulemip_progress")
+
+    # ------------------------------------------------------------------ building
+    def _add_vars(self, c: NDArray[np.float64], lb: NDArray[np.float64],
+                  ub: NDArray[np.float64], integer: NDArray[np.bool_],
+                  names: tuple[str, ...] | list[str] = ()) -> None:
+        m = self._m
+        first = len(self._vars)
+        for j in range(len(c)):
+            name = names[j] if j < len(names) else f"x{first + j}"
+            v = m.addVar(name=name, vtype="I" if integer[j] else "C", lb=_bound(lb[j]),
+                         ub=_bound(ub[j]), obj=float(c[j]))
+            self._vars.append(v)
+            self._terms.append(self._Term(v))
+        self._integer = np.concatenate([self._integer, np.asarray(integer, dtype=bool)])
+        self._c = np.concatenate([self._c, np.asarray(c, dtype=float)])
+
+    def _set_offset(self, offset: float) -> None:
+        if offset != self._offset:
+            self._m.addObjoffset(offset - self._offset)
+            self._offset = offset
+
+    def _zero_var(self) -> Any:
+        """A column fixed at 0 carrying the rows that have no coefficients."""
+        if self._zero is None:
+            self._zero = self._m.addVar(name="rulemip_zero", lb=0.0, ub=0.0)
+        return self._zero
+
+    def _add_linear_rows(self, A: sp.csr_matrix, lower: NDArray[np.float64],
+                         upper: NDArray[np.float64], names: tuple[str, ...] = ()) -> None:
+        Expr, ExprCons, terms = self._Expr, self._ExprCons, self._terms
+        indptr, indices, data = A.indptr, A.indices, A.data
+        first = len(self._rows)
+        for i in range(A.shape[0]):
+            s, e = indptr[i], indptr[i + 1]
+            if e > s:
+                coefs: dict[Any, float] = {}
+                for j, a in zip(indices[s:e].tolist(), data[s:e].tolist()):
+                    t = terms[j]
+                    coefs[t] = coefs.get(t, 0.0) + a
+                expr = Expr(coefs)
+            else:
+                expr = Expr({self._Term(self._zero_var()): 1.0})
+            name = names[i] if i < len(names) else f"r{first + i}"
+            cons = self._m.addCons(ExprCons(expr, lhs=_bound(lower[i]), rhs=_bound(upper[i])),
+                                   name=name)
+            self._rows.append(cons)
+
+    def _add_quadratic(self, Q: sp.csr_matrix) -> None:
+        m = self._m
+        t = m.addVar(name="rulemip_quad_epigraph", lb=None, ub=None, obj=1.0)
+        self._quad_t = t
+        coo = sp.triu(sp.coo_matrix(Q)).tocoo()
+        expr: Any = -t
+        for i, j, q in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
+            # ½ xᵀQx = Σ_i ½Q_ii x_i² + Σ_{i<j} Q_ij x_i x_j  (Q symmetric)
+            coef = 0.5 * q if i == j else q
+            expr = expr + coef * self._vars[i] * self._vars[j]
+        m.addCons(expr <= 0.0, name="rulemip_quad_objective")
+
+    def _add_indicator(self, ind: IndicatorConstraint, k: int) -> None:
+        Expr, ExprCons = self._Expr, self._ExprCons
+        if not self._integer[ind.binary]:
+            raise InvalidParameterError(
+                f"indicator {ind.name or k!r}: column {ind.binary} is not integer (binary).")
+        coefs: dict[Any, float] = {}
+        for j, a in zip(ind.cols, ind.vals):
+            coefs[self._terms[j]] = coefs.get(self._terms[j], 0.0) + a
+        binvar = self._vars[ind.binary]
+        active = bool(ind.active_value)
+        senses = ["<=", ">="] if ind.sense == "==" else [ind.sense]
+        for sense in senses:
+            expr = Expr(dict(coefs))
+            cons = (ExprCons(expr, lhs=None, rhs=ind.rhs) if sense == "<="
+                    else ExprCons(expr, lhs=ind.rhs, rhs=None))
+            self._m.addConsIndicator(cons, binvar, activeone=active,
+                                     name=f"{ind.name or 'indicator'}_{k}_{sense}")
+
+    def _add_loss(self, term: SeparableLoss, k: int) -> None:
+        ps, m = self._ps, self._m
+        y = np.asarray(term.y, dtype=float)
+        w = np.asarray(term.weights, dtype=float) * float(term.scale)
+        thetas: list[Any] = []
+        self._thetas.append(thetas)
+        for i, col in enumerate(np.asarray(term.cols).tolist()):
+            f = self._vars[col]
+            theta = m.addVar(name=f"rulemip_loss{k}_{i}", lb=None, ub=None, obj=float(w[i]))
+            thetas.append(theta)
+            yi = float(y[i])
+            if term.loss == "squared":
+                m.addCons((f - yi) * (f - yi) - theta <= 0.0, name=f"loss{k}_{i}")
+            elif term.loss == "logistic":
+                m.addCons(ps.exp(-theta) + ps.exp(-yi * f - theta) <= 1.0, name=f"loss{k}_{i}")
+            else:  # poisson: exp(f) - y f + y log y - y
+                const = (yi * math.log(yi) if yi > 0 else 0.0) - yi
+                m.addCons(ps.exp(f) - yi * f + const - theta <= 0.0, name=f"loss{k}_{i}")
+
+    def _editable(self) -> None:
+        if self._dirty:
+            self._m.freeTransform()
+            self._dirty = False
+
+    # ------------------------------------------------------------------ protocol
+    @property
+    def n_rows(self) -> int:
+        return len(self._rows)
+
+    @property
+    def n_cols(self) -> int:
+        return len(self._vars)
+
+    @property
+    def scip(self) -> Any:
+        """The underlying ``pyscipopt.Model``."""
+        return self._m
+
+    def add_rows(self, A: sp.spmatrix, lower: NDArray[np.float64],
+                 upper: NDArray[np.float64]) -> None:
+        A = sp.csr_matrix(A)
+        if A.shape[1] != self.n_cols:
+            raise InvalidParameterError(
+                f"`A` must have {self.n_cols} columns (one per model column); got {A.shape[1]}.")
+        m = A.shape[0]
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), (m,))
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), (m,))
+        self._editable()
+        self._add_linear_rows(A, lo, hi)
+
+    def delete_rows(self, rows: NDArray[np.int64]) -> None:
+        """Remove linear rows by index; later rows shift down."""
+        idx = np.unique(np.asarray(rows, dtype=np.int64).ravel())
+        if len(idx) and (idx[0] < 0 or idx[-1] >= self.n_rows):
+            raise InvalidParameterError(f"`rows` must lie in [0, {self.n_rows}).")
+        self._editable()
+        for i in idx[::-1].tolist():
+            self._m.delCons(self._rows.pop(i))
+
+    def add_columns(self, c: NDArray[np.float64], lower: NDArray[np.float64],
+                    upper: NDArray[np.float64], integer: NDArray[np.bool_],
+                    A_cols: sp.spmatrix | None = None) -> None:
+        c_arr = np.asarray(c, dtype=float).ravel()
+        k = len(c_arr)
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), (k,))
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), (k,))
+        ints = np.broadcast_to(np.asarray(integer, dtype=bool), (k,))
+        if A_cols is not None:
+            A = sp.csc_matrix(A_cols)
+            if A.shape != (self.n_rows, k):
+                raise InvalidParameterError(
+                    f"`A_cols` must have shape ({self.n_rows}, {k}); got {A.shape}.")
+        self._editable()
+        first = self.n_cols
+        self._add_vars(c_arr, lo, hi, ints)
+        if A_cols is not None:
+            coo = A.tocoo()
+            for r, j, a in zip(coo.row.tolist(), coo.col.tolist(), coo.data.tolist()):
+                self._m.addConsCoeff(self._rows[r], self._vars[first + j], a)
+
+    def set_col_bounds(self, cols: NDArray[np.int64], lower: NDArray[np.float64],
+                       upper: NDArray[np.float64]) -> None:
+        idx = np.asarray(cols, dtype=np.int64).ravel()
+        lo = np.broadcast_to(np.asarray(lower, dtype=float), idx.shape)
+        hi = np.broadcast_to(np.asarray(upper, dtype=float), idx.shape)
+        if len(idx) and (idx.min() < 0 or idx.max() >= self.n_cols):
+            raise InvalidParameterError(f"`cols` must lie in [0, {self.n_cols}).")
+        self._editable()
+        for j, a, b in zip(idx.tolist(), lo.tolist(), hi.tolist()):
+            self._m.chgVarLb(self._vars[j], _bound(a))
+            self._m.chgVarUb(self._vars[j], _bound(b))
+
+    def set_objective(self, c: NDArray[np.float64], offset: float = 0.0) -> None:
+        c_arr = np.asarray(c, dtype=float).ravel()
+        if c_arr.shape != (self.n_cols,):
+            raise InvalidParameterError(
+                f"`c` must have one entry per column ({self.n_cols}); got {c_arr.shape[0]}.")
+        self._editable()
+        # PySCIPOpt has no chgVarObj: rebuild the objective (model columns + epigraphs);
+        # setObjective(clear=True) also zeroes the offset
+        self._m.setObjective(self._objective_expr(c_arr), clear=True)
+        self._offset = 0.0
+        self._c = c_arr.copy()
+        self._set_offset(float(offset))
+
+    def set_integrality(self, integer: NDArray[np.bool_]) -> None:
+        ints = np.asarray(integer, dtype=bool).ravel()
+        if ints.shape != (self.n_cols,):
+            raise InvalidParameterError(
+                f"`integer` must have one entry per column ({self.n_cols}); got {ints.shape[0]}.")
+        self._editable()
+        for j in np.flatnonzero(ints != self._integer).tolist():
+            self._m.chgVarType(self._vars[j], "I" if ints[j] else "C")
+        self._integer = ints.copy()
+
+    # ------------------------------------------------------------------ solving
+    def _on_best_solution(self, model: Any, event: Any) -> None:
+        progress = self._progress
+        if progress is None:
+            return
+        sol = model.getBestSol()
+        primal = model.getSolObjVal(sol) if sol is not None else math.inf
+        if progress.report(primal, model.getDualbound(), model.getNNodes()):
+            model.interruptSolve()
+
+    def _apply_options(self, opts: SolveOptions) -> list[str]:
+        m = self._m
+        notes: list[str] = []
+        m.resetParams()
+        m.hideOutput(not opts.verbose)
+        if opts.time_limit is not None:
+            m.setParam("limits/time", float(opts.time_limit))
+        if self._has_epigraph:
+            # the reported primal is the true objective of x, which exceeds SCIP's epigraph
+            # value by the tolerated violation of θ >= l(f): keep that below the gap
+            m.setParam("numerics/feastol", 1e-8)
+            m.setParam("limits/gap", 0.5 * float(opts.mip_gap))
+        else:
+            m.setParam("limits/gap", float(opts.mip_gap))
+        if opts.node_limit is not None:
+            m.setParam("limits/nodes", int(opts.node_limit))
+        m.setParam("randomization/randomseedshift", int(opts.seed) % (2**31 - 1))
+        if opts.threads is not None and opts.threads > 1:
+            notes.append("SCIP solves with one thread; `threads` ignored.")
+        for key, value in opts.extra.items():
+            try:
+                m.setParam(str(key), value)
+            except (KeyError, LookupError, TypeError, ValueError) as exc:
+                raise InvalidParameterError(
+                    f"SCIP rejected parameter {key!r}={value!r} in `extra`: {exc}") from exc
+        return notes
+
+    def _aux_values(self, x: NDArray[np.float64]) -> list[tuple[Any, float]]:
+        """Values of the epigraph columns implied by ``x`` (to complete a start)."""
+        from rulemip.losses import get_loss
+
+        vals: list[tuple[Any, float]] = []
+        if self._zero is not None:
+            vals.append((self._zero, 0.0))
+        if self._quad_t is not None:
+            assert self._Q is not None
+            vals.append((self._quad_t, 0.5 * float(x @ (self._Q @ x))))
+        for term, thetas in zip(self._loss_terms, self._thetas):
+            lv = np.asarray(get_loss(term.loss).value(x[term.cols], term.y), dtype=float)
+            vals.extend(zip(thetas, lv.tolist()))
+        return vals
+
+    def _objective_expr(self, c: NDArray[np.float64]) -> Any:
+        coefs: dict[Any, float] = {}
+        for t, cj in zip(self._terms, c.tolist()):
+            if cj != 0.0:
+                coefs[t] = cj
+        if self._quad_t is not None:
+            coefs[self._Term(self._quad_t)] = 1.0
+        for term, thetas in zip(self._loss_terms, self._thetas):
+            w = np.asarray(term.weights, dtype=float) * float(term.scale)
+            for theta, wi in zip(thetas, w.tolist()):
+                coefs[self._Term(theta)] = wi
+        return self._Expr(coefs)
+
+    @property
+    def _has_epigraph(self) -> bool:
+        return self._quad_t is not None or bool(self._thetas)
+
+    def _objective(self, x: NDArray[np.float64]) -> float:
+        """``cᵀx + c_0 + ½xᵀQx + Σ loss terms`` — the objective of ``x`` itself."""
+        val = float(self._c @ x) + self._offset
+        if self._Q is not None:
+            val += 0.5 * float(x @ (self._Q @ x))
+        for term in self._loss_terms:
+            val += term.value(x)
+        return val
+
+    def _set_start(self, start: NDArray[np.float64]) -> None:
+        m = self._m
+        known = ~np.isnan(start)
+        if known.all():
+            sol = m.createSol()
+            for v, val in zip(self._vars, start.tolist()):
+                m.setSolVal(sol, v, val)
+            for v, val in self._aux_values(start):
+                m.setSolVal(sol, v, val)
+        else:
+            sol = m.createPartialSol()
+            for j in np.flatnonzero(known).tolist():
+                m.setSolVal(sol, self._vars[j], float(start[j]))
+        m.addSol(sol, free=True)
+
+    def solve(self, options: SolveOptions | None = None,
+              start: NDArray[np.float64] | None = None) -> SolveResult:
+        opts = check_options(options)
+        x0 = check_start(start, self.n_cols)
+        self._editable()
+        notes = self._apply_options(opts)
+        if x0 is None and self._last_x is not None and len(self._last_x) == self.n_cols:
+            x0 = self._last_x  # previous incumbent; SCIP discards it when infeasible
+        if x0 is not None:
+            self._set_start(x0)
+        progress = Progress(opts.callback)
+        self._progress = progress if progress else None
+        t0 = time.perf_counter()
+        try:
+            self._m.optimize()
+        finally:
+            self._progress = None
+            self._dirty = True
+        wall = time.perf_counter() - t0
+        res = self._result(opts, wall, notes, progress)
+        if res.x is not None:
+            self._last_x = res.x
+        if progress:
+            progress.report(res.bounds.primal, res.bounds.dual, res.nodes, wall)
+        return res
+
+    def _result(self, opts: SolveOptions, wall: float, notes: list[str],
+                progress: Progress) -> SolveResult:
+        m = self._m
+        status = str(m.getStatus())
+        has_sol = m.getNSols() > 0
+        x = None
+        primal, dual = math.inf, -math.inf
+        if has_sol:
+            sol = m.getBestSol()
+            x = np.array([m.getSolVal(sol, v) for v in self._vars], dtype=float)
+            primal = self._objective(x) if self._has_epigraph else float(m.getPrimalbound())
+        db = float(m.getDualbound())
+        if not math.isnan(db):
+            dual = db
+        limit: Limit | None = None
+        if status in ("optimal", "gaplimit"):
+            if not has_sol:
+                term = TerminationReason.NUMERICAL_ERROR
+            else:
+                term, limit = finished_status(primal, dual, opts)
+        elif status == "infeasible":
+            term, x, primal, dual = TerminationReason.INFEASIBLE, None, math.inf, math.inf
+        elif status == "unbounded":
+            term, x, primal, dual = TerminationReason.UNBOUNDED, None, -math.inf, -math.inf
+        elif status == "inforunbd":
+            term = self._infeasible_or_unbounded(opts, notes)
+            x = None
+            primal, dual = ((math.inf, math.inf) if term is TerminationReason.INFEASIBLE
+                            else (-math.inf, -math.inf))
+        elif status in _LIMIT_STATUS:
+            which = Limit.INTERRUPTED if progress.interrupt else _LIMIT_STATUS[status]
+            term, limit = limit_status(has_sol, which)
+        else:
+            term = TerminationReason.FEASIBLE if has_sol else TerminationReason.ERROR
+            limit = Limit.OTHER if has_sol else None
+        if term not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
+            x = None
+        try:
+            iters: int | None = int(m.getNLPIterations())
+        except Exception:  # pragma: no cover - stage without LP statistics
+            iters = None
+        return make_result(term, primal=primal, dual=dual, limit=limit, x=x, wall_time=wall,
+                           nodes=int(m.getNNodes()), iterations=iters, backend="scip",
+                           backend_version=_version(), options=opts, raw_status=status,
+                           raw_gap=float(m.getGap()) if has_sol else None, notes=notes)
+
+    def _infeasible_or_unbounded(self, opts: SolveOptions, notes: list[str]
+                                 ) -> TerminationReason:
+        """Decide SCIP's ``inforunbd`` by a feasibility solve with a zero objective."""
+        m = self._m
+        m.freeTransform()
+        offset = self._offset
+        m.setObjective(self._Expr({}), clear=True)
+        try:
+            m.optimize()
+            st = str(m.getStatus())
+            found = m.getNSols() > 0
+        finally:
+            m.freeTransform()
+            m.setObjective(self._objective_expr(self._c), clear=True)
+            self._offset = 0.0
+            self._set_offset(offset)
+        if st in ("optimal", "gaplimit") or found:
+            notes.append("SCIP reported infeasible-or-unbounded; a feasibility solve found a "
+                         "feasible point, so the model is unbounded.")
+            return TerminationReason.UNBOUNDED
+        if st == "infeasible":
+            return TerminationReason.INFEASIBLE
+        notes.append("SCIP could not decide between infeasible and unbounded.")
+        return TerminationReason.ERROR
+
+
+class ScipBackend:
+    """SCIP through PySCIPOpt (see the module docstring)."""
+
+    name = "scip"
+    capabilities = frozenset({Capability.LP, Capability.INTEGER,
+                              Capability.QUADRATIC_OBJECTIVE, Capability.INDICATOR,
+                              Capability.NONLINEAR_LOSS, Capability.PERSISTENT,
+                              Capability.MIP_START, Capability.DUAL_BOUND})
+    install_hint = "pip install 'pyscipopt>=5.0,<7'"
+
+    def available(self) -> bool:
+        return module_available("pyscipopt")
+
+    def version(self) -> str:
+        return _version()
+
+    def solve(self, model: StandardForm, options: SolveOptions | None = None,
+              start: NDArray[np.float64] | None = None) -> SolveResult:
+        from dataclasses import replace
+
+        opts = check_options(options)
+        t0 = time.perf_counter()
+        solver = ScipPersistent(model)
+        load = time.perf_counter() - t0
+        run_opts = opts
+        if opts.time_limit is not None:
+            run_opts = replace(opts, time_limit=max(opts.time_limit - load, 0.0))
+        res = solver.solve(run_opts, start)
+        if res.termination is TerminationReason.ERROR and res.raw_status == "":
+            raise SolverError("SCIP returned no status.")
+        return replace(res, wall_time=res.wall_time + load, options=opts.to_dict())
+
+    def persistent(self, model: StandardForm) -> ScipPersistent:
+        return ScipPersistent(model)

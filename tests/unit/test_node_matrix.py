@@ -1,0 +1,80 @@
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+from rulemip.formulations.node_matrix import extract_nodes
+from rulemip.formulations.tree_pruning import TreePruningCIP
+
+
+def _data(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] - 2 * (X[:, 1] > 0) + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("kind", ["rf", "gb"])
+def test_leaves_with_fitted_values_reproduce_predictions(kind):
+    X, y = _data()
+    est = (RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0) if kind == "rf"
+           else GradientBoostingRegressor(n_estimators=4, max_depth=2, random_state=0))
+    est.fit(X, y)
+    nodes = extract_nodes(est, X, node_values="fitted")
+    pred = nodes.offset + nodes.M[:, nodes.is_leaf] @ np.ones(nodes.is_leaf.sum())
+    np.testing.assert_allclose(pred, est.predict(X), atol=1e-8)
+
+
+def test_mean_values_paths_and_descendants():
+    X, y = _data()
+    est = RandomForestRegressor(n_estimators=2, max_depth=3, random_state=1).fit(X, y)
+    nodes = extract_nodes(est, X, y)
+    R = nodes.reach.toarray()
+    for i in range(nodes.n_nodes):
+        inside = np.all((nodes.lower[i] < X) & (nodes.upper[i] >= X), axis=1)
+        np.testing.assert_array_equal(inside, R[:, i] > 0)
+        if inside.any():
+            assert np.isclose(nodes.mu[i], y[inside].mean())
+        for j in nodes.descendants[i]:
+            assert nodes.depth[j] > nodes.depth[i]
+            assert np.all(R[:, j] <= R[:, i])
+
+
+def test_woodbury_equals_direct_and_gradient_finite_differences():
+    X, y = _data(20)
+    est = GradientBoostingRegressor(n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    nodes = extract_nodes(est, X, y)
+    yc = y - y.mean()
+    gamma = 0.7
+    orc = TreePruningCIP(nodes.M, yc, gamma)
+    Md = nodes.M.toarray()
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        z = rng.uniform(0.05, 1, size=nodes.n_nodes) * (rng.uniform(size=nodes.n_nodes) < 0.6)
+        v, g = orc.value_and_gradient(z)
+        A = np.eye(len(yc)) + gamma * Md @ np.diag(z) @ Md.T
+        assert np.isclose(v, 0.5 * yc @ np.linalg.solve(A, yc))
+        h = 1e-6
+        for i in np.flatnonzero(z > 0.1)[:5]:
+            e = np.zeros_like(z)
+            e[i] = h
+            fd = (orc.value(z + e) - orc.value(z - e)) / (2 * h)
+            assert np.isclose(g[i], fd, rtol=1e-4, atol=1e-7)
+
+
+def test_binary_value_equals_ridge_refit():
+    X, y = _data(25)
+    est = RandomForestRegressor(n_estimators=2, max_depth=2, random_state=0).fit(X, y)
+    nodes = extract_nodes(est, X, y)
+    yc = y - y.mean()
+    gamma = 2.0
+    orc = TreePruningCIP(nodes.M, yc, gamma)
+    Md = nodes.M.toarray()
+    for S in itertools.islice(itertools.combinations(range(nodes.n_nodes), 2), 20):
+        z = np.zeros(nodes.n_nodes)
+        z[list(S)] = 1
+        MS = Md[:, list(S)]
+        w = np.linalg.solve(MS.T @ MS + np.eye(2) / gamma, MS.T @ yc)
+        obj = 0.5 * np.sum((yc - MS @ w) ** 2) + 0.5 / gamma * w @ w
+        assert np.isclose(orc.value(z), obj)

@@ -1,0 +1,122 @@
+"""Outer approximation on small convex quadratics over binaries: brute-force optimum,
+bounds valid at every iteration, time limits, relaxations, warm starts."""
+
+from __future__ import annotations
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from rulemip.model import MIPModel
+from rulemip.solvers import Limit, TerminationReason
+
+pytest.importorskip("highspy")
+oa_mod = pytest.importorskip("rulemip.algorithms.outer_approximation")
+OAOptions, OuterApproximation = oa_mod.OAOptions, oa_mod.OuterApproximation
+outer_approximation = oa_mod.outer_approximation
+
+pytestmark = pytest.mark.solver
+
+
+class Quadratic:
+    """q(z) = ½ zᵀ P z + cᵀ z (P positive definite)."""
+
+    def __init__(self, P, c):
+        self.P, self.c = P, c
+
+    def value_and_gradient(self, z):
+        return float(0.5 * z @ self.P @ z + self.c @ z), self.P @ z + self.c
+
+
+def _problem(rng, m=8, budget=3):
+    A = rng.normal(size=(m, m))
+    P = A @ A.T + 0.5 * np.eye(m)
+    c = rng.normal(size=m) * 4
+    model = MIPModel()
+    z = model.add_variables("z", m, binary=True)
+    model.add_constraints("budget", rows=[{int(i): 1.0 for i in z.ids}], upper=budget)
+    best = min((0.5 * np.array(x) @ P @ np.array(x) + c @ np.array(x), x)
+               for x in itertools.product((0, 1), repeat=m) if sum(x) <= budget)
+    return Quadratic(P, c), model, best
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_equals_brute_force_and_bounds_valid_every_iteration(seed):
+    rng = np.random.default_rng(seed)
+    oracle, model, (opt, _x_opt) = _problem(rng)
+    res = outer_approximation(oracle, model, options=OAOptions(rel_tol=1e-9, abs_tol=1e-9))
+    assert res.termination is TerminationReason.OPTIMAL
+    assert res.value == pytest.approx(opt, abs=1e-7)
+    assert res.lower_bound <= opt + 1e-7
+    np.testing.assert_allclose(oracle.value_and_gradient(res.z)[0], res.value)
+    assert res.history
+    for h in res.history:
+        assert h["lb"] <= opt + 1e-7 <= h["ub"] + 2e-7
+    lbs = [h["lb"] for h in res.history]
+    assert all(b >= a - 1e-12 for a, b in itertools.pairwise(lbs))  # monotone
+
+
+def test_warm_starts_hint_and_callback():
+    rng = np.random.default_rng(5)
+    oracle, model, (opt, x_opt) = _problem(rng)
+    seen = []
+    oa = OuterApproximation(oracle, model, options=OAOptions(callback=seen.append),
+                            lower_bound_hint=opt - 100.0)
+    v = oa.add_cut_at(np.array(x_opt, dtype=float))
+    assert v == pytest.approx(opt) and oa.upper_bound == pytest.approx(opt)
+    res = oa.run()
+    assert res.termination is TerminationReason.OPTIMAL
+    assert res.value == pytest.approx(opt)
+    assert seen and {"iteration", "time", "ub", "lb", "gap"} <= set(seen[0])
+    assert len(res.cut_points) == res.n_cuts
+
+
+def test_time_limit_returns_valid_interval():
+    rng = np.random.default_rng(7)
+    oracle, model, (opt, _) = _problem(rng, m=14, budget=5)
+    res0 = outer_approximation(oracle, model, options=OAOptions(time_limit=0.0))
+    assert res0.termination in (TerminationReason.NO_SOLUTION_FOUND,
+                                TerminationReason.FEASIBLE)
+    assert res0.limit is Limit.TIME and res0.lower_bound <= opt
+    res = outer_approximation(oracle, model, warm_starts=[np.zeros(14)],
+                              options=OAOptions(time_limit=0.0))
+    assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME
+    assert res.lower_bound <= opt + 1e-9 <= res.value + 1e-9
+    res2 = outer_approximation(oracle, model, options=OAOptions(max_iter=1))
+    assert res2.lower_bound <= opt + 1e-9 <= res2.value + 1e-9
+    if res2.termination is not TerminationReason.OPTIMAL:
+        assert res2.limit is Limit.ITERATION
+
+
+def test_relaxation_matches_projected_gradient():
+    rng = np.random.default_rng(3)
+    m = 5
+    A = rng.normal(size=(m, m))
+    P = A @ A.T + np.eye(m)
+    c = rng.normal(size=m) * 3
+    model = MIPModel()
+    model.add_variables("z", m, binary=True)
+    res = outer_approximation(Quadratic(P, c), model,
+                              options=OAOptions(relax=True, rel_tol=1e-7, abs_tol=1e-9,
+                                                max_iter=3000))
+    # reference: projected gradient on the box [0, 1]^m
+    z = np.zeros(m)
+    step = 1.0 / np.linalg.eigvalsh(P).max()
+    for _ in range(20000):
+        z = np.clip(z - step * (P @ z + c), 0.0, 1.0)
+    ref = 0.5 * z @ P @ z + c @ z
+    assert res.termination is TerminationReason.OPTIMAL
+    assert res.value == pytest.approx(ref, abs=1e-5)
+    assert res.lower_bound <= ref + 1e-7
+
+
+def test_infeasible_feasible_set():
+    model = MIPModel()
+    z = model.add_variables("z", 2, binary=True)
+    model.add_constraints("impossible", rows=[{int(z.ids[0]): 1.0, int(z.ids[1]): 1.0}],
+                          lower=3.0)
+    res = outer_approximation(Quadratic(np.eye(2), np.zeros(2)), model)
+    assert res.termination is TerminationReason.INFEASIBLE
+    assert res.z is None and math.isinf(res.value)
