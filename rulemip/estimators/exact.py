@@ -82,6 +82,12 @@ class _ExactBase(BaseEstimator):
                 f"got {self.warm_start!r}.")
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
+        if self.solver != "auto":
+            from rulemip.solvers import get_backend
+
+            # unknown names and missing packages fail here, with the install hint, even
+            # when the chosen engine would not have needed a solver (exact enumeration)
+            get_backend(self.solver.split(":", 1)[0])
 
     def _thresholds_for(self, ds: Dataset) -> list[np.ndarray]:
         if self.thresholds is None:

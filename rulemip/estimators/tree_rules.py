@@ -18,8 +18,8 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone
 from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rulemip.algorithms.prune_exact import prune_exact
 from rulemip.algorithms.outer_approximation import OAOptions
+from rulemip.algorithms.prune_exact import prune_exact
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.node_matrix import extract_nodes
 from rulemip.rules import Rule, RuleEnsemble, conditions_from_box

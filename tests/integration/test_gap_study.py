@@ -49,10 +49,31 @@ def test_diabetes_regression_study_is_valid_and_certificates_verify():
     data = load_diabetes()
     X = data.data[:80, [2, 8]]
     y = data.target[:80]
-    study = gap_study(X, y, k_max=3, variants=["SGB", "COB"], reg=1e-3, max_thresholds=3,
-                      fit_intercept=True, time_limit=60)
-    assert len(study.table) == 3 * 2
+    study = gap_study(X, y, k_max=5, variants=["SGS", "SGB", "COB"], reg=1.0,
+                      max_thresholds=3, fit_intercept=True, time_limit=10)
+    assert len(study.table) == 5 * 3
     assert_intervals_valid(study.table)
-    assert set(study.summary.index) == {"SGB", "COB"}
+    assert set(study.summary.index) == {"SGS", "SGB", "COB"}
+    for cert in study.certificates.values():
+        assert verify(cert, X, y).ok
+
+
+def test_breast_cancer_logistic_study_is_valid_and_certificates_verify():
+    from sklearn.datasets import load_breast_cancer
+
+    data = load_breast_cancer()
+    rng = np.random.default_rng(0)
+    rows = rng.choice(len(data.target), size=80, replace=False)
+    X = data.data[np.ix_(rows, [0, 27])]  # mean radius, worst concave points
+    y = data.target[rows]
+    study = gap_study(X, y, k_max=5, variants=["SGB", "COB"], loss="logistic", reg=0.1,
+                      max_thresholds=3, fit_intercept=True, time_limit=10)
+    assert len(study.table) == 5 * 2
+    assert_intervals_valid(study.table)
+    # limits are honest: a row is optimal only with a closed gap
+    optimal = study.table["status"] == "optimal"
+    closed = (study.table["incumbent"] - study.table["bound"]).abs() \
+        <= 1e-6 * study.table["incumbent"].abs() + 1e-9
+    assert bool(np.all(closed[optimal]))
     for cert in study.certificates.values():
         assert verify(cert, X, y).ok

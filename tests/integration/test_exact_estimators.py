@@ -1,0 +1,115 @@
+"""The exact estimators: brute-force optima, warnings on limits, clear errors, sklearn API."""
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from rulemip import ExactRuleEnsembleClassifier, ExactRuleEnsembleRegressor, verify
+from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
+from rulemip.testing.brute_force import brute_force_optimum
+
+pytestmark = pytest.mark.solver
+pytest.importorskip("highspy")
+
+
+def _tiny(seed=0, n=9, d=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = 2.0 * (X[:, 0] > 0) - 1.5 * (X[:, -1] > 0.3) + 0.3 * rng.normal(size=n)
+    return X, y
+
+
+@pytest.mark.parametrize("engine", ["cip", "mip"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_regressor_reaches_the_brute_force_optimum(engine, fit_intercept):
+    X, y = _tiny()
+    est = ExactRuleEnsembleRegressor(n_rules=2, reg=0.1, max_thresholds=3, engine=engine,
+                                     fit_intercept=fit_intercept, time_limit=60)
+    est.fit(X, y)
+    bf = brute_force_optimum(X, y, 2, reg=0.1, fit_intercept=fit_intercept,
+                             max_thresholds=3)
+    assert est.certificate_.status == "optimal"
+    assert est.certificate_.risk == pytest.approx(bf.risk, rel=1e-5, abs=1e-9)
+    assert est.certificate_.lower_bound <= bf.risk + 1e-6 * abs(bf.risk)
+    assert verify(est.certificate_, X, y).ok
+    assert len(est.rules_.rules) <= 2
+    np.testing.assert_allclose(est.predict(X), est.rules_.predict(X))
+
+
+def test_classifier_with_string_labels_and_pandas_names():
+    X, y = _tiny(1, n=10)
+    frame = pd.DataFrame(X, columns=["age", "dose"])
+    labels = np.where(y > 0, "sick", "healthy")
+    est = ExactRuleEnsembleClassifier(n_rules=1, reg=0.5, max_thresholds=3, time_limit=60)
+    est.fit(frame, labels)
+    bf = brute_force_optimum(X, np.where(labels == est.classes_[1], 1.0, -1.0), 1,
+                             loss="logistic", reg=0.5, max_thresholds=3)
+    assert est.certificate_.risk == pytest.approx(bf.risk, rel=1e-5)
+    assert set(est.classes_) == {"healthy", "sick"}
+    proba = est.predict_proba(frame)
+    assert proba.shape == (10, 2) and np.allclose(proba.sum(axis=1), 1.0)
+    assert set(est.predict(frame)) <= {"healthy", "sick"}
+    text = est.rules_.to_text()
+    assert "age" in text or "dose" in text
+
+
+def test_poisson_regressor_matches_brute_force():
+    rng = np.random.default_rng(3)
+    X = rng.uniform(size=(9, 1))
+    y = rng.poisson(1.0 + 3.0 * (X[:, 0] > 0.5)).astype(float)
+    est = ExactRuleEnsembleRegressor(n_rules=2, loss="poisson", reg=0.1, max_thresholds=4,
+                                     time_limit=60).fit(X, y)
+    bf = brute_force_optimum(X, y, 2, loss="poisson", reg=0.1, max_thresholds=4)
+    assert est.certificate_.risk == pytest.approx(bf.risk, rel=1e-5)
+    assert np.all(est.predict(X) > 0)  # mean scale
+
+
+def test_time_limit_returns_the_incumbent_with_a_warning():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(120, 3))
+    y = X[:, 0] + np.sin(3 * X[:, 1]) + X[:, 2] * X[:, 0] + 0.3 * rng.normal(size=120)
+    est = ExactRuleEnsembleRegressor(n_rules=6, reg=1e-3, max_thresholds=6, time_limit=1.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(X, y)
+    cert = est.certificate_
+    if cert.status != "optimal":
+        assert any(issubclass(w.category, SolveLimitWarning) for w in caught)
+        assert cert.lower_bound <= cert.risk
+    assert cert.risk <= est.boosting_risk_ + 1e-9  # never worse than its warm start
+    assert verify(cert, X, y).ok
+
+
+@pytest.mark.parametrize(("params", "message"), [
+    ({"n_rules": 0}, "n_rules"),
+    ({"reg": -1.0}, "reg"),
+    ({"engine": "magic"}, "engine"),
+    ({"warm_start": "XYZ"}, "warm_start"),
+    ({"max_thresholds": 0}, "max_thresholds"),
+])
+def test_bad_parameters_are_named(params, message):
+    X, y = _tiny()
+    with pytest.raises(InvalidParameterError, match=message):
+        ExactRuleEnsembleRegressor(**params).fit(X, y)
+
+
+def test_bad_data_is_explained():
+    X, y = _tiny()
+    X_nan = X.copy()
+    X_nan[0, 0] = np.nan
+    with pytest.raises(InvalidDataError, match="NaN"):
+        ExactRuleEnsembleRegressor().fit(X_nan, y)
+    with pytest.raises(InvalidDataError):
+        ExactRuleEnsembleRegressor().fit(X, y[:-1])
+    with pytest.raises(InvalidDataError):
+        ExactRuleEnsembleRegressor(loss="poisson").fit(X, y - 10.0)
+    with pytest.raises(InvalidDataError):
+        ExactRuleEnsembleClassifier().fit(X, np.arange(len(y)) % 3)
+
+
+def test_unknown_solver_has_a_hint():
+    X, y = _tiny()
+    with pytest.raises(Exception, match=r"solver|backend"):
+        ExactRuleEnsembleRegressor(n_rules=1, solver="gurobi-free", warm_start=None).fit(X, y)
