@@ -16,6 +16,7 @@ Rows are stored as COO triplets and assembled once by :meth:`to_standard_form`.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -253,6 +254,26 @@ class MIPModel:
         return StandardForm(c, A, rlo, rhi, lb, ub, ints, Q, float(self.offset), col_names,
                             row_names, tuple(self.indicators), self.name,
                             tuple(self.loss_terms))
+
+    # ------------------------------------------------------------------ export
+    def write_lp(self, path: str | os.PathLike[str]) -> None:
+        """Write the model in CPLEX LP format (see :func:`rulemip.model.export.write_lp`)."""
+        from rulemip.model.export import write_lp
+
+        write_lp(self.to_standard_form(), path)
+
+    def write_mps(self, path: str | os.PathLike[str]) -> None:
+        """Write the model in free MPS format (see :func:`rulemip.model.export.write_mps`)."""
+        from rulemip.model.export import write_mps
+
+        write_mps(self.to_standard_form(), path)
+
+    def to_pyomo(self) -> Any:
+        """The model as a Pyomo ``ConcreteModel`` with one indexed ``Var`` / ``Constraint``
+        per block (see :func:`rulemip.model.export.to_pyomo`)."""
+        from rulemip.model.export import to_pyomo
+
+        return to_pyomo(self.to_standard_form())
 
 
 def _names(blocks: Mapping[str, Block]) -> list[str]:

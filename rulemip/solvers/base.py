@@ -133,16 +133,33 @@ def backend_names() -> list[str]:
 
 
 def get_backend(name: str, **kwargs: Any) -> SolverBackend:
-    """The backend called ``name``; raises with the install hint when it is missing."""
-    if name not in _BACKEND_MODULES:
+    """The backend called ``name``; raises with the install hint when it is missing.
+
+    ``name`` may carry a sub-solver after a colon, ``"pyomo:appsi_highs"``: the part after
+    the colon is passed to the backend class as ``solver=`` (only backends that wrap other
+    solvers, such as ``pyomo``, accept one). Extra ``kwargs`` go to the backend class too.
+    """
+    base, colon, sub = name.partition(":") if isinstance(name, str) else (name, "", "")
+    if base not in _BACKEND_MODULES or (colon and not sub):
         raise InvalidParameterError(
-            f"`solver` must be 'auto' or one of {backend_names()}; got {name!r}.")
+            f"`solver` must be 'auto' or one of {backend_names()} (optionally "
+            f"'pyomo:NAME' for a Pyomo solver); got {name!r}.")
+    module, cls = _BACKEND_MODULES[base]
+    if sub:
+        kwargs = {"solver": sub, **kwargs}
     if kwargs:
-        module, cls = _BACKEND_MODULES[name]
-        backend: SolverBackend = getattr(importlib.import_module(module), cls)(**kwargs)
+        try:
+            backend: SolverBackend = getattr(importlib.import_module(module), cls)(**kwargs)
+        except TypeError as exc:
+            raise InvalidParameterError(
+                f"solver backend {base!r} does not take {sorted(kwargs)} "
+                f"(`solver` {name!r}): {exc}; only 'pyomo' takes a sub-solver "
+                "('pyomo:NAME').") from exc
+        if sub and len(kwargs) == 1:
+            _INSTANCES.setdefault(name, backend)
+            backend = _INSTANCES[name]
     else:
         if name not in _INSTANCES:
-            module, cls = _BACKEND_MODULES[name]
             _INSTANCES[name] = getattr(importlib.import_module(module), cls)()
         backend = _INSTANCES[name]
     if not backend.available():

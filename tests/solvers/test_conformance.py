@@ -95,8 +95,11 @@ _IMPORT_BOTH = "import {a}; import {b}; print('ok')"
 
 
 @pytest.mark.parametrize("order", [("highspy", "ortools.linear_solver.pywraplp"),
-                                   ("ortools.linear_solver.pywraplp", "highspy")],
-                         ids=["highspy_first", "ortools_first"])
+                                   ("ortools.linear_solver.pywraplp", "highspy"),
+                                   ("highspy", "ortools.sat.python.cp_model"),
+                                   ("ortools.sat.python.cp_model", "highspy")],
+                         ids=["highspy_first", "ortools_first", "highspy_then_cpsat",
+                              "cpsat_then_highspy"])
 def test_highspy_and_ortools_import_in_one_process(order: tuple[str, str]) -> None:
     pytest.importorskip("highspy")
     pytest.importorskip("ortools")
@@ -108,6 +111,10 @@ def test_highspy_and_ortools_import_in_one_process(order: tuple[str, str]) -> No
             "assert abs(h.getInfo().objective_function_value + 1.0) < 1e-9\n"
             "s = pywraplp.Solver.CreateSolver('CBC'); x = s.IntVar(0, 3, 'x')\n"
             "s.Maximize(x); assert s.Solve() == s.OPTIMAL and x.solution_value() == 3\n"
+            "from ortools.sat.python import cp_model\n"
+            "m = cp_model.CpModel(); y = m.new_int_var(0, 4, 'y'); m.maximize(y)\n"
+            "c = cp_model.CpSolver(); assert c.solve(m) == cp_model.OPTIMAL\n"
+            "assert c.value(y) == 4\n"
             "print('ok')\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)

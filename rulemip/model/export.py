@@ -1,0 +1,688 @@
+r"""Solver-neutral export of a :class:`~rulemip.model.StandardForm` (or a
+:class:`~rulemip.model.MIPModel`): CPLEX LP files, free MPS files and Pyomo models.
+
+* :func:`write_lp` writes the CPLEX LP format: linear rows (ranged rows as
+  ``name: lo <= aᵀx <= hi``), bounds, ``General`` integers, a quadratic objective as
+  ``[ ... ] / 2`` and indicator constraints as ``name: z = 1 -> aᵀx <= b``.
+* :func:`write_mps` writes free MPS: ``RANGES`` for two-sided rows, explicit bounds for
+  every column (``MI``/``PL``/``FR``/``FX``), integer columns between ``MARKER`` lines,
+  the objective constant as the negated ``RHS`` of the objective row, and a quadratic
+  objective ``½xᵀQx`` as a ``QUADOBJ`` section (upper triangle of ``Q``). MPS has no
+  indicator constraints: :func:`linearize_indicators` replaces them by exact big-M rows.
+* :func:`to_pyomo` builds a ``pyomo.environ.ConcreteModel`` with one indexed ``Var`` per
+  variable block and one indexed ``Constraint`` per constraint block, recovered from the
+  names ``block[i,j]`` that :class:`~rulemip.model.MIPModel` gives its columns and rows.
+
+Separable loss terms (:class:`~rulemip.model.SeparableLoss`): a *squared* loss is a
+convex quadratic and is written as part of the quadratic objective; *logistic* and
+*Poisson* losses have no LP/MPS form (they raise :class:`~rulemip.exceptions.FormulationError`
+naming the tangent-cut master :func:`rulemip.algorithms.tangent_cuts.master_model` as the
+remedy), while :func:`to_pyomo` writes them as nonlinear ``Expression`` components
+(``log``/``exp``) for an NLP/MINLP solver.
+
+Names are sanitised to what both file formats accept (letters, digits, ``_`` and ``.``;
+``x[0,3]`` becomes ``x_0_3``; a name that could be read as a number or keyword gets a
+leading ``_``; duplicates get a suffix). :func:`export_names` returns the names used, in
+column and row order. Pyomo is imported inside :func:`to_pyomo` only.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from rulemip.exceptions import FormulationError, InvalidParameterError
+from rulemip.model.standard_form import StandardForm
+
+if TYPE_CHECKING:
+    from rulemip.model.mip_model import MIPModel
+
+__all__ = ["column_values", "export_names", "linearize_indicators", "to_pyomo", "write_lp",
+           "write_mps"]
+
+_MAX_NAME = 255
+_LP_KEYWORDS = frozenset({
+    "minimize", "minimise", "minimum", "min", "maximize", "maximise", "maximum", "max",
+    "subject", "to", "such", "that", "st", "s.t.", "st.", "bounds", "bound", "binary",
+    "binaries", "bin", "general", "generals", "gen", "integer", "integers", "semi",
+    "semis", "semi-continuous", "sos", "end", "free", "inf", "infinity", "obj"})
+_TERMS_PER_LINE = 6
+_BLOCK_NAME = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<idx>-?\d+(?:,-?\d+)*)\]$")
+
+
+# ---------------------------------------------------------------------- helpers
+def _as_standard_form(model: StandardForm | MIPModel) -> StandardForm:
+    if isinstance(model, StandardForm):
+        return model
+    to_sf = getattr(model, "to_standard_form", None)
+    if callable(to_sf):
+        sf = to_sf()
+        if isinstance(sf, StandardForm):
+            return sf
+    raise InvalidParameterError(
+        f"`model` must be a StandardForm or a MIPModel; got {type(model).__name__}.")
+
+
+def _sanitise_one(raw: str) -> str:
+    s = raw.replace("[", "_").replace(",", "_").replace("]", "")
+    s = re.sub(r"[^A-Za-z0-9_.]", "_", s)
+    if not s:
+        s = "_"
+    # names must not read as numbers (leading digit, '.', or e/E + digit) or LP keywords
+    if s[0].isdigit() or s[0] == "." or re.match(r"^[eE][0-9eE.]", s) \
+            or s.lower() in _LP_KEYWORDS:
+        s = "_" + s
+    return s[:_MAX_NAME]
+
+
+def _sanitise(names: Sequence[str], n: int, prefix: str,
+              taken: set[str] | None = None) -> list[str]:
+    """``n`` unique file-safe names from ``names`` (default ``prefix<i>``)."""
+    seen: set[str] = set() if taken is None else taken
+    out: list[str] = []
+    for i in range(n):
+        raw = names[i] if i < len(names) and names[i] else f"{prefix}{i}"
+        s = _sanitise_one(raw)
+        if s in seen:
+            k = 2
+            while f"{s[:_MAX_NAME - 8]}_{k}" in seen:
+                k += 1
+            s = f"{s[:_MAX_NAME - 8]}_{k}"
+        seen.add(s)
+        out.append(s)
+    return out
+
+
+def export_names(model: StandardForm | MIPModel) -> tuple[list[str], list[str]]:
+    """The column and row names :func:`write_lp` / :func:`write_mps` use, in model order.
+
+    Parameters
+    ----------
+    model : StandardForm or MIPModel
+        The model (names come from its named blocks).
+
+    Returns
+    -------
+    (list of str, list of str)
+        Sanitised column names, then row names (unique; ``obj`` is reserved for the
+        objective row).
+    """
+    sf = _as_standard_form(model)
+    cols = _sanitise(sf.col_names, sf.n_cols, "x")
+    rows = _sanitise(sf.row_names, sf.n_rows, "r", taken={"obj"})
+    return cols, rows
+
+
+def _fmt(v: float) -> str:
+    """Shortest decimal that reads back as the same double."""
+    v = float(v)
+    if v == 0.0:
+        return "0"
+    if v.is_integer() and abs(v) < 1e15:
+        return str(int(v))
+    return repr(v)
+
+
+def _bound(v: float) -> str:
+    if math.isinf(v):
+        return "+inf" if v > 0 else "-inf"
+    return _fmt(v)
+
+
+def _objective_parts(sf: StandardForm, what: str
+                     ) -> tuple[NDArray[np.float64], sp.csr_matrix | None, float]:
+    """Linear costs, symmetric ``Q`` and constant with squared loss terms folded in.
+
+    ``s·w·(f − y)² = s·w·f² − 2·s·w·y·f + s·w·y²`` adds ``2·s·w`` to ``Q[f, f]`` (the
+    objective is ``½xᵀQx``). Logistic and Poisson terms raise.
+    """
+    c = np.asarray(sf.c, dtype=float).copy()
+    offset = float(sf.offset)
+    n = sf.n_cols
+    qi: list[NDArray[np.int64]] = []
+    qv: list[NDArray[np.float64]] = []
+    for term in sf.loss_terms:
+        if term.loss != "squared":
+            raise FormulationError(
+                f"a {term.loss!r} loss term cannot be written to {what} (it is not linear or "
+                "quadratic); export the tangent-cut master instead: "
+                "`rulemip.algorithms.tangent_cuts.master_model` (epigraph columns plus "
+                "tangent cuts), or use `to_pyomo()`, which keeps the loss as a nonlinear "
+                "expression.")
+        cols = np.asarray(term.cols, dtype=np.int64)
+        w = np.asarray(term.weights, dtype=float) * float(term.scale)
+        y = np.asarray(term.y, dtype=float)
+        np.add.at(c, cols, -2.0 * w * y)
+        offset += float(w @ (y * y))
+        qi.append(cols)
+        qv.append(2.0 * w)
+    Q = sf.Q if sf.has_quadratic else None
+    if qi:
+        idx = np.concatenate(qi)
+        diag = sp.csr_matrix((np.concatenate(qv), (idx, idx)), shape=(n, n))
+        Q = diag if Q is None else (sp.csr_matrix(Q) + diag).tocsr()
+    if Q is not None:
+        Q = sp.csr_matrix(Q)
+        Q = ((Q + Q.T) * 0.5).tocsr()
+        Q.sum_duplicates()
+        Q.eliminate_zeros()
+        if Q.nnz == 0:
+            Q = None
+    return c, Q, offset
+
+
+def _check_finite(sf: StandardForm) -> None:
+    if not (np.all(np.isfinite(sf.c)) and np.all(np.isfinite(sf.A.data))):
+        raise FormulationError("the model has non-finite objective or matrix coefficients; "
+                               "only bounds may be infinite.")
+
+
+def _lp_terms(coefs: Sequence[tuple[float, str]]) -> Iterator[str]:
+    for k, (a, name) in enumerate(coefs):
+        sign = "-" if a < 0 else "+"
+        mag = abs(a)
+        body = name if mag == 1.0 else f"{_fmt(mag)} {name}"
+        if k == 0:
+            yield f"- {body}" if a < 0 else body
+        else:
+            yield f"{sign} {body}"
+
+
+def _wrap(head: str, tokens: Sequence[str], tail: str = "") -> str:
+    """One LP statement, broken every few terms (LP lines are limited in length)."""
+    lines: list[str] = []
+    cur = head
+    for k, tok in enumerate(tokens):
+        cur += " " + tok
+        if (k + 1) % _TERMS_PER_LINE == 0 and k + 1 < len(tokens):
+            lines.append(cur)
+            cur = "   "
+    if tail:
+        cur += " " + tail
+    lines.append(cur)
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- indicators
+def linearize_indicators(model: StandardForm | MIPModel) -> StandardForm:
+    r"""Replace every indicator constraint by exact big-M rows.
+
+    For ``z = v ⇒ aᵀx <= b`` with literal ``λ = z`` (``v = 1``) or ``1 − z`` (``v = 0``),
+    the row ``aᵀx − b <= M (1 − λ)`` uses ``M = Σ_j max(a_j ℓ_j, a_j u_j) − b``, the
+    largest value ``aᵀx − b`` takes within the column bounds, so the rows describe the
+    same feasible set (``>=`` symmetric; ``==`` gives both). Rows that can never be
+    violated (``M <= 0``) are dropped. The new rows are named ``bigm_indicator[r]``.
+
+    Parameters
+    ----------
+    model : StandardForm or MIPModel
+        A model whose indicator binaries are integer columns within ``[0, 1]``.
+
+    Returns
+    -------
+    StandardForm
+        The model without indicators, with the big-M rows appended.
+
+    Raises
+    ------
+    FormulationError
+        When a column in an indicator has an infinite bound (no finite ``M`` exists), or
+        an indicator's switch is not a binary column.
+    """
+    sf = _as_standard_form(model)
+    if not sf.indicators:
+        return sf
+    lb, ub = sf.col_lower, sf.col_upper
+    rows_i: list[int] = []
+    rows_j: list[int] = []
+    rows_v: list[float] = []
+    upper: list[float] = []
+    r = 0
+    for k, ind in enumerate(sf.indicators):
+        label = ind.name or f"#{k}"
+        z = ind.binary
+        if not (0 <= z < sf.n_cols and sf.integrality[z] and lb[z] >= 0.0 and ub[z] <= 1.0):
+            raise FormulationError(
+                f"indicator {label!r}: its switch (column {z}) must be an integer column with "
+                "bounds within [0, 1].")
+        a = np.asarray(ind.vals, dtype=float)
+        cols = np.asarray(ind.cols, dtype=np.int64)
+        lo_terms = np.minimum(a * lb[cols], a * ub[cols])
+        hi_terms = np.maximum(a * lb[cols], a * ub[cols])
+        if not (np.all(np.isfinite(lo_terms)) and np.all(np.isfinite(hi_terms))):
+            raise FormulationError(
+                f"indicator {label!r} has a column with an infinite bound, so no big-M "
+                "exists; give its columns finite bounds (MIPModel.set_bounds) or use a "
+                "backend with indicator constraints (solver='scip' or 'cpsat').")
+        senses = ("<=", ">=") if ind.sense == "==" else (ind.sense,)
+        for sense in senses:
+            # write every row as  s·aᵀx + coef·z <= rhs  with s = ±1
+            s = 1.0 if sense == "<=" else -1.0
+            big_m = (float(hi_terms.sum()) - ind.rhs) if s > 0 else \
+                (ind.rhs - float(lo_terms.sum()))
+            if big_m <= 0.0:
+                continue
+            coef_z = big_m if ind.active_value == 1 else -big_m
+            rhs = s * ind.rhs + (big_m if ind.active_value == 1 else 0.0)
+            merged: dict[int, float] = {}
+            for j, v in zip(cols.tolist(), (s * a).tolist()):
+                merged[j] = merged.get(j, 0.0) + v
+            merged[z] = merged.get(z, 0.0) + coef_z
+            for j, v in merged.items():
+                if v != 0.0:
+                    rows_i.append(r)
+                    rows_j.append(j)
+                    rows_v.append(v)
+            upper.append(rhs)
+            r += 1
+    extra = sp.csr_matrix((rows_v, (rows_i, rows_j)), shape=(r, sf.n_cols))
+    names = sf.row_names
+    if sf.row_names or sf.col_names:
+        base = tuple(sf.row_names) if sf.row_names else tuple(f"r{i}" for i in range(sf.n_rows))
+        names = base + tuple(f"bigm_indicator[{i}]" for i in range(r))
+    return replace(sf, A=sp.vstack([sf.A, extra], format="csr"),
+                   row_lower=np.concatenate([sf.row_lower, np.full(r, -math.inf)]),
+                   row_upper=np.concatenate([sf.row_upper, np.asarray(upper, dtype=float)]),
+                   row_names=names, indicators=())
+
+
+# ---------------------------------------------------------------------- LP
+def _lp_text(sf: StandardForm) -> str:
+    _check_finite(sf)
+    c, Q, offset = _objective_parts(sf, "an LP file")
+    cols, rows = export_names(sf)
+    out: list[str] = [f"\\ {sf.name or 'rulemip'}: written by rulemip", "Minimize"]
+    obj = [(float(c[j]), cols[j]) for j in np.flatnonzero(c).tolist()]
+    tokens = list(_lp_terms(obj))
+    if Q is not None:
+        up = sp.triu(Q).tocoo()
+        q_terms: list[tuple[float, str]] = []
+        for i, j, v in zip(up.row.tolist(), up.col.tolist(), up.data.tolist()):
+            # ½xᵀQx = ½[Σ Q_ii x_i² + Σ_{i<j} 2 Q_ij x_i x_j]
+            if i == j:
+                q_terms.append((v, f"{cols[i]} ^ 2"))
+            else:
+                q_terms.append((2.0 * v, f"{cols[i]} * {cols[j]}"))
+        q_tok = list(_lp_terms(q_terms))
+        tokens += (["+ ["] if tokens else ["["]) + q_tok + ["] / 2"]
+    if offset != 0.0:
+        tokens.append(f"- {_fmt(-offset)}" if offset < 0 else f"+ {_fmt(offset)}")
+        if len(tokens) == 1:
+            tokens[0] = _fmt(offset)
+    if not tokens:
+        tokens = [f"0 {cols[0]}"] if cols else ["0"]
+    out.append(_wrap(" obj:", tokens))
+    out.append("Subject To")
+    A = sp.csr_matrix(sf.A)
+    taken = set(rows) | {"obj"}
+    ranged: dict[int, tuple[str, str]] = {}
+    for i in np.flatnonzero(np.isfinite(sf.row_lower) & np.isfinite(sf.row_upper)
+                            & (sf.row_lower != sf.row_upper)).tolist():
+        lo_name, hi_name = _sanitise([f"{rows[i]}_lo", f"{rows[i]}_hi"], 2, "r", taken)
+        ranged[i] = (lo_name, hi_name)
+    for i in range(sf.n_rows):
+        s, e = A.indptr[i], A.indptr[i + 1]
+        terms = [(float(v), cols[j]) for j, v in zip(A.indices[s:e].tolist(),
+                                                     A.data[s:e].tolist()) if v != 0.0]
+        if not terms:
+            if not cols:
+                raise FormulationError("an LP file needs at least one column for its rows.")
+            terms = [(0.0, cols[0])]
+        body = [f"0 {cols[0]}"] if all(v == 0.0 for v, _ in terms) else list(_lp_terms(terms))
+        lo, hi = float(sf.row_lower[i]), float(sf.row_upper[i])
+        if lo == hi:
+            out.append(_wrap(f" {rows[i]}:", body, f"= {_fmt(hi)}"))
+        elif math.isinf(lo) and math.isinf(hi):
+            out.append(_wrap(f" {rows[i]}:", body, ">= -inf"))
+        elif math.isinf(lo):
+            out.append(_wrap(f" {rows[i]}:", body, f"<= {_fmt(hi)}"))
+        elif math.isinf(hi):
+            out.append(_wrap(f" {rows[i]}:", body, f">= {_fmt(lo)}"))
+        else:
+            # LP readers (HiGHS, SCIP) take no `lo <= aᵀx <= hi`: write two rows
+            lo_name, hi_name = ranged[i]
+            out.append(_wrap(f" {lo_name}:", body, f">= {_fmt(lo)}"))
+            out.append(_wrap(f" {hi_name}:", body, f"<= {_fmt(hi)}"))
+    ind_names = _sanitise([ind.name for ind in sf.indicators], len(sf.indicators),
+                          "indicator", taken=taken)
+    for name, ind in zip(ind_names, sf.indicators):
+        z = ind.binary
+        if not (sf.integrality[z] and sf.col_lower[z] >= 0.0 and sf.col_upper[z] <= 1.0):
+            raise FormulationError(
+                f"indicator {ind.name!r}: its switch (column {z}) must be an integer column "
+                "with bounds within [0, 1].")
+        terms = [(float(v), cols[j]) for j, v in zip(ind.cols, ind.vals) if v != 0.0]
+        body = list(_lp_terms(terms)) if terms else [f"0 {cols[z]}"]
+        sense = "=" if ind.sense == "==" else ind.sense
+        out.append(_wrap(f" {name}: {cols[z]} = {int(ind.active_value)} ->", body,
+                         f"{sense} {_fmt(ind.rhs)}"))
+    out.append("Bounds")
+    for j in range(sf.n_cols):
+        lo, hi = float(sf.col_lower[j]), float(sf.col_upper[j])
+        if math.isinf(lo) and lo < 0 and math.isinf(hi) and hi > 0:
+            out.append(f" {cols[j]} free")
+        elif lo == hi:
+            out.append(f" {cols[j]} = {_fmt(lo)}")
+        else:
+            out.append(f" {_bound(lo)} <= {cols[j]} <= {_bound(hi)}")
+    ints = np.flatnonzero(sf.integrality).tolist()
+    if ints:
+        out.append("General")
+        for k in range(0, len(ints), 10):
+            out.append(" " + " ".join(cols[j] for j in ints[k:k + 10]))
+    out.append("End")
+    return "\n".join(out) + "\n"
+
+
+def write_lp(model: StandardForm | MIPModel, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to ``path`` in CPLEX LP format.
+
+    Parameters
+    ----------
+    model : StandardForm or MIPModel
+        The model; indicator constraints are written as ``z = v -> aᵀx <= b`` and a squared
+        loss term as part of the quadratic objective.
+    path : str or path-like
+        The file to write.
+
+    Raises
+    ------
+    FormulationError
+        For logistic or Poisson loss terms (no LP form; the message names the tangent-cut
+        remedy) or non-finite coefficients.
+    """
+    text = _lp_text(_as_standard_form(model))
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write(text)
+
+
+# ---------------------------------------------------------------------- MPS
+def _mps_text(sf: StandardForm) -> str:
+    if sf.indicators:
+        raise FormulationError(
+            "the MPS format has no indicator constraints; linearize them first with "
+            "`rulemip.model.export.linearize_indicators(model)` (exact big-M rows from the "
+            "column bounds), or write an LP file (`write_lp`), which keeps them.")
+    _check_finite(sf)
+    c, Q, offset = _objective_parts(sf, "an MPS file")
+    cols, rows = export_names(sf)
+    out = [f"NAME {_sanitise_one(sf.name or 'rulemip')}", "OBJSENSE", "    MIN", "ROWS",
+           " N  obj"]
+    lo_r, hi_r = sf.row_lower, sf.row_upper
+    kinds: list[str] = []
+    for i in range(sf.n_rows):
+        lo, hi = float(lo_r[i]), float(hi_r[i])
+        if lo == hi:
+            kind = "E"
+        elif math.isinf(lo) and math.isinf(hi):
+            kind = "N"
+        elif math.isinf(lo):
+            kind = "L"
+        else:
+            kind = "G"  # lower bound finite; a finite upper bound becomes a RANGE
+        kinds.append(kind)
+        out.append(f" {kind}  {rows[i]}")
+    out.append("COLUMNS")
+    A = sp.csc_matrix(sf.A)
+    in_int = False
+    for j in range(sf.n_cols):
+        if sf.integrality[j] and not in_int:
+            out.append("    MARKER  'MARKER'  'INTORG'")
+            in_int = True
+        elif not sf.integrality[j] and in_int:
+            out.append("    MARKER  'MARKER'  'INTEND'")
+            in_int = False
+        entries = [("obj", float(c[j]))] if c[j] != 0.0 else []
+        s, e = A.indptr[j], A.indptr[j + 1]
+        entries += [(rows[i], float(v)) for i, v in zip(A.indices[s:e].tolist(),
+                                                        A.data[s:e].tolist()) if v != 0.0]
+        if not entries:
+            entries = [("obj", 0.0)]  # a column must appear once to exist
+        for row, v in entries:
+            out.append(f"    {cols[j]}  {row}  {_fmt(v)}")
+    if in_int:
+        out.append("    MARKER  'MARKER'  'INTEND'")
+    out.append("RHS")
+    if offset != 0.0:
+        out.append(f"    RHS  obj  {_fmt(-offset)}")  # objective constant = −RHS
+    for i, kind in enumerate(kinds):
+        rhs = float(hi_r[i]) if kind in ("E", "L") else float(lo_r[i])
+        if kind != "N" and rhs != 0.0:
+            out.append(f"    RHS  {rows[i]}  {_fmt(rhs)}")
+    ranges = [(rows[i], float(hi_r[i]) - float(lo_r[i])) for i, kind in enumerate(kinds)
+              if kind == "G" and math.isfinite(hi_r[i])]
+    if ranges:
+        out.append("RANGES")
+        out.extend(f"    RNG  {name}  {_fmt(r)}" for name, r in ranges)
+    out.append("BOUNDS")
+    for j in range(sf.n_cols):
+        lo, hi = float(sf.col_lower[j]), float(sf.col_upper[j])
+        name = cols[j]
+        if lo == hi:
+            out.append(f" FX BND  {name}  {_fmt(lo)}")
+            continue
+        if math.isinf(lo) and math.isinf(hi):
+            out.append(f" FR BND  {name}")
+            continue
+        # explicit both sides: readers give integer columns without bounds [0, 1]
+        out.append(f" MI BND  {name}" if math.isinf(lo) else f" LO BND  {name}  {_fmt(lo)}")
+        out.append(f" PL BND  {name}" if math.isinf(hi) else f" UP BND  {name}  {_fmt(hi)}")
+    if Q is not None:
+        out.append("QUADOBJ")
+        up = sp.triu(Q).tocoo()
+        for i, j, v in sorted(zip(up.row.tolist(), up.col.tolist(), up.data.tolist())):
+            out.append(f"    {cols[i]}  {cols[j]}  {_fmt(v)}")
+    out.append("ENDATA")
+    return "\n".join(out) + "\n"
+
+
+def write_mps(model: StandardForm | MIPModel, path: str | os.PathLike[str]) -> None:
+    """Write ``model`` to ``path`` in free MPS format (``QUADOBJ`` for ``½xᵀQx``).
+
+    Parameters
+    ----------
+    model : StandardForm or MIPModel
+        The model; a squared loss term is written as part of the quadratic objective.
+    path : str or path-like
+        The file to write.
+
+    Raises
+    ------
+    FormulationError
+        For indicator constraints (remedy: :func:`linearize_indicators` or
+        :func:`write_lp`), logistic or Poisson loss terms (remedy: the tangent-cut master
+        :func:`rulemip.algorithms.tangent_cuts.master_model`) or non-finite coefficients.
+    """
+    text = _mps_text(_as_standard_form(model))
+    with open(path, "w", encoding="ascii") as fh:
+        fh.write(text)
+
+
+# ---------------------------------------------------------------------- Pyomo
+def _blocks(names: Sequence[str], n: int, default: str
+            ) -> list[tuple[str, list[Any], list[int]]]:
+    """Group ``n`` ids into ``(base name, indices, ids)`` blocks from ``base[i,j]`` names.
+
+    Falls back to one block ``default`` indexed by id when the names do not describe
+    blocks (missing, duplicated, or mixing index lengths under one base)."""
+    if n == 0:
+        return []
+    fallback = [(default, list(range(n)), list(range(n)))]
+    if len(names) != n:
+        return fallback
+    order: list[str] = []
+    groups: dict[str, tuple[list[Any], list[int], int]] = {}
+    for k, name in enumerate(names):
+        mt = _BLOCK_NAME.match(name)
+        if mt:
+            base = mt.group("base")
+            parts = tuple(int(p) for p in mt.group("idx").split(","))
+            idx: Any = parts[0] if len(parts) == 1 else parts
+            arity = len(parts)
+        else:
+            base, idx, arity = name, None, 0
+        if base not in groups:
+            groups[base] = ([], [], arity)
+            order.append(base)
+        g_idx, g_ids, g_arity = groups[base]
+        if g_arity != arity or (arity == 0 and g_ids):
+            return fallback
+        g_idx.append(idx)
+        g_ids.append(k)
+    for base in order:
+        g_idx, _, arity = groups[base]
+        if arity and len(set(g_idx)) != len(g_idx):
+            return fallback
+    return [(base, groups[base][0], groups[base][1]) for base in order]
+
+
+def _component_name(pm: Any, base: str, suffix: str) -> str:
+    name = base
+    while hasattr(pm, name) or pm.component(name) is not None:
+        name = f"{name}_{suffix}"
+    return name
+
+
+def to_pyomo(model: StandardForm | MIPModel) -> Any:
+    """The model as a ``pyomo.environ.ConcreteModel``.
+
+    Each variable block ``z`` (columns named ``z[i,t]``) becomes an indexed ``Var`` ``z``
+    with the same indices, bounds and domain (``Integers`` / ``Reals``), each constraint
+    block an indexed ``Constraint``; the objective is the ``Objective`` ``objective``
+    (``cᵀx + ½xᵀQx + c_0`` plus the loss terms). Indicator constraints are linearized
+    exactly with big-M rows from the column bounds (:func:`linearize_indicators`, block
+    ``bigm_indicator``); each loss term ``k`` becomes an indexed ``Expression``
+    ``loss_k`` (``log(1 + exp(−y f))``, ``exp(f) − y f + y log y − y`` or ``(f − y)²``).
+    Name clashes with Pyomo attributes get a ``_var`` / ``_con`` suffix.
+
+    The list ``pyomo_model.rulemip_columns`` holds the Pyomo variable of every model
+    column (in column order), so :func:`column_values` reads a solution back as a vector.
+
+    Parameters
+    ----------
+    model : StandardForm or MIPModel
+        The model.
+
+    Returns
+    -------
+    pyomo.environ.ConcreteModel
+        A model to extend and solve with any Pyomo solver.
+
+    Raises
+    ------
+    BackendUnavailableError
+        When Pyomo is not installed.
+    FormulationError
+        When an indicator has a column with an infinite bound (no big-M).
+    """
+    from rulemip.exceptions import BackendUnavailableError
+
+    try:
+        import pyomo.environ as pe
+    except ImportError as exc:  # pragma: no cover - pyomo is installed in CI
+        raise BackendUnavailableError(
+            "`to_pyomo` needs Pyomo; install it with `pip install 'rulemip[pyomo]'`.") from exc
+    sf = linearize_indicators(_as_standard_form(model))
+    _check_finite(sf)
+    pm = pe.ConcreteModel(name=sf.name or "rulemip")
+    columns: list[Any] = [None] * sf.n_cols
+    for base, idx, ids in _blocks(sf.col_names, sf.n_cols, "x"):
+        cname = _component_name(pm, base, "var")
+        if idx == [None]:
+            var = pe.Var(domain=pe.Reals)
+            pm.add_component(cname, var)
+            datas = [var]
+        else:
+            var = pe.Var(idx, domain=pe.Reals)
+            pm.add_component(cname, var)
+            datas = [var[i] for i in idx]
+        for vd, j in zip(datas, ids):
+            if sf.integrality[j]:
+                vd.domain = pe.Integers
+            lo, hi = float(sf.col_lower[j]), float(sf.col_upper[j])
+            vd.setlb(None if math.isinf(lo) else lo)
+            vd.setub(None if math.isinf(hi) else hi)
+            columns[j] = vd
+    pm.rulemip_columns = columns
+    A = sp.csr_matrix(sf.A)
+
+    def row_expr(i: int) -> Any:
+        s, e = A.indptr[i], A.indptr[i + 1]
+        return pe.quicksum((float(v) * columns[j] for j, v in
+                            zip(A.indices[s:e].tolist(), A.data[s:e].tolist())),
+                           start=0.0)
+
+    def row_rule(i: int) -> Any:
+        lo, hi = float(sf.row_lower[i]), float(sf.row_upper[i])
+        if math.isinf(lo) and math.isinf(hi):
+            return pe.Constraint.Skip
+        if A.indptr[i + 1] == A.indptr[i]:
+            return pe.Constraint.Feasible if lo <= 0.0 <= hi else pe.Constraint.Infeasible
+        expr = row_expr(i)
+        if lo == hi:
+            return expr == lo
+        return (None if math.isinf(lo) else lo, expr, None if math.isinf(hi) else hi)
+
+    for base, idx, ids in _blocks(sf.row_names, sf.n_rows, "rows"):
+        cname = _component_name(pm, base, "con")
+        lookup = dict(zip(idx, ids))
+        if idx == [None]:
+            pm.add_component(cname, pe.Constraint(rule=lambda m, r=ids[0]: row_rule(r)))
+        else:
+            pm.add_component(cname, pe.Constraint(
+                idx, rule=lambda m, *key, lk=lookup: row_rule(lk[key[0] if len(key) == 1
+                                                                 else tuple(key)])))
+    c, Q, offset = sf.c, sf.Q if sf.has_quadratic else None, float(sf.offset)
+    obj: Any = pe.quicksum((float(c[j]) * columns[j] for j in np.flatnonzero(c).tolist()),
+                           start=offset)
+    if Q is not None:
+        up = sp.triu(sp.csr_matrix(Q)).tocoo()
+        obj = obj + pe.quicksum(
+            (0.5 * v if i == j else v) * columns[i] * columns[j]
+            for i, j, v in zip(up.row.tolist(), up.col.tolist(), up.data.tolist()))
+    for k, term in enumerate(sf.loss_terms):
+        expr = _loss_expression(pe, term.loss, [columns[j] for j in term.cols.tolist()],
+                                np.asarray(term.y, dtype=float))
+        ename = _component_name(pm, f"loss_{k}", "expr")
+        pm.add_component(ename, expr)
+        w = np.asarray(term.weights, dtype=float) * float(term.scale)
+        obj = obj + pe.quicksum(float(w[i]) * expr[i] for i in range(len(w)))
+    pm.add_component(_component_name(pm, "objective", "obj"),
+                     pe.Objective(expr=obj, sense=pe.minimize))
+    return pm
+
+
+def _loss_expression(pe: Any, loss: str, fs: list[Any], y: NDArray[np.float64]) -> Any:
+    n = len(fs)
+    if loss == "squared":
+        return pe.Expression(range(n), rule=lambda m, i: (fs[i] - float(y[i])) ** 2)
+    if loss == "logistic":
+        return pe.Expression(range(n), rule=lambda m, i: pe.log(
+            1.0 + pe.exp(-float(y[i]) * fs[i])))
+    if loss == "poisson":
+        def poisson(m: Any, i: int) -> Any:
+            yi = float(y[i])
+            const = (yi * math.log(yi) if yi > 0 else 0.0) - yi
+            return pe.exp(fs[i]) - yi * fs[i] + const
+        return pe.Expression(range(n), rule=poisson)
+    raise FormulationError(
+        f"loss term must be 'squared', 'logistic' or 'poisson'; got {loss!r}.")
+
+
+def column_values(pyomo_model: Any) -> NDArray[np.float64]:
+    """The values of a solved :func:`to_pyomo` model's columns, in model column order
+    (``NaN`` for a variable without a value)."""
+    columns = getattr(pyomo_model, "rulemip_columns", None)
+    if columns is None:
+        raise InvalidParameterError(
+            "`pyomo_model` must be a model built by `to_pyomo`; it has no `rulemip_columns`.")
+    return np.array([math.nan if v.value is None else float(v.value) for v in columns],
+                    dtype=float)
