@@ -1,53 +1,176 @@
-"""TreeRuleExtractor: select K nodes of a tree ensemble as rules by exact Alg. 1 ([PRUNE]).
+r"""TreeRuleExtractor: compact rule sets from a tree ensemble ([PRUNE], SPEC §4).
 
 Fits (or takes, ``prefit=True``) a tree ensemble, extracts every node as a candidate rule
-(:mod:`rulemip.formulations.node_matrix`), centers y (unpenalized intercept ȳ) and solves
-CIP (2) ``min q(z)`` subject to the conflict and budget constraints by outer
-approximation.  The fitted model is ``ȳ + Σ_{i∈S} μ_i w_i 1{x ∈ box_i}``.
-Only ``method="exact"`` is implemented in this version.
+(:func:`~rulemip.formulations.node_matrix.extract_nodes`), centers and scales y
+(unpenalized intercept :math:`\bar y`, scale :math:`s` = std of y) and selects nodes for
+Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with one of three methods:
+
+``"exact"``
+    Alg. 1 (outer approximation, :func:`~rulemip.algorithms.prune_exact.prune_exact`) on
+    the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to ``rel_tol = 1e-4``
+    when ``result_.termination`` is ``optimal``, otherwise the incumbent with a valid lower
+    bound (a :class:`~rulemip.exceptions.SolveLimitWarning` is issued).
+``"path"``
+    The penalized problem (4) over a descending grid of :math:`\lambda` by cyclic block
+    coordinate descent (:func:`rulemip.algorithms.cbcd.regularization_path`). The model
+    kept is the one with the **largest cost** :math:`\sum_i a_i z_i \le K` (``n_rules``);
+    among models of that cost, the one with the least training risk. All path models are
+    kept in ``path_models_``.
+``"relax_round"``
+    The convex relaxation of the budgeted problem rounded by the knapsack-with-conflicts
+    dynamic program (:func:`rulemip.algorithms.relax_and_round.relax_and_round`), a
+    heuristic (no optimality claim).
+
+The fitted model is :math:`\bar y + \sum_{i\in S} s\,\mu_i w_i\,\mathbb 1\{x\in
+\text{box}_i\}`: ``rules_`` (a :class:`~rulemip.rules.RuleEnsemble`) holds one rule per
+selected node with weight ``coef_`` :math:`= s\,\mu_i w_i` and the node's root-to-node
+path as conditions (thresholds mapped by
+:func:`~rulemip.boosting.rgb_rules.float64_threshold`, so the rules route every input
+exactly as the trees do); :meth:`predict` is ``rules_.predict``.
+
+Accepted ensembles (``estimator``): scikit-learn random forests / extra trees / gradient
+boosting regressors, and a fitted :class:`~rulemip.RGBRegressor` (``prefit=True``; its
+trees ``estimators_`` with multipliers ``coefs_`` and offset ``intercept_``).
 """
 
 from __future__ import annotations
 
+import math
+import numbers
 import warnings
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
-from sklearn.base import BaseEstimator, RegressorMixin, clone
+from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from rulemip.algorithms.outer_approximation import OAOptions
-from rulemip.algorithms.prune_exact import prune_exact
-from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
-from rulemip.formulations.node_matrix import extract_nodes
-from rulemip.rules import Rule, RuleEnsemble, conditions_from_box
-from rulemip.solvers.result import TerminationReason
+from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
+from rulemip.boosting.rgb_rules import float64_threshold
+from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
+from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes
+from rulemip.formulations.tree_pruning import TreePruningCIP
+from rulemip.rules import Condition, Rule, RuleEnsemble
 
 __all__ = ["TreeRuleExtractor"]
 
+FloatArray = NDArray[np.float64]
+
+METHODS = ("exact", "path", "relax_round")
+ATTRIBUTES = ("rule", "depth", "feature")
+NODE_VALUES = ("mean", "fitted")
+
+
+class _TreeSum:
+    """A weighted sum of fitted trees in the duck-typed form :func:`ensemble_trees` reads:
+    ``intercept_ + Σ_t tree_multipliers_[t] · estimators_[t](x)``."""
+
+    def __init__(self, trees: list[Any], multipliers: FloatArray, intercept: float) -> None:
+        self.estimators_ = list(trees)
+        self.tree_multipliers_ = np.asarray(multipliers, dtype=float).reshape(-1)
+        self.intercept_ = float(intercept)
+
+
+def _as_tree_ensemble(est: Any) -> Any:
+    """The object handed to :func:`extract_nodes`: RGB models become a :class:`_TreeSum`
+    (trees × ``coefs_`` + ``intercept_``), everything else is passed as is."""
+    if hasattr(est, "coefs_") and hasattr(est, "predict_raw") and hasattr(est, "estimators_"):
+        return _TreeSum(est.estimators_, est.coefs_, est.intercept_)
+    return est
+
+
+def _box_conditions(lower: FloatArray, upper: FloatArray,
+                    names: list[str] | None) -> list[Condition]:
+    """``lower_j < x_j <= upper_j`` with scikit-learn thresholds mapped to the float64
+    cut that reproduces the trees' float32 comparison."""
+    out: list[Condition] = []
+    for j, (lo, hi) in enumerate(zip(lower, upper, strict=True)):
+        if np.isinf(lo) and np.isinf(hi):
+            continue
+        lo64 = float64_threshold(float(lo)) if np.isfinite(lo) else -math.inf
+        hi64 = float64_threshold(float(hi)) if np.isfinite(hi) else math.inf
+        name = names[j] if names is not None else f"x{j + 1}"
+        out.append(Condition(j, lo64, hi64, name))
+    return out
+
 
 class TreeRuleExtractor(RegressorMixin, BaseEstimator):
-    """Rule/depth/feature pruning of a tree ensemble (squared loss).
+    """Rule, depth or feature pruning of a tree ensemble (squared loss).
 
     Parameters
     ----------
-    estimator : tree ensemble (default GradientBoostingRegressor(n_estimators=100,
-        max_depth=3)).
-    n_rules : budget K of Σ a_i z_i ≤ K.
-    attribute : "rule" (a_i = 1), "depth" (|P_i|) or "feature" (distinct features).
-    method : "exact" (Alg. 1).
-    gamma : ridge parameter γ of (1); γ = None uses 1/n on standardized y.
-    solver, time_limit : master solver and wall-clock limit of the OA loop.
-    prefit : use ``estimator`` as already fitted.
-    node_values : "mean" (μ_i = mean training response) or "fitted".
+    estimator : estimator or None, default=None
+        The tree ensemble. ``None`` is ``GradientBoostingRegressor(n_estimators=100,
+        max_depth=3, random_state=random_state)``. With ``prefit=False`` a clone is fitted
+        on (X, y); with ``prefit=True`` it is used as fitted (scikit-learn ensembles or a
+        fitted :class:`~rulemip.RGBRegressor`).
+    n_rules : int, default=10
+        Budget :math:`K` of :math:`\\sum_i a_i z_i \\le K` (number of rules for
+        ``attribute="rule"``, total depth for ``"depth"``, total number of features on the
+        paths for ``"feature"``). Non-negative.
+    attribute : {"rule", "depth", "feature"}, default="rule"
+        Node cost :math:`a_i`: 1, the depth :math:`|P_i|`, or the number of distinct
+        features on the root-to-node path.
+    method : {"exact", "path", "relax_round"}, default="exact"
+        Selection algorithm (module docstring).
+    gamma : float or None, default=None
+        Ridge parameter :math:`\\gamma > 0` of (1), on the scale of the standardized
+        response; ``None`` means :math:`1/n`. Small γ shrinks the rule weights strongly
+        (for a node with a fraction f of the points and standardized mean μ the single-rule
+        weight is :math:`\\gamma n f\\mu^2/(1 + \\gamma n f\\mu^2)`) but makes q flatter and
+        the exact method much faster; γ of order 1 gives nearly unshrunk weights.
+    solver : str, default="highs"
+        Backend for the master / subproblem (I)LPs.
+    time_limit : float or None, default=60.0
+        Wall-clock limit in seconds of the selection (not of the ensemble fit).
+    prefit : bool, default=False
+        Use ``estimator`` as already fitted.
+    node_values : {"mean", "fitted"}, default="mean"
+        :math:`\\mu_i`: the mean training response in node i ([PRUNE] Remark 7), or the
+        tree's fitted node value times the tree multiplier.
+    n_lambdas : int, default=50
+        Number of :math:`\\lambda` values of the path (``method="path"`` only).
+    random_state : int or None, default=None
+        Seed of the default ensemble.
+
+    Attributes
+    ----------
+    rules_ : RuleEnsemble
+        Intercept :math:`\\bar y` plus one rule per selected node.
+    estimator_ : the fitted ensemble.
+    nodes_ : NodeMatrix
+        All candidate nodes (on the training data).
+    selected_ : ndarray of int
+        Global node indices of the selected nodes (the support S).
+    weights_ : ndarray
+        :math:`w_S` of (1) on the standardized response.
+    coef_ : ndarray
+        Rule weights in units of y: :math:`s\\,\\mu_i w_i`.
+    intercept_, y_scale_ : float
+        :math:`\\bar y` and :math:`s`.
+    gamma_ : float
+        The γ used.
+    objective_ : float
+        :math:`q(z)` of CIP (2) (= objective of (1) at the refit weights) on the
+        standardized response.
+    train_risk_ : float
+        Mean squared error of :meth:`predict` on the training data.
+    result_ : the algorithm's result: ``OAResult`` (exact; bounds ``lower_bound``,
+        ``gap``), ``PathResult`` (path) or ``RelaxRoundResult`` (relax_round).
+    path_ : PathResult
+        (``method="path"``) the whole path; ``path_models_`` the list of its models as
+        RuleEnsembles and ``path_index_`` the index of the chosen one.
+    n_features_in_, feature_names_in_ : as in scikit-learn (names are used in the rules).
     """
+
+    result_: Any  # OAResult, PathResult or RelaxRoundResult, per method
 
     def __init__(self, estimator: Any = None, n_rules: int = 10, attribute: str = "rule",
                  method: str = "exact", gamma: float | None = None, solver: str = "highs",
                  time_limit: float | None = 60.0, prefit: bool = False,
-                 node_values: str = "mean", random_state: int | None = None) -> None:
+                 node_values: str = "mean", n_lambdas: int = 50,
+                 random_state: int | None = None) -> None:
         self.estimator = estimator
         self.n_rules = n_rules
         self.attribute = attribute
@@ -57,58 +180,179 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         self.time_limit = time_limit
         self.prefit = prefit
         self.node_values = node_values
+        self.n_lambdas = n_lambdas
         self.random_state = random_state
 
-    def fit(self, X: Any, y: Any) -> TreeRuleExtractor:
-        Xv, yv = validate_data(self, X, y, y_numeric=True)
-        X = np.asarray(Xv, dtype=float)
-        y = np.asarray(yv, dtype=float)
-        if self.method != "exact":
-            raise InvalidParameterError(f"method must be 'exact'; got {self.method!r}")
-        if self.attribute not in ("rule", "depth", "feature"):
-            raise InvalidParameterError("attribute must be 'rule', 'depth' or 'feature'")
-        if not (isinstance(self.n_rules, int | np.integer) and self.n_rules >= 0):
-            raise InvalidParameterError("n_rules must be a non-negative integer")
+    # ------------------------------------------------------------------ validation
+    def _validate_params_(self) -> None:
+        if (isinstance(self.n_rules, bool) or not isinstance(self.n_rules, numbers.Integral)
+                or self.n_rules < 0):
+            raise InvalidParameterError(
+                f"`n_rules` must be a non-negative integer; got {self.n_rules!r}.")
+        check_choice(self.attribute, "attribute", ATTRIBUTES)
+        check_choice(self.method, "method", METHODS)
+        check_choice(self.node_values, "node_values", NODE_VALUES)
+        check_nonneg_float(self.gamma, "gamma", allow_none=True, strictly_positive=True)
+        check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
+        check_positive_int(self.n_lambdas, "n_lambdas")
+        if not isinstance(self.solver, str):
+            raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
+        if not isinstance(self.prefit, bool | np.bool_):
+            raise InvalidParameterError(f"`prefit` must be True or False; got {self.prefit!r}.")
+        if self.prefit and self.estimator is None:
+            raise InvalidParameterError(
+                "`prefit=True` needs a fitted `estimator`; pass one or use prefit=False.")
+        if self.estimator is not None and is_classifier(self.estimator):
+            raise InvalidParameterError(
+                "`estimator` must be a regression ensemble; TreeRuleExtractor fits squared "
+                f"loss, got the classifier {type(self.estimator).__name__}.")
+
+    def _validate_X(self, X: Any, y: Any = None, *, reset: bool) -> Any:
+        try:
+            if reset:
+                return validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            return validate_data(self, X, reset=False, dtype=np.float64)
+        except InvalidDataError:
+            raise
+        except ValueError as exc:  # keep scikit-learn's message, use rulemip's error type
+            raise InvalidDataError(str(exc)) from exc
+
+    def _fitted_ensemble(self, X: FloatArray, y: FloatArray) -> Any:
         if self.prefit:
-            if self.estimator is None:
-                raise InvalidParameterError("prefit=True needs a fitted estimator")
             est = self.estimator
-        else:
-            est = (clone(self.estimator) if self.estimator is not None else
-                   GradientBoostingRegressor(n_estimators=100, max_depth=3,
-                                             random_state=self.random_state))
-            est.fit(X, y)
+            if not hasattr(est, "estimators_") and not hasattr(est, "tree_"):
+                raise InvalidParameterError(
+                    "`prefit=True` but `estimator` is not fitted (no `estimators_`); fit it "
+                    "first or use prefit=False.")
+            n_in = getattr(est, "n_features_in_", X.shape[1])
+            if n_in != X.shape[1]:
+                raise InvalidDataError(
+                    f"X has {X.shape[1]} features but the prefit estimator was fitted on "
+                    f"{n_in}.")
+            return est
+        est = (clone(self.estimator) if self.estimator is not None else
+               GradientBoostingRegressor(n_estimators=100, max_depth=3,
+                                         random_state=self.random_state))
+        est.fit(X, y)
+        return est
+
+    # ------------------------------------------------------------------ fitting
+    def fit(self, X: Any, y: Any) -> TreeRuleExtractor:
+        """Fit (or take) the ensemble, extract its nodes and select rules."""
+        self._validate_params_()
+        Xv, yv = self._validate_X(X, y, reset=True)
+        X = np.asarray(Xv, dtype=float)
+        y = np.asarray(yv, dtype=float).reshape(-1)
+        est = self._fitted_ensemble(X, y)
         self.estimator_ = est
         self.intercept_ = float(y.mean())
-        scale = float(y.std()) or 1.0
-        yc = (y - self.intercept_) / scale
-        nodes = extract_nodes(est, X, yc, node_values=self.node_values)  # type: ignore[arg-type]
-        if self.node_values == "fitted":
-            nodes = extract_nodes(est, X, node_values="fitted")
-        gamma = self.gamma if self.gamma is not None else 1.0 / X.shape[0]
-        res, oracle = prune_exact(nodes, yc, self.n_rules, attribute=self.attribute,
-                                  gamma=gamma, options=OAOptions(time_limit=self.time_limit,
-                                                                 solver=self.solver,
-                                                                 rel_tol=1e-4))
-        self.result_ = res
-        if res.termination != TerminationReason.OPTIMAL:
-            warnings.warn(f"pruning stopped at a limit; gap {res.gap:.3g}",
-                          SolveLimitWarning, stacklevel=2)
-        z = res.z if res.z is not None else np.zeros(nodes.n_nodes)
-        S, w = oracle.weights(z)
-        self.selected_ = S
-        self.coef_ = scale * nodes.mu[S] * w  # per-rule weight in units of y
+        sd = float(y.std())
+        self.y_scale_ = sd if sd > 0 else 1.0
+        yc = (y - self.intercept_) / self.y_scale_
+        nodes = extract_nodes(_as_tree_ensemble(est), X,
+                              yc if self.node_values == "mean" else None,
+                              node_values=self.node_values)  # type: ignore[arg-type]
         self.nodes_ = nodes
-        rules = [Rule(conditions_from_box(nodes.lower[i], nodes.upper[i]), float(c))
-                 for i, c in zip(S, self.coef_, strict=True)]
-        self.rules_ = RuleEnsemble(rules, intercept=self.intercept_)
+        self.gamma_ = 1.0 / X.shape[0] if self.gamma is None else float(self.gamma)
+        names = getattr(self, "feature_names_in_", None)
+        self._names = None if names is None else [str(s) for s in names]
+        oracle = TreePruningCIP(nodes.M, yc, self.gamma_)
+        if self.method == "exact":
+            S, w = self._fit_exact(nodes, yc, oracle)
+        elif self.method == "path":
+            S, w = self._fit_path(nodes, yc, X, y)
+        else:
+            S, w = self._fit_relax_round(nodes, yc)
+        z = np.zeros(nodes.n_nodes)
+        z[S] = 1.0
+        self.objective_ = float(oracle.value(z))
+        self.selected_ = np.asarray(S, dtype=np.int64)
+        self.weights_ = np.asarray(w, dtype=float)
+        self.coef_ = self.y_scale_ * nodes.mu[self.selected_] * self.weights_
+        self.rules_ = self._ensemble(self.selected_, self.coef_)
+        self.train_risk_ = float(np.mean((y - self.rules_.predict(X)) ** 2))
         return self
 
-    def predict(self, X: Any) -> NDArray[np.float64]:
+    def _ensemble(self, S: NDArray[np.int64], coef: FloatArray) -> RuleEnsemble:
+        nodes = self.nodes_
+        rules = [Rule(_box_conditions(nodes.lower[i], nodes.upper[i], self._names), float(c))
+                 for i, c in zip(S, coef, strict=True)]
+        return RuleEnsemble(rules, intercept=self.intercept_)
+
+    def _limit_hit(self, wall_time: float) -> bool:
+        return self.time_limit is not None and wall_time >= float(self.time_limit)
+
+    def _fit_exact(self, nodes: NodeMatrix, yc: FloatArray,
+                   oracle: TreePruningCIP) -> tuple[NDArray[np.int64], FloatArray]:
+        from rulemip.algorithms.outer_approximation import OAOptions
+        from rulemip.algorithms.prune_exact import prune_exact
+        from rulemip.solvers.result import TerminationReason
+
+        res, _ = prune_exact(nodes, yc, self.n_rules, attribute=self.attribute,
+                             gamma=self.gamma_,
+                             options=OAOptions(time_limit=self.time_limit, solver=self.solver,
+                                               rel_tol=1e-4))
+        self.result_ = res
+        if res.termination != TerminationReason.OPTIMAL:
+            limit = "" if res.limit is None else f" ({res.limit} limit)"
+            warnings.warn(f"exact pruning stopped before proving optimality{limit}; the "
+                          f"incumbent is returned with lower bound {res.lower_bound:.6g} "
+                          f"and relative gap {res.gap:.3g}.", SolveLimitWarning, stacklevel=3)
+        z = res.z if res.z is not None else np.zeros(nodes.n_nodes)
+        return oracle.weights(np.round(z))
+
+    def _fit_path(self, nodes: NodeMatrix, yc: FloatArray, X: FloatArray,
+                  y: FloatArray) -> tuple[NDArray[np.int64], FloatArray]:
+        from rulemip.algorithms.cbcd import regularization_path
+
+        path = regularization_path(nodes, yc, n_lambdas=self.n_lambdas,
+                                   attribute=self.attribute, gamma=self.gamma_,
+                                   time_limit=self.time_limit, solver=self.solver)
+        self.path_ = path
+        self.result_ = path
+        if self._limit_hit(path.wall_time):
+            warnings.warn(f"the regularization path stopped at the time limit after "
+                          f"{len(path.models)} of {len(path.lambdas)} lambda values.",
+                          SolveLimitWarning, stacklevel=3)
+        self.path_models_ = [
+            self._ensemble(np.asarray(pm.support, dtype=np.int64),
+                           self.y_scale_ * nodes.mu[np.asarray(pm.support, dtype=np.int64)]
+                           * np.asarray(pm.weights, dtype=float))
+            for pm in path.models]
+        best, key = -1, (-math.inf, -math.inf)
+        for k, pm in enumerate(path.models):
+            cost = float(pm.cost)
+            if cost <= self.n_rules + 1e-9 and (cost, -float(pm.train_risk)) > key:
+                best, key = k, (cost, -float(pm.train_risk))
+        self.path_index_ = best
+        if best < 0:  # no model within the budget: the empty rule set
+            return np.zeros(0, dtype=np.int64), np.zeros(0)
+        pm = path.models[best]
+        return np.asarray(pm.support, dtype=np.int64), np.asarray(pm.weights, dtype=float)
+
+    def _fit_relax_round(self, nodes: NodeMatrix,
+                         yc: FloatArray) -> tuple[NDArray[np.int64], FloatArray]:
+        from rulemip.algorithms.relax_and_round import relax_and_round
+
+        res = relax_and_round(nodes, yc, n_rules=self.n_rules, attribute=self.attribute,
+                              gamma=self.gamma_, time_limit=self.time_limit,
+                              solver=self.solver)
+        self.result_ = res
+        if self._limit_hit(res.wall_time):
+            warnings.warn("relax-and-round stopped at the time limit; the relaxation bound "
+                          "may be loose and the rounded selection is a heuristic.",
+                          SolveLimitWarning, stacklevel=3)
+        return np.asarray(res.support, dtype=np.int64), np.asarray(res.weights, dtype=float)
+
+    # ------------------------------------------------------------------ prediction
+    def predict(self, X: Any) -> FloatArray:
+        """:math:`\\bar y + \\sum_{i\\in S} \\text{coef}_i \\mathbb 1\\{x \\in
+        \\text{box}_i\\}` (identical to ``rules_.predict``)."""
         check_is_fitted(self, "rules_")
-        X = np.asarray(validate_data(self, X, reset=False), dtype=float)
-        out = np.full(X.shape[0], self.intercept_)
-        for i, c in zip(self.selected_, self.coef_, strict=True):
-            inside = np.all((self.nodes_.lower[i] < X) & (self.nodes_.upper[i] >= X), axis=1)
-            out += c * inside
-        return out
+        Xv = self._validate_X(X, reset=False)
+        return np.asarray(self.rules_.predict(np.asarray(Xv, dtype=float)), dtype=float)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        return tags

@@ -13,20 +13,29 @@ evaluated on the support S = {i : z_i > 0} by Woodbury with D = diag(z_S):
 Only |S| × |S| systems are solved; no n × n matrix is formed.  The feasible set is
 ``z_i + z_j ≤ 1`` for every node i and descendant j (correct form of (1a)) and the
 budget ``Σ a_i z_i ≤ K`` (1b).
+
+:class:`TreePruningMIP` states Problem (1) itself — binaries z, weights w and residuals
+e = y − M w — as a solver-neutral :class:`~rulemip.model.MIPModel` (convex MIQP), for
+cross-checks of the CIP algorithms and for export (MPS, Pyomo).
 """
 
 from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from rulemip.exceptions import InvalidParameterError
+from rulemip.exceptions import FormulationError, InvalidParameterError
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
 
-__all__ = ["TreePruningCIP", "pruning_feasible_model"]
+__all__ = ["TreePruningCIP", "TreePruningMIP", "TreePruningMIPSolution",
+           "pruning_feasible_model"]
 
 
 class TreePruningCIP:
@@ -93,3 +102,170 @@ def pruning_feasible_model(nodes: NodeMatrix, n_rules: float,
     model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
                           upper=float(n_rules))
     return model
+
+
+@dataclass(frozen=True)
+class TreePruningMIPSolution:
+    """A solve of :class:`TreePruningMIP`.
+
+    Attributes
+    ----------
+    z : (m,) 0/1 node selection (``None`` when the solver found no solution).
+    w : (m,) weights (zero off the support).
+    value : objective of (1) at ``(z, w)``, recomputed from the data (``inf`` without a
+        solution).
+    lower_bound : the solver's dual bound (valid lower bound on the optimum of (1)).
+    gap : relative gap between ``value`` and ``lower_bound``.
+    result : the backend's :class:`~rulemip.solvers.SolveResult`.
+    """
+
+    z: NDArray[np.float64] | None
+    w: NDArray[np.float64] | None
+    value: float
+    lower_bound: float
+    gap: float
+    result: Any
+
+
+class TreePruningMIP:
+    r"""Problem (1) of [PRUNE] as a solver-neutral convex MIQP (SPEC §4).
+
+    .. math::
+
+        \min_{z, w, e}\ \tfrac12 \|e\|_2^2 + \tfrac1{2\gamma}\|w\|_2^2 \quad
+        \text{s.t.}\quad e + \textstyle\sum_i M_i w_i = y,\quad
+        z_i + z_j \le 1\ (j \in C_i),\quad \textstyle\sum_i a_i z_i \le K,\quad
+        (1 - z_i) w_i = 0,\quad z \in \{0, 1\}^m .
+
+    The residuals ``e`` are continuous columns, so the objective is a separable convex
+    quadratic. The complementarity (1c) is written either as indicator constraints
+    ``z_i = 0 ⇒ w_i = 0`` (``complementarity="indicator"``; needs a backend with
+    indicators, e.g. SCIP) or as the big-M rows ``−B z_i ≤ w_i ≤ B z_i``
+    (``complementarity="big_m"``) with the proved bound ``B = sqrt(γ yᵀy)``:
+
+    *Proof that B cuts off no optimal solution.* ``(z, w, e) = (0, 0, y)`` is feasible
+    with objective ``½ yᵀy``, so every optimal ``(z*, w*, e*)`` has
+    ``(1/(2γ)) ‖w*‖² ≤ ½‖e*‖² + (1/(2γ))‖w*‖² ≤ ½ yᵀy``, hence
+    ``|w*_i| ≤ ‖w*‖₂ ≤ sqrt(γ yᵀy) = B`` for every i. Where ``z*_i = 0``, (1c) gives
+    ``w*_i = 0``. So every optimal solution of (1) satisfies ``|w_i| ≤ B z_i``, and these
+    rows imply (1c) for binary z; the big-M model therefore has the same optimal value
+    and optimal solutions as (1). The same argument bounds ``‖e*‖₂ ≤ ‖y‖₂``, which is
+    added as the column bounds ``|e_k| ≤ ‖y‖₂`` and ``|w_i| ≤ B`` in both variants.
+
+    Minimizing over ``(w, e)`` for fixed binary z gives the ridge refit on the support,
+    i.e. ``q(z)`` of CIP (2) (:class:`TreePruningCIP`), so both problems have the same
+    optimum.
+
+    Parameters
+    ----------
+    nodes : NodeMatrix
+        Candidate nodes (columns ``M_i``, descendants, attributes).
+    y : ndarray of shape (n,)
+        Response, used as given (center it for an unpenalized intercept).
+    n_rules : float
+        Budget ``K`` of (1b).
+    attribute : {"rule", "depth", "feature"}
+        Node cost ``a_i``.
+    gamma : float
+        Ridge parameter ``γ > 0``.
+    complementarity : {"indicator", "big_m"}
+        How (1c) is written (see above).
+    """
+
+    def __init__(self, nodes: NodeMatrix, y: NDArray[np.float64], n_rules: float, *,
+                 attribute: str = "rule", gamma: float = 1.0,
+                 complementarity: str = "indicator") -> None:
+        if not (isinstance(gamma, int | float | np.floating) and gamma > 0
+                and math.isfinite(gamma)):
+            raise InvalidParameterError(f"`gamma` must be a positive number; got {gamma!r}.")
+        if complementarity not in ("indicator", "big_m"):
+            raise InvalidParameterError("`complementarity` must be 'indicator' or 'big_m'; "
+                                        f"got {complementarity!r}.")
+        yv = np.asarray(y, dtype=float).reshape(-1)
+        if yv.shape[0] != nodes.M.shape[0]:
+            raise InvalidParameterError(
+                f"`y` has {yv.shape[0]} rows but the node matrix has {nodes.M.shape[0]}.")
+        if not np.all(np.isfinite(yv)):
+            raise InvalidParameterError("`y` must be finite.")
+        nodes.attribute(attribute)  # type: ignore[arg-type]  # validates the name
+        self.nodes = nodes
+        self.y = yv
+        self.n_rules = n_rules
+        self.attribute = attribute
+        self.gamma = float(gamma)
+        self.complementarity = complementarity
+
+    @property
+    def weight_bound(self) -> float:
+        """``B = sqrt(γ yᵀy)``: ``|w_i| ≤ B`` at every optimum (class docstring)."""
+        return math.sqrt(self.gamma * float(self.y @ self.y))
+
+    def build(self) -> MIPModel:
+        """The MIPModel with variable blocks ``"z"`` (m binaries), ``"w"`` (m weights),
+        ``"e"`` (n residuals) and constraint blocks ``"conflict"``, ``"budget"``,
+        ``"residual"`` (and ``"big_m_upper"``/``"big_m_lower"`` for the big-M variant)."""
+        nodes = self.nodes
+        m, n = nodes.n_nodes, self.y.shape[0]
+        model = pruning_feasible_model(nodes, self.n_rules, self.attribute)
+        model.name = "tree_pruning_problem_1"
+        B = self.weight_bound
+        ey = math.sqrt(float(self.y @ self.y))
+        z = np.asarray(model.var("z").ids).ravel()
+        w = np.asarray(model.add_variables("w", m, lb=-B, ub=B).ids).ravel()
+        e = np.asarray(model.add_variables("e", n, lb=-ey, ub=ey).ids).ravel()
+        # e + M w = y
+        A = sp.hstack([sp.identity(n, format="csc"), sp.csc_matrix(nodes.M)], format="csr")
+        model.add_constraints("residual", matrix=A, cols=np.concatenate([e, w]),
+                              lower=self.y, upper=self.y)
+        if self.complementarity == "big_m":
+            eye = sp.identity(m, format="csr")
+            # w_i − B z_i ≤ 0 and w_i + B z_i ≥ 0
+            model.add_constraints("big_m_upper", matrix=sp.hstack([eye, -B * eye]),
+                                  cols=np.concatenate([w, z]), upper=0.0)
+            model.add_constraints("big_m_lower", matrix=sp.hstack([eye, B * eye]),
+                                  cols=np.concatenate([w, z]), lower=0.0)
+        else:
+            for i in range(m):
+                model.add_indicator(int(z[i]), 0, {int(w[i]): 1.0}, "==", 0.0,
+                                    name=f"complementarity_{i}")
+        model.add_square(e, 0.5)
+        model.add_square(w, 0.5 / self.gamma)
+        return model
+
+    def decode(self, model: MIPModel,
+               x: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(z, w)`` from a solution vector ``x`` of :meth:`build`'s model (z rounded to
+        0/1, w set to 0 where z is 0)."""
+        x = np.asarray(x, dtype=float).ravel()
+        if x.shape[0] != model.n_cols:
+            raise FormulationError(
+                f"solution has {x.shape[0]} entries; the model has {model.n_cols} columns.")
+        z = np.round(x[np.asarray(model.var("z").ids).ravel()])
+        w = x[np.asarray(model.var("w").ids).ravel()] * z
+        return z, w
+
+    def objective(self, w: NDArray[np.float64]) -> float:
+        """Objective of (1) at weights ``w``: ``½‖y − M w‖² + (1/(2γ))‖w‖²``."""
+        w = np.asarray(w, dtype=float).ravel()
+        r = self.y - np.asarray(self.nodes.M @ w).ravel()
+        return 0.5 * float(r @ r) + 0.5 / self.gamma * float(w @ w)
+
+    def solve(self, solver: str = "scip", *, time_limit: float | None = None,
+              mip_gap: float = 1e-6, **backend_kwargs: Any) -> TreePruningMIPSolution:
+        """Build, solve with backend ``solver`` (through the solver registry) and decode.
+
+        ``value`` is recomputed from the data at the decoded ``(z, w)``; ``lower_bound`` is
+        the backend's dual bound.
+        """
+        from rulemip.solvers import SolveOptions, get_backend, relative_gap
+
+        model = self.build()
+        res = get_backend(solver, **backend_kwargs).solve(
+            model.to_standard_form(), SolveOptions(time_limit=time_limit, mip_gap=mip_gap))
+        if res.x is None:
+            return TreePruningMIPSolution(None, None, math.inf, float(res.bounds.dual),
+                                          math.inf, res)
+        z, w = self.decode(model, res.x)
+        value = self.objective(w)
+        lb = min(float(res.bounds.dual), value)
+        return TreePruningMIPSolution(z, w, value, lb, relative_gap(value, lb), res)

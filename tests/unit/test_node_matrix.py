@@ -78,3 +78,28 @@ def test_binary_value_equals_ridge_refit():
         w = np.linalg.solve(MS.T @ MS + np.eye(2) / gamma, MS.T @ yc)
         obj = 0.5 * np.sum((yc - MS @ w) ** 2) + 0.5 / gamma * w @ w
         assert np.isclose(orc.value(z), obj)
+
+
+@pytest.mark.parametrize("kind", ["rf", "gb", "et"])
+def test_every_leaf_with_weight_one_reproduces_ensemble(kind):
+    """Selecting all leaves (z = 1 on leaves, w = 1) with fitted node values gives
+    offset + Σ leaves = the ensemble's prediction, also on points not used for fitting."""
+    from sklearn.ensemble import ExtraTreesRegressor
+
+    X, y = _data(30, seed=4)
+    est = {"rf": RandomForestRegressor(n_estimators=3, max_depth=3, random_state=0),
+           "gb": GradientBoostingRegressor(n_estimators=5, max_depth=3, learning_rate=0.3,
+                                           random_state=0),
+           "et": ExtraTreesRegressor(n_estimators=4, max_depth=3, random_state=0)}[kind]
+    est.fit(X, y)
+    Xn, _ = _data(15, seed=5)
+    for Z in (X, Xn):
+        nodes = extract_nodes(est, Z, node_values="fitted")
+        w = nodes.is_leaf.astype(float)
+        pred = nodes.offset + nodes.M @ w
+        np.testing.assert_allclose(pred, est.predict(Z), atol=1e-10)
+        # every point reaches exactly one leaf per tree
+        per_tree = nodes.reach[:, nodes.is_leaf].sum(axis=1)
+        np.testing.assert_array_equal(np.asarray(per_tree).ravel(), len(nodes.multipliers))
+    if kind == "gb":
+        assert nodes.offset != 0.0 and np.isclose(nodes.offset, y.mean())

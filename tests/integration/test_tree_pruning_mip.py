@@ -1,0 +1,113 @@
+"""Problem (1) as a MIQP (TreePruningMIP) solved by SCIP equals the exact OA algorithm on
+CIP (2) and brute force over all feasible node selections."""
+
+import itertools
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
+
+from rulemip.formulations.node_matrix import extract_nodes
+from rulemip.formulations.tree_pruning import TreePruningCIP, TreePruningMIP
+
+pytestmark = pytest.mark.solver
+pytest.importorskip("pyscipopt")
+
+
+def _brute(nodes, oracle, K, attribute):
+    a = nodes.attribute(attribute)
+    pairs = nodes.conflict_pairs()
+    m = nodes.n_nodes
+    best, best_z = np.inf, None
+    kmax = int(K) + int(np.sum(a == 0))  # zero-cost nodes (roots under depth/feature)
+    for k in range(0, min(kmax, m) + 1):
+        for S in itertools.combinations(range(m), k):
+            z = np.zeros(m)
+            z[list(S)] = 1
+            if a @ z > K + 1e-9:
+                continue
+            if pairs.size and np.any(z[pairs[:, 0]] + z[pairs[:, 1]] > 1):
+                continue
+            v = oracle.value(z)
+            if v < best:
+                best, best_z = v, z
+    return best, best_z
+
+
+def _instance(kind, seed=3, n=25, depth=2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = X[:, 0] + (X[:, 2] > 0.3) - 0.8 * (X[:, 1] > 0) + 0.2 * rng.normal(size=n)
+    if kind == "gb":
+        est = GradientBoostingRegressor(n_estimators=2, max_depth=depth, random_state=0)
+    elif kind == "gb3":
+        est = GradientBoostingRegressor(n_estimators=1, max_depth=3, random_state=0)
+    else:
+        est = RandomForestRegressor(n_estimators=2, max_depth=2, random_state=0)
+    est.fit(X, y)
+    return extract_nodes(est, X, y), y - y.mean()
+
+
+@pytest.mark.parametrize("kind,attribute,K,gamma", [
+    ("gb", "rule", 2, 1.0), ("gb", "depth", 3, 0.5), ("gb", "feature", 2, 2.0),
+    ("rf", "rule", 3, 1.0), ("rf", "depth", 2, 1.0), ("gb3", "depth", 3, 1.0)])
+def test_scip_equals_prune_exact_and_brute_force(kind, attribute, K, gamma):
+    pytest.importorskip("highspy")
+    from rulemip.algorithms.prune_exact import prune_exact
+    from rulemip.solvers.result import TerminationReason
+
+    nodes, yc = _instance(kind)
+    oracle = TreePruningCIP(nodes.M, yc, gamma)
+    brute, _ = _brute(nodes, oracle, K, attribute)
+    assert brute < 0.5 * yc @ yc - 1e-6  # the instance is not trivial: some node helps
+
+    res, _ = prune_exact(nodes, yc, K, attribute=attribute, gamma=gamma)
+    assert res.termination == TerminationReason.OPTIMAL
+    assert np.isclose(res.value, brute, rtol=1e-6)
+
+    for comp in ("indicator", "big_m"):
+        sol = TreePruningMIP(nodes, yc, K, attribute=attribute, gamma=gamma,
+                             complementarity=comp).solve("scip")
+        assert sol.result.termination == TerminationReason.OPTIMAL
+        assert np.isclose(sol.value, brute, rtol=1e-5, atol=1e-8), comp
+        assert sol.lower_bound <= brute + 1e-6 * max(1.0, brute)
+        # the decoded selection is feasible and its ridge refit is optimal too
+        a = nodes.attribute(attribute)
+        assert a @ sol.z <= K + 1e-9
+        pairs = nodes.conflict_pairs()
+        assert np.all(sol.z[pairs[:, 0]] + sol.z[pairs[:, 1]] <= 1)
+        assert np.all(sol.w[sol.z == 0] == 0)
+        assert np.isclose(oracle.value(sol.z), brute, rtol=1e-5, atol=1e-8)
+        assert abs(sol.w).max() <= TreePruningMIP(nodes, yc, K, gamma=gamma).weight_bound
+
+
+def test_model_blocks_and_budget_zero():
+    from rulemip.solvers.result import TerminationReason
+
+    nodes, yc = _instance("gb", n=20)
+    mip = TreePruningMIP(nodes, yc, 0, complementarity="big_m")
+    model = mip.build()
+    assert list(model.variable_blocks)[:3] == ["z", "w", "e"]
+    assert model.var("w").size == nodes.n_nodes and model.var("e").size == 20
+    assert {"conflict", "budget", "residual", "big_m_upper",
+            "big_m_lower"} <= set(model.constraint_blocks)
+    ind = TreePruningMIP(nodes, yc, 0).build()
+    assert len(ind.indicators) == nodes.n_nodes
+    assert "big_m_upper" not in ind.constraint_blocks
+    sol = mip.solve("scip")  # K = 0 under 'rule': nothing selected, value ½ yᵀy
+    assert sol.result.termination == TerminationReason.OPTIMAL
+    assert sol.z.sum() == 0 and np.isclose(sol.value, 0.5 * yc @ yc)
+
+
+def test_bad_parameters():
+    from rulemip.exceptions import InvalidParameterError
+
+    nodes, yc = _instance("gb", n=20)
+    with pytest.raises(InvalidParameterError, match="gamma"):
+        TreePruningMIP(nodes, yc, 2, gamma=0.0)
+    with pytest.raises(InvalidParameterError, match="complementarity"):
+        TreePruningMIP(nodes, yc, 2, complementarity="sos")
+    with pytest.raises(InvalidParameterError, match="attribute"):
+        TreePruningMIP(nodes, yc, 2, attribute="leaves")
+    with pytest.raises(InvalidParameterError, match="rows"):
+        TreePruningMIP(nodes, yc[:-1], 2)
