@@ -50,7 +50,7 @@ def register(sub: Any) -> None:
                         "tree's fitted value times its multiplier")
     p.add_argument("--gamma", type=float, default=None, metavar="G",
                    help="ridge parameter gamma > 0 on the standardized response "
-                        "(default 1/n)")
+                        "(default 10/n; smaller certifies faster, larger predicts better)")
     p.add_argument("--n-lambdas", type=int, default=50,
                    help="number of lambda values of the path (--method path)")
     p.add_argument("--solver", default="highs", help="backend of the (I)LP subproblems")
