@@ -1,0 +1,194 @@
+r"""Relax-and-round for tree pruning ([PRUNE] App. D, Alg. 4; SPEC §4).
+
+**Relaxation.**  Replace ``z ∈ {0,1}^m`` by ``z ∈ [0,1]^m`` in CIP (2) (budgeted:
+``Σ a_i z_i ≤ K``) or in problem (16) (penalized: objective ``q(z) + λ Σ a_i z_i``).  The
+conflicts are written as one row per root-to-leaf path, ``Σ_{j ∈ path} z_j ≤ 1``: the
+paths are the maximal cliques of the conflict graph, which is perfect (a comparability
+graph), so these rows describe exactly the convex hull of the feasible antichains — a
+relaxation at least as tight as the pairwise rows ``z_i + z_j ≤ 1`` or the aggregated rows
+(16a), and with far fewer rows.  ``q`` is convex on [0,1]^m (a matrix-fractional
+function), so the relaxation is solved by outer approximation with LP masters (D.2,
+eq. 19): :class:`~rulemip.algorithms.outer_approximation.OuterApproximation` with
+``OAOptions(relax=True)``.  Its master bound is a valid lower bound on the relaxation,
+hence on the integer problem.
+
+**Rounding.**  With ``ζ`` the relaxed solution, solve the knapsack with conflict graph
+(ILP (17)): ``max Σ ζ_i z_i`` over binary antichains of the forest, plus ``Σ a_i z_i ≤ K``
+when budgeted — exactly by the forest DP (integer costs), or by the FPTAS (``fptas_eps``,
+or non-integer costs; value ≥ (1 − ε)·OPT of (17)).  Entries ``ζ_i ≤ 1e-9`` count as 0 so
+that solver noise selects nothing.  The rounded support is refit by ridge (w_S).  The
+result is a heuristic solution (feasible, not certified optimal); the relaxation value is
+a lower bound on the optimum.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+from numpy.typing import NDArray
+
+from rulemip.algorithms.cbcd import path_clique_matrix
+from rulemip.algorithms.knapsack_conflicts import (
+    forest_knapsack,
+    forest_knapsack_fptas,
+    forest_penalized,
+)
+from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.algorithms.prune_exact import greedy_prune
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.node_matrix import NodeMatrix
+from rulemip.formulations.tree_pruning import TreePruningCIP
+from rulemip.model import MIPModel
+from rulemip.solvers.result import TerminationReason
+
+__all__ = ["RelaxRoundResult", "relax_and_round", "relaxation_model"]
+
+FloatArray = NDArray[np.float64]
+_ZETA_ZERO = 1e-9
+
+
+@dataclass(frozen=True)
+class RelaxRoundResult:
+    """Result of :func:`relax_and_round` (see the module docstring)."""
+
+    z: FloatArray
+    support: NDArray[np.int64]
+    weights: FloatArray
+    value: float
+    relaxation_value: float
+    relaxation_lower_bound: float
+    z_relaxed: FloatArray
+    wall_time: float
+    relaxation_converged: bool = True
+    relaxation_upper: float = math.nan
+    cost: float = 0.0
+    rounding: str = ""
+    relaxation_termination: str = ""
+    relaxation_iterations: int = 0
+
+
+class _Penalized:
+    """Oracle of ``q(z) + λ aᵀz`` (convex; the linear term is carried exactly by the cuts)."""
+
+    def __init__(self, base: TreePruningCIP, lam: float, a: FloatArray) -> None:
+        self.base, self.lam, self.a = base, lam, a
+
+    def value_and_gradient(self, z: FloatArray) -> tuple[float, FloatArray]:
+        v, g = self.base.value_and_gradient(z)
+        return v + self.lam * float(self.a @ z), g + self.lam * self.a
+
+    def value(self, z: FloatArray) -> float:
+        return self.value_and_gradient(z)[0]
+
+
+def relaxation_model(nodes: NodeMatrix, n_rules: float | None = None,
+                     attribute: str = "rule") -> MIPModel:
+    """Feasible set of the relaxation: ``z`` in [0,1] (declared binary; relax it), one row
+    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``n_rules``."""
+    m = nodes.n_nodes
+    model = MIPModel("relax_and_round")
+    z = model.add_variables("z", m, binary=True)
+    ids = np.asarray(z.ids).ravel()
+    model.add_constraints("paths", matrix=path_clique_matrix(nodes.parent), cols=ids,
+                          upper=1.0)
+    if n_rules is not None:
+        a = nodes.attribute(attribute)  # type: ignore[arg-type]
+        model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
+                              upper=float(n_rules))
+    return model
+
+
+def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float | None = None,
+                    lam: float | None = None, attribute: str = "rule", gamma: float = 1.0,
+                    fptas_eps: float | None = None, time_limit: float | None = None,
+                    solver: str = "highs", rel_tol: float = 1e-6,
+                    abs_tol: float = 1e-9) -> RelaxRoundResult:
+    r"""Alg. 4 of [PRUNE]: solve the convex relaxation, round by the knapsack DP, refit.
+
+    Parameters
+    ----------
+    nodes : candidate nodes; y : (n,) response used as given (center it first).
+    n_rules : budget K of ``Σ a_i z_i ≤ K`` (budgeted CIP (2)); exclusive with ``lam``.
+    lam : penalty λ ≥ 0 of problem (16); exclusive with ``n_rules``.
+    attribute : node cost a_i (``"rule"``, ``"depth"``, ``"feature"``).
+    gamma : ridge parameter γ > 0.
+    fptas_eps : use the FPTAS with this ε ∈ (0, 1) for the budgeted rounding (also used,
+        with ε = 0.05, when the costs are not integers).
+    time_limit : seconds for the relaxation (OA with LP masters, including the greedy warm
+        start of the budgeted problem).  When the relaxation stops early, ζ is the best
+        relaxed point found — possibly the greedy warm start itself (then ``rounding`` says
+        so and the result is the greedy model).
+    solver : LP backend of the masters.
+    rel_tol, abs_tol : OA stopping tolerance of the relaxation.
+
+    Returns
+    -------
+    RelaxRoundResult : ``value`` = q(z) (+ λ·cost); ``relaxation_value`` = the relaxation's
+        OA lower bound when it converged (the relaxation optimum up to the tolerance, and a
+        valid lower bound on the integer optimum); ``relaxation_lower_bound`` = the OA
+        master bound in every case (``relaxation_converged`` says whether it converged;
+        ``relaxation_upper`` is the best relaxed value found).
+    """
+    t0 = time.perf_counter()
+    if (n_rules is None) == (lam is None):
+        raise InvalidParameterError("give exactly one of `n_rules` (budgeted) or `lam` "
+                                    "(penalized).")
+    if n_rules is not None and not (isinstance(n_rules, int | float) and n_rules >= 0):
+        raise InvalidParameterError(f"`n_rules` must be >= 0; got {n_rules}.")
+    if lam is not None and not (isinstance(lam, int | float) and math.isfinite(lam)
+                                and lam >= 0):
+        raise InvalidParameterError(f"`lam` must be >= 0; got {lam}.")
+    if fptas_eps is not None and not 0 < fptas_eps < 1:
+        raise InvalidParameterError(f"`fptas_eps` must be in (0, 1); got {fptas_eps}.")
+    yv = np.asarray(y, dtype=float).reshape(-1)
+    if not np.all(np.isfinite(yv)):
+        raise InvalidDataError("`y` must be finite.")
+    base = TreePruningCIP(nodes.M, yv, gamma)
+    a = nodes.attribute(attribute)  # type: ignore[arg-type]
+    m = nodes.n_nodes
+    oracle: TreePruningCIP | _Penalized = base if lam is None else _Penalized(base, float(lam), a)
+    model = relaxation_model(nodes, n_rules, attribute)
+    opts = OAOptions(relax=True, time_limit=time_limit, solver=solver, rel_tol=rel_tol,
+                     abs_tol=abs_tol * max(1.0, base.yty))
+    oa = OuterApproximation(oracle, model, "z", opts, lower_bound_hint=0.0)
+    oa.add_cut_at(np.zeros(m))
+    z_greedy = None
+    if n_rules is not None:
+        z_greedy = greedy_prune(base, nodes, n_rules, attribute)
+        oa.add_cut_at(z_greedy)
+    res = oa.run()
+    if res.z is None:
+        raise InvalidDataError(f"the relaxation found no point ({res.termination.value}).")
+    converged = res.termination is TerminationReason.OPTIMAL
+    zr = np.clip(res.z, 0.0, 1.0)
+    zeta = np.where(zr > _ZETA_ZERO, zr, 0.0)
+    if n_rules is None:
+        _, zb = forest_penalized(zeta, nodes.parent)
+        how = "forest_penalized"
+    elif fptas_eps is None and np.allclose(a, np.round(a)):
+        _, zb = forest_knapsack(zeta, np.round(a).astype(np.int64),
+                                math.floor(n_rules + 1e-9), nodes.parent)
+        how = "forest_knapsack"
+    else:
+        eps = 0.05 if fptas_eps is None else float(fptas_eps)
+        _, zb = forest_knapsack_fptas(zeta, a, float(n_rules), nodes.parent, eps)
+        how = f"forest_knapsack_fptas(eps={eps})"
+    if z_greedy is not None and np.array_equal(zr, z_greedy):
+        how += " (ζ = the greedy warm start: the relaxation found no better point)"
+    zb = np.asarray(zb, dtype=float)
+    S, w = base.weights(zb)
+    cost = float(a @ zb)
+    value = base.value(zb) + (0.0 if lam is None else float(lam) * cost)
+    return RelaxRoundResult(z=zb, support=S.astype(np.int64), weights=w, value=value,
+                            relaxation_value=float(res.lower_bound),
+                            relaxation_lower_bound=float(res.lower_bound), z_relaxed=zr,
+                            wall_time=time.perf_counter() - t0,
+                            relaxation_converged=converged, relaxation_upper=float(res.value),
+                            cost=cost, rounding=how,
+                            relaxation_termination=(res.termination.value
+                                                    + (f"/{res.limit.value}" if res.limit else "")),
+                            relaxation_iterations=res.iterations)
