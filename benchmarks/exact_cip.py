@@ -1,12 +1,12 @@
-"""Time to certified optimality of the box-selection CIP (SPEC §2b) — rerun with
+"""Studies specific to the box-selection CIP (SPEC §2b) — rerun with
 
-    /work/venv/bin/python benchmarks/exact_cip.py table --time-limit 30 > table.md
-    /work/venv/bin/python benchmarks/exact_cip.py ablation --time-limit 30 > ablation.md
-    /work/venv/bin/python benchmarks/exact_cip.py mainjob --regs 1 0.01
+    python benchmarks/exact_cip.py ablation --time-limit 20 > ablation.md
+    python benchmarks/exact_cip.py mainjob --time-limit 30 --regs 1 0.01
 
-Instances: subsamples (seed 0) of scikit-learn's diabetes data — 1 feature (bmi) with
-n ∈ {30, 60, 100}, and 2 (bmi, bp) / 3 (bmi, bp, s5) features with n = 100; at most 5
-quantile thresholds per feature (6 groups); squared loss with intercept; k = 1..10.
+``ablation``: what each outer-approximation trick buys; ``mainjob``: the configuration
+``rulemip fit`` uses on the bundled diabetes_small. The time-to-optimality table of every
+engine (CIP by enumeration / OA, interval-cover MIP on each backend) with its agreement
+check is ``benchmarks/exact.py``, which also provides the data (:func:`exact.diabetes`).
 Timings are wall-clock on a shared 2-core machine (other jobs running): noisy.
 """
 
@@ -17,22 +17,10 @@ import sys
 import time
 from typing import Any
 
-import numpy as np
+from exact import diabetes
 
 from rulemip.data import Dataset
 from rulemip.formulations.box_selection import BoxSelectionCIP
-
-FEATURES = [2, 3, 8]  # bmi, bp, s5
-
-
-def diabetes(n: int, d: int, seed: int = 0) -> Dataset:
-    from sklearn.datasets import load_diabetes
-
-    X, y = load_diabetes(return_X_y=True)
-    rng = np.random.default_rng(seed)
-    idx = rng.choice(len(y), n, replace=False)
-    names = ["bmi", "bp", "s5"][:d]
-    return Dataset.from_arrays(X[idx][:, FEATURES[:d]], y[idx], feature_names=names)
 
 
 def run(ds: Dataset, k: int, reg: float, time_limit: float, **kw: Any) -> dict[str, Any]:
@@ -44,24 +32,6 @@ def run(ds: Dataset, k: int, reg: float, time_limit: float, **kw: Any) -> dict[s
             "iters": res.iterations, "gap": res.gap, "risk": res.risk,
             "lb": res.lower_bound, "B": res.n_boxes, "cells": res.n_cells,
             "backend": res.backend}
-
-
-def table(args: argparse.Namespace) -> None:
-    print("| data | n | λ | method | k | status | time (s) | iterations | gap | R_λ | boxes |"
-          " cells |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
-    cases = [(1, n) for n in (30, 60, 100)] + [(2, 100), (3, 100)]
-    for d, n in cases:
-        if d not in args.dims:
-            continue
-        ds = diabetes(n, d)
-        for reg in (args.regs if d == 1 else args.regs_multi):
-            for k in range(1, 11):
-                r = run(ds, k, reg, args.time_limit, method=args.method,
-                        relaxation_iters=args.relaxation_iters)
-                print(f"| {d}-d | {n} | {reg:g} | {r['backend']} | {k} | {r['status']} | "
-                      f"{r['time']:.2f} | {r['iters']} | {r['gap']:.1e} | {r['risk']:.2f} | "
-                      f"{r['B']} | {r['cells']} |", flush=True)
 
 
 ABLATION = {
@@ -112,18 +82,14 @@ def mainjob(args: argparse.Namespace) -> None:
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["table", "ablation", "mainjob"])
+    p.add_argument("what", choices=["ablation", "mainjob"])
     p.add_argument("--time-limit", type=float, default=60.0)
     p.add_argument("--regs", type=float, nargs="+", default=[1.0, 10.0],
-                   help="ridges λ for the 1-feature data (and the main job)")
-    p.add_argument("--regs-multi", type=float, nargs="+", default=[10.0, 100.0],
-                   help="ridges λ for the 2- and 3-feature data")
-    p.add_argument("--dims", type=int, nargs="+", default=[1, 2, 3],
-                   help="which feature counts of the table to run")
+                   help="ridges λ of the main job")
     p.add_argument("--method", default="auto", choices=["auto", "oa", "enumerate"])
     p.add_argument("--relaxation-iters", type=int, default=200)
     args = p.parse_args(argv)
-    {"table": table, "ablation": ablation, "mainjob": mainjob}[args.what](args)
+    {"ablation": ablation, "mainjob": mainjob}[args.what](args)
 
 
 if __name__ == "__main__":
