@@ -22,20 +22,23 @@ def assert_intervals_valid(table, tol=TOL):
 
 # Δ = 0.04 lies inside Lemma 2's admissible range for every k ≤ 6; at Δ = 0.01 the optimum
 # is O(Δ²) = 1e-4 and the k ≥ 4 bounds do not close within a test's time (benchmarks/gap.py)
-@pytest.mark.parametrize("k", [2, 3, 4, 5])
+@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
 def test_alternating_dataset_certifies_the_worst_case_gap(k):
     delta = 0.04
     X, y = alternating(k, delta)
     reg = 1e-9
+    # k = 6: the bound does not close within a test's time (an O(Δ²) optimum at a 1e-9
+    # ridge), but the certified interval's lower end R_b − UB needs only the incumbent,
+    # which the box-selection local search finds
     study = gap_study(X, y, k_max=k, variants=["MIP-boosting", "SGB"], reg=reg,
-                      fit_intercept=False, time_limit=60, mip_gap=1e-4)
+                      fit_intercept=False, time_limit=60 if k <= 5 else 20, mip_gap=1e-4)
     row = study.table.query("k == @k and variant == 'MIP-boosting'").iloc[0]
     # optimal = certified within mip_gap 1e-4 relative (risks are O(Δ²) here)
     # idealized boosting reproduces Lemma 2 (the ridge is negligible at reg = 1e-9)
     assert row["risk_boost"] == pytest.approx(lemma2_risk(k, delta), abs=1e-6)
     # the exact model is at least as good as Lemma 1's ensemble, and certified
     assert row["incumbent"] <= lemma1_risk(k, delta) + 1e-6
-    assert row["status"] == "optimal"
+    assert row["status"] == "optimal" or k == 6
     # certified gap at least Lemma 2 − Lemma 1 = 1/2 − 1/(4k−2) − ξ(Δ) (eq. 22)
     assert row["gap_lo"] >= theorem1_bound(k) - xi(k, delta) - 1e-6
     assert_intervals_valid(study.table)
