@@ -7,10 +7,24 @@ paths are the maximal cliques of the conflict graph, which is perfect (a compara
 graph), so these rows describe exactly the convex hull of the feasible antichains — a
 relaxation at least as tight as the pairwise rows ``z_i + z_j ≤ 1`` or the aggregated rows
 (16a), and with far fewer rows.  ``q`` is convex on [0,1]^m (a matrix-fractional
-function), so the relaxation is solved by outer approximation with LP masters (D.2,
-eq. 19): :class:`~rulemip.algorithms.outer_approximation.OuterApproximation` with
-``OAOptions(relax=True)``.  Its master bound is a valid lower bound on the relaxation,
-hence on the integer problem.
+function).  Two solvers:
+
+* ``relaxation="frank_wolfe"``: pairwise Frank–Wolfe with an exact line search
+  and an exact linear minimization oracle — the forest DP over antichains (the path
+  polytope is integral), with the budget row handled by an exact Lagrangian breakpoint
+  search (:mod:`rulemip.algorithms.frank_wolfe`).  Its upper value is ``q`` at the
+  iterate, its lower bound the best Frank–Wolfe gap bound
+  ``f(z) + min_{s∈P} ∇f(z)ᵀ(s − z)``, valid at every iteration.
+* ``relaxation="oa"`` (default): outer approximation with LP masters (D.2, eq. 19):
+  :class:`~rulemip.algorithms.outer_approximation.OuterApproximation` with
+  ``OAOptions(relax=True)``; its master bound is the lower bound.
+
+Either lower bound is a valid lower bound on the relaxation, hence on the integer problem.
+OA stays the default: on realistic ensembles (100 trees, n = 700) Frank–Wolfe gets much
+closer to the relaxation optimum, but that optimum is tiny (≈ 10 against integer values
+≈ 1000: the perspective relaxation is weak when ‖M_i‖² ≫ 1/γ), and rounding the spread
+fractional point gives far worse models than the OA run, whose best relaxed point is the
+greedy warm start (``docs/benchmarks/pruning_paths.md``).
 
 **Rounding.**  With ``ζ`` the relaxed solution, solve the knapsack with conflict graph
 (ILP (17)): ``max Σ ζ_i z_i`` over binary antichains of the forest, plus ``Σ a_i z_i ≤ K``
@@ -32,6 +46,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.algorithms.cbcd import path_clique_matrix
+from rulemip.algorithms.frank_wolfe import ForestLMO, FWIteration, frank_wolfe_relaxation
 from rulemip.algorithms.knapsack_conflicts import (
     forest_knapsack,
     forest_knapsack_fptas,
@@ -69,6 +84,8 @@ class RelaxRoundResult:
     rounding: str = ""
     relaxation_termination: str = ""
     relaxation_iterations: int = 0
+    relaxation: str = "oa"
+    relaxation_history: tuple[FWIteration, ...] = ()
 
 
 class _Penalized:
@@ -106,7 +123,8 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
                     lam: float | None = None, attribute: str = "rule", gamma: float = 1.0,
                     fptas_eps: float | None = None, time_limit: float | None = None,
                     solver: str = "highs", rel_tol: float = 1e-6,
-                    abs_tol: float = 1e-9) -> RelaxRoundResult:
+                    abs_tol: float = 1e-9, relaxation: str = "oa",
+                    max_iter: int = 2000) -> RelaxRoundResult:
     r"""Alg. 4 of [PRUNE]: solve the convex relaxation, round by the knapsack DP, refit.
 
     Parameters
@@ -118,20 +136,26 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     gamma : ridge parameter γ > 0.
     fptas_eps : use the FPTAS with this ε ∈ (0, 1) for the budgeted rounding (also used,
         with ε = 0.05, when the costs are not integers).
-    time_limit : seconds for the relaxation (OA with LP masters, including the greedy warm
-        start of the budgeted problem).  When the relaxation stops early, ζ is the best
-        relaxed point found — possibly the greedy warm start itself (then ``rounding`` says
+    time_limit : seconds for the relaxation.  When it stops early, ζ is the best relaxed
+        point found (for OA possibly the greedy warm start itself: then ``rounding`` says
         so and the result is the greedy model).
-    solver : LP backend of the masters.
-    rel_tol, abs_tol : OA stopping tolerance of the relaxation.
+    solver : LP backend of the OA masters (unused by Frank–Wolfe).
+    rel_tol, abs_tol : stopping tolerance of the relaxation: converged when
+        ``upper − lower ≤ max(abs_tol·max(1, yᵀy), rel_tol·|upper|)`` (FW) or at the OA
+        engine's tolerance (OA).
+    relaxation : ``"oa"`` (outer approximation with LP masters; default) or
+        ``"frank_wolfe"`` (pairwise FW with an exact LMO).
+    max_iter : iteration cap of Frank–Wolfe.
 
     Returns
     -------
-    RelaxRoundResult : ``value`` = q(z) (+ λ·cost); ``relaxation_value`` = the relaxation's
-        OA lower bound when it converged (the relaxation optimum up to the tolerance, and a
-        valid lower bound on the integer optimum); ``relaxation_lower_bound`` = the OA
-        master bound in every case (``relaxation_converged`` says whether it converged;
-        ``relaxation_upper`` is the best relaxed value found).
+    RelaxRoundResult : ``value`` = q(z) (+ λ·cost) of the rounded, feasible selection (a
+        heuristic, never certified optimal); ``relaxation_value`` = the relaxed objective
+        at ``z_relaxed`` (feasible for the relaxation: an upper bound of its optimum, equal
+        to it within the tolerance when ``relaxation_converged``; same as
+        ``relaxation_upper``); ``relaxation_lower_bound`` = a valid lower bound of the
+        relaxation, hence of the integer optimum (FW gap bound, or OA master bound);
+        ``relaxation_history`` = the FW iterations (empty for OA).
     """
     t0 = time.perf_counter()
     if (n_rules is None) == (lam is None):
@@ -144,27 +168,47 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
         raise InvalidParameterError(f"`lam` must be >= 0; got {lam}.")
     if fptas_eps is not None and not 0 < fptas_eps < 1:
         raise InvalidParameterError(f"`fptas_eps` must be in (0, 1); got {fptas_eps}.")
+    if relaxation not in ("frank_wolfe", "oa"):
+        raise InvalidParameterError("`relaxation` must be 'frank_wolfe' or 'oa'; "
+                                    f"got {relaxation!r}.")
     yv = np.asarray(y, dtype=float).reshape(-1)
     if not np.all(np.isfinite(yv)):
         raise InvalidDataError("`y` must be finite.")
     base = TreePruningCIP(nodes.M, yv, gamma)
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
     m = nodes.n_nodes
-    oracle: TreePruningCIP | _Penalized = base if lam is None else _Penalized(base, float(lam), a)
-    model = relaxation_model(nodes, n_rules, attribute)
-    opts = OAOptions(relax=True, time_limit=time_limit, solver=solver, rel_tol=rel_tol,
-                     abs_tol=abs_tol * max(1.0, base.yty))
-    oa = OuterApproximation(oracle, model, "z", opts, lower_bound_hint=0.0)
-    oa.add_cut_at(np.zeros(m))
     z_greedy = None
-    if n_rules is not None:
-        z_greedy = greedy_prune(base, nodes, n_rules, attribute)
-        oa.add_cut_at(z_greedy)
-    res = oa.run()
-    if res.z is None:
-        raise InvalidDataError(f"the relaxation found no point ({res.termination.value}).")
-    converged = res.termination is TerminationReason.OPTIMAL
-    zr = np.clip(res.z, 0.0, 1.0)
+    history: tuple[FWIteration, ...] = ()
+    if relaxation == "frank_wolfe":
+        lmo = ForestLMO(nodes.parent, a, None if n_rules is None else float(n_rules))
+        fw = frank_wolfe_relaxation(base, lmo, lin=None if lam is None else float(lam) * a,
+                                    time_limit=time_limit, max_iter=max_iter,
+                                    rel_tol=rel_tol, abs_tol=abs_tol * max(1.0, base.yty))
+        zr = np.clip(fw.z, 0.0, 1.0)
+        lower = fw.lower_bound
+        converged = fw.converged
+        termination, iterations, history = fw.termination, fw.iterations, fw.history
+    else:
+        oracle: TreePruningCIP | _Penalized = (base if lam is None
+                                               else _Penalized(base, float(lam), a))
+        model = relaxation_model(nodes, n_rules, attribute)
+        opts = OAOptions(relax=True, time_limit=time_limit, solver=solver, rel_tol=rel_tol,
+                         abs_tol=abs_tol * max(1.0, base.yty))
+        oa = OuterApproximation(oracle, model, "z", opts, lower_bound_hint=0.0)
+        oa.add_cut_at(np.zeros(m))
+        if n_rules is not None:
+            z_greedy = greedy_prune(base, nodes, n_rules, attribute)
+            oa.add_cut_at(z_greedy)
+        res = oa.run()
+        if res.z is None:
+            raise InvalidDataError(f"the relaxation found no point ({res.termination.value}).")
+        converged = res.termination is TerminationReason.OPTIMAL
+        zr = np.clip(res.z, 0.0, 1.0)
+        lower = float(res.lower_bound)
+        termination = res.termination.value + (f"/{res.limit.value}" if res.limit else "")
+        iterations = res.iterations
+    relax_upper = base.value(zr) + (0.0 if lam is None else float(lam) * float(a @ zr))
+    lower = min(lower, relax_upper)
     zeta = np.where(zr > _ZETA_ZERO, zr, 0.0)
     if n_rules is None:
         _, zb = forest_penalized(zeta, nodes.parent)
@@ -184,11 +228,11 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     cost = float(a @ zb)
     value = base.value(zb) + (0.0 if lam is None else float(lam) * cost)
     return RelaxRoundResult(z=zb, support=S.astype(np.int64), weights=w, value=value,
-                            relaxation_value=float(res.lower_bound),
-                            relaxation_lower_bound=float(res.lower_bound), z_relaxed=zr,
+                            relaxation_value=float(relax_upper),
+                            relaxation_lower_bound=float(lower), z_relaxed=zr,
                             wall_time=time.perf_counter() - t0,
-                            relaxation_converged=converged, relaxation_upper=float(res.value),
-                            cost=cost, rounding=how,
-                            relaxation_termination=(res.termination.value
-                                                    + (f"/{res.limit.value}" if res.limit else "")),
-                            relaxation_iterations=res.iterations)
+                            relaxation_converged=converged,
+                            relaxation_upper=float(relax_upper), cost=cost, rounding=how,
+                            relaxation_termination=termination,
+                            relaxation_iterations=iterations, relaxation=relaxation,
+                            relaxation_history=history)

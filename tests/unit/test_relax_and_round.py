@@ -65,21 +65,24 @@ def _cvxpy_relaxation(nodes, y, a, K=None, lam=0.0, gamma=1.0):
     return float(prob.value)
 
 
+@pytest.mark.parametrize("relaxation", ["frank_wolfe", "oa"])
 @pytest.mark.parametrize("attribute,K", [("rule", 2), ("rule", 3), ("depth", 3)])
-def test_budgeted_bounds_feasibility_and_cvxpy(attribute, K):
+def test_budgeted_bounds_feasibility_and_cvxpy(attribute, K, relaxation):
     pytest.importorskip("highspy")
     from rulemip.algorithms.relax_and_round import relax_and_round
 
     y, nodes = _instance(0)
     oracle = TreePruningCIP(nodes.M, y, 1.0)
     a = nodes.attribute(attribute)
-    res = relax_and_round(nodes, y, n_rules=K, attribute=attribute)
+    res = relax_and_round(nodes, y, n_rules=K, attribute=attribute, relaxation=relaxation)
     opt = _brute(nodes, oracle, a, K=K)
     tol = 1e-7 * float(y @ y)
-    assert res.relaxation_converged
-    assert res.relaxation_value <= opt + tol            # valid lower bound
-    assert res.relaxation_value <= res.value + tol
+    assert res.relaxation_converged and res.relaxation == relaxation
+    assert res.relaxation_lower_bound <= opt + tol      # valid lower bound
+    assert res.relaxation_lower_bound <= res.value + tol
     assert res.relaxation_lower_bound <= res.relaxation_value + tol
+    # converged: the relaxed value (an upper bound of the relaxation) is within tolerance
+    assert res.relaxation_value - res.relaxation_lower_bound <= 1e-6 * res.relaxation_value + tol
     assert opt <= res.value + tol                      # rounded point is feasible ...
     assert _feasible(nodes, res.z, a, K)               # ... and so checked directly
     assert set(np.unique(res.z)) <= {0.0, 1.0}
@@ -90,21 +93,24 @@ def test_budgeted_bounds_feasibility_and_cvxpy(attribute, K):
     P = path_clique_matrix(nodes.parent)
     assert np.all(P @ res.z_relaxed <= 1 + 1e-7) and a @ res.z_relaxed <= K + 1e-7
     assert oracle.value(res.z_relaxed) == pytest.approx(res.relaxation_upper)
+    assert res.relaxation_upper == res.relaxation_value
     assert res.relaxation_value == pytest.approx(_cvxpy_relaxation(nodes, y, a, K=K), rel=2e-5)
 
 
+@pytest.mark.parametrize("relaxation", ["frank_wolfe", "oa"])
 @pytest.mark.parametrize("lam", [0.05, 0.5])
-def test_penalized_bounds_and_cvxpy(lam):
+def test_penalized_bounds_and_cvxpy(lam, relaxation):
     pytest.importorskip("highspy")
     from rulemip.algorithms.relax_and_round import relax_and_round
 
     y, nodes = _instance(1)
     oracle = TreePruningCIP(nodes.M, y, 1.0)
     a = nodes.attribute("rule")
-    res = relax_and_round(nodes, y, lam=lam)
+    res = relax_and_round(nodes, y, lam=lam, relaxation=relaxation)
     opt = _brute(nodes, oracle, a, lam=lam)
     tol = 1e-7 * float(y @ y)
-    assert res.relaxation_value <= opt + tol <= res.value + 2 * tol
+    assert res.relaxation_converged
+    assert res.relaxation_lower_bound <= opt + tol <= res.value + 2 * tol
     assert _feasible(nodes, res.z)
     assert res.value == pytest.approx(oracle.value(res.z) + lam * res.z.sum())
     assert res.relaxation_value == pytest.approx(_cvxpy_relaxation(nodes, y, a, lam=lam),
@@ -120,7 +126,7 @@ def test_fptas_rounding_is_feasible():
     res = relax_and_round(nodes, y, n_rules=4, attribute="depth", fptas_eps=0.1)
     assert res.rounding.startswith("forest_knapsack_fptas")
     assert _feasible(nodes, res.z, a, 4)
-    assert res.relaxation_value <= res.value
+    assert res.relaxation_lower_bound <= res.value
 
 
 def test_errors():
