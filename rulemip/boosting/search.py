@@ -9,19 +9,26 @@ shrink the cover. Each level keeps the ``w`` best children by objective value:
 when it is not redundant (its cover was not seen before — the covered index set is hashed)
 and when ``bnd(q) > best``.
 
-Implementation (all hot loops vectorized):
+Implementation (all hot loops vectorized, nodes batched):
 
 - Each feature is argsorted once per fit (:class:`SearchSpace`); the points of a cover
-  in the order of feature ``j`` are obtained by filtering that order by the cover (or,
-  for small covers, by sorting the covered indices by their precomputed ranks).
-- All children of a node for all features and both directions come from one cumulative
-  sum of the objective's additive statistics along those orders (the prefix value
-  problem, :mod:`rulemip.boosting.objectives`): the ``x_j <= t`` child covering the first
+  in the order of feature ``j`` are obtained by filtering that order by a boolean mask of
+  the cover — never by re-sorting.
+- Nodes are taken from a level ``CHUNK`` at a time and handled in one batch
+  (:mod:`rulemip.boosting.batch`): their prefix-greedy bounds (cumulative sums along the
+  bound-key order, zero-padded per cover) and all their children for all features and
+  both directions — per-group sums by ``bincount`` when every feature has few threshold
+  groups (``GROUPED_MAX``), otherwise cumulative sums along the presorted feature orders,
+  bitwise equal to the one-cover computation. The ``x_j <= t`` child covering the first
   ``i`` points of the order has the prefix sum, the ``x_j > t`` child the complementary
-  suffix sum. Only positions where the threshold group changes are children.
+  suffix sum; only positions where the threshold group changes are children. The chunk
+  is then scanned in level order with the sequential pruning rule (see
+  :func:`find_rule`), so the batch changes the cost, not the nodes expanded.
 - Children are not materialized when generated: a child is (parent, feature, side,
   threshold index) plus its value and a cheap admissible bound; its cover is computed
-  only when it is expanded, from the parent's cover in O(|parent|).
+  only when it is taken from the next level, from the parent's cover in O(|parent|).
+  Candidates of a level are filtered by length and sorted by value in one vectorized
+  step.
 - The threshold of a refinement is the candidate cut point next to the covered points
   (``x_j <= t_a`` with ``a`` the largest covered group; ``x_j > t_{a-1}`` with ``a`` the
   smallest), so the box hugs the training cover.
@@ -34,8 +41,9 @@ branch-and-bound result is **not** certified.
 
 from __future__ import annotations
 
+import itertools
 import math
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +51,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_positive_int
+from rulemip.boosting.batch import (
+    Refinements,
+    batch_greedy_bounds,
+    batch_group_refinements,
+    batch_refinements,
+)
 from rulemip.boosting.objectives import RoundObjective
 from rulemip.data.thresholds import candidate_thresholds, threshold_groups
 
@@ -113,7 +127,9 @@ class SearchSpace:
 
     def refinements(self, idx: IntArray, mats: list[FloatArray]
                     ) -> tuple[IntArray, IntArray, IntArray, list[FloatArray]]:
-        """All single-proposition refinements of the cover ``idx`` that shrink it.
+        """All single-proposition refinements of the cover ``idx`` that shrink it (one
+        cover at a time: the reference for the batched
+        :func:`rulemip.boosting.batch.batch_refinements` used by the search).
 
         Returns ``(feature, a_up, a_lo, prefix)``: refinement ``k`` is ``x_j <= t[a_up]``
         (cover: the points of the groups ``<= a_up``) or ``x_j > t[a_lo]`` (the other
@@ -183,11 +199,17 @@ class _Node:
     box: NDArray[np.int64]      # (2d,) threshold index of lower (first d) / upper bounds
     length: int
     value: float
+    cheap: float = math.inf     # cheap admissible bound of the cover (inf: none)
 
 
 @dataclass
 class _Children:
-    parent: _Node
+    """The children of a batch of expanded nodes (child ``k`` refines
+    ``parents[parent[k]]``), in expansion order: node by node, for each node its
+    ``x_j <= t`` children by (feature, position), then its ``x_j > t`` children."""
+
+    parents: list[_Node]
+    parent: IntArray
     feature: NDArray[np.int64]
     upper_side: NDArray[np.bool_]   # True: x_j <= t_a ; False: x_j > t_a
     a: NDArray[np.int64]
@@ -196,56 +218,69 @@ class _Children:
     length: NDArray[np.int64]
 
 
-def _expand(space: SearchSpace, obj: RoundObjective, node: _Node, max_len: int | None,
-            tighten: bool) -> _Children | None:
-    """Values (and cheap bounds) of all refinements of ``node`` — one cumsum per stat.
+def _select(ch: _Children, keep: Any) -> _Children:
+    return _Children(ch.parents, ch.parent[keep], ch.feature[keep], ch.upper_side[keep],
+                     ch.a[keep], ch.value[keep], ch.bound[keep], ch.length[keep])
+
+
+def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: list[_Node],
+            max_len: int | None, tighten: bool) -> _Children:
+    """Values (and cheap bounds) of all refinements of all ``nodes`` from the batched
+    prefix sums of ``kernel`` (:mod:`rulemip.boosting.batch`).
 
     With ``tighten=False`` a bound that is already present is not moved: such a child's
     cover is that of a box with the same propositions reached along another path, so
     complete searches (bnb) skip it without losing any cover.
     """
-    m = len(node.idx)
-    if m < 2:
-        return None
     d = space.d
-    mats = [obj.stats] + ([obj.bound_stats] if obj.bound_stats is not None else [])
-    jj, a_up, a_lo, prefix = space.refinements(node.idx, mats)
-    if len(jj) == 0:
-        return None
-    lo_free = node.box[:d] < 0
-    hi_free = node.box[d:] < 0
-    up = prefix[0]
-    lo = obj.stats[node.idx].sum(axis=0) - up
-    K = len(jj)
-    feature = np.concatenate([jj, jj]).astype(np.int64)
-    upper_side = np.concatenate([np.ones(K, bool), np.zeros(K, bool)])
-    a = np.concatenate([a_up, a_lo]).astype(np.int64)
-    length = node.length + np.concatenate([hi_free[jj], lo_free[jj]]).astype(np.int64)
-    value = np.concatenate([obj.from_sums(up), obj.from_sums(lo)])
+    cs = obj.stats.shape[1]
+    ref = kernel([nd.idx for nd in nodes])
+    K = len(ref.node)
+    starts = np.cumsum(ref.counts) - ref.counts
+    slot_up = np.arange(K) + starts[ref.node]          # node-major: ups, then lows
+    slot_lo = slot_up + ref.counts[ref.node]
+    parent = np.empty(2 * K, np.intp)
+    parent[slot_up] = ref.node
+    parent[slot_lo] = ref.node
+    feature = np.empty(2 * K, np.int64)
+    feature[slot_up] = ref.feature
+    feature[slot_lo] = ref.feature
+    upper_side = np.zeros(2 * K, bool)
+    upper_side[slot_up] = True
+    a = np.empty(2 * K, np.int64)
+    a[slot_up] = ref.a_up
+    a[slot_lo] = ref.a_lo
+    boxes = np.array([nd.box for nd in nodes], dtype=np.int64).reshape(len(nodes), 2 * d)
+    free = np.where(upper_side, boxes[parent, d + feature], boxes[parent, feature]) < 0
+    length = np.array([nd.length for nd in nodes], np.int64)[parent] + free
+    sums = np.empty((2 * K, cs))
+    sums[slot_up] = ref.prefix[:, :cs]
+    tot = np.array([obj.stats[nd.idx].sum(axis=0) for nd in nodes]).reshape(len(nodes), cs)
+    sums[slot_lo] = tot[ref.node] - ref.prefix[:, :cs]
+    value = obj.from_sums(sums)
     if obj.bound_stats is not None:
-        bu = prefix[1]
-        bl = obj.bound_stats[node.idx].sum(axis=0) - bu
-        bnd = np.concatenate([obj.bound_from_sums(bu), obj.bound_from_sums(bl)])
+        cb = obj.bound_stats.shape[1]
+        bsum = np.empty((2 * K, cb))
+        bsum[slot_up] = ref.prefix[:, cs:]
+        btot = np.array([obj.bound_stats[nd.idx].sum(axis=0) for nd in nodes]
+                        ).reshape(len(nodes), cb)
+        bsum[slot_lo] = btot[ref.node] - ref.prefix[:, cs:]
+        bnd = obj.bound_from_sums(bsum)
     else:
         bnd = np.full(2 * K, np.inf)
-    ch = _Children(node, feature, upper_side, a, value, bnd, length)
+    ch = _Children(nodes, parent, feature, upper_side, a, value, bnd, length)
     keep = np.ones(2 * K, dtype=bool)
     if max_len is not None:
         keep &= length <= max_len
     if not tighten:
-        keep &= np.concatenate([hi_free[jj], lo_free[jj]])
+        keep &= free
     if not keep.all():
         ch = _select(ch, keep)
     return ch
 
 
-def _select(ch: _Children, keep: Any) -> _Children:
-    return _Children(ch.parent, ch.feature[keep], ch.upper_side[keep], ch.a[keep],
-                     ch.value[keep], ch.bound[keep], ch.length[keep])
-
-
 def _child_box(ch: _Children, k: int, d: int) -> NDArray[np.int64]:
-    box = ch.parent.box.copy()
+    box = ch.parents[int(ch.parent[k])].box.copy()
     j = int(ch.feature[k])
     box[j + d if ch.upper_side[k] else j] = ch.a[k]
     return box
@@ -253,22 +288,54 @@ def _child_box(ch: _Children, k: int, d: int) -> NDArray[np.int64]:
 
 def _materialize(space: SearchSpace, ch: _Children, k: int,
                  box: NDArray[np.int64] | None = None) -> _Node:
-    p = ch.parent
+    p = ch.parents[int(ch.parent[k])]
     j, a = int(ch.feature[k]), int(ch.a[k])
     gj = space.groups_t[j, p.idx]
     idx = p.idx[gj <= a] if ch.upper_side[k] else p.idx[gj > a]
     if box is None:
         box = _child_box(ch, k, space.d)
-    return _Node(idx, box, int(ch.length[k]), float(ch.value[k]))
+    return _Node(idx, box, int(ch.length[k]), float(ch.value[k]), float(ch.bound[k]))
 
 
 def _key(idx: IntArray) -> bytes:
     return idx.tobytes()
 
 
+#: nodes taken from a level at a time (their bounds and children are computed batched)
+CHUNK: int = 128
+#: per-group sums (bincount) when every feature has at most this many threshold groups
+GROUPED_MAX: int = 64
+
+_Kernel = Callable[[list[IntArray]], Refinements]
+
+
+def _make_kernel(space: SearchSpace, obj: RoundObjective, grouped: bool | None = None
+                 ) -> _Kernel:
+    """Prefix sums of ``[stats | bound_stats]`` for the refinements of a batch of covers:
+    per-group sums (few thresholds) or cumulative sums along the presorted feature orders
+    (bitwise equal to the one-cover computation). ``grouped`` forces the choice (None:
+    grouped iff at most ``GROUPED_MAX`` groups per feature)."""
+    mats = obj.stats if obj.bound_stats is None else np.hstack([obj.stats, obj.bound_stats])
+    if grouped is None:
+        grouped = space.gmax <= GROUPED_MAX
+    if grouped:
+        return lambda idxs: batch_group_refinements(space.groups_flat, space.d, space.gmax,
+                                                    idxs, mats)
+    return lambda idxs: batch_refinements(space.orders, space.groups_t, idxs, mats)
+
+
+def _bounds(obj: RoundObjective, nodes: list[_Node]) -> FloatArray:
+    """``obj.bound`` of every node's cover (batched prefix greedy; exactly equal)."""
+    if obj.bound_key is None:
+        return np.array([obj.bound(nd.idx) for nd in nodes], dtype=float)
+    assert obj._key_order is not None
+    return batch_greedy_bounds(obj._key_order, [nd.idx for nd in nodes], obj.stats,
+                               obj.from_sums)
+
+
 def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
               beam_width: int = 5, max_rule_length: int | None = None,
-              allow_empty: bool = False) -> SearchResult | None:
+              allow_empty: bool = False, grouped: bool | None = None) -> SearchResult | None:
     """Maximize ``obj`` over the boxes of ``space`` ([OGB] Algorithm 2).
 
     Parameters
@@ -278,11 +345,23 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     max_rule_length : maximum number of propositions per rule (None = unlimited).
     allow_empty : the empty query (covering everything) is itself a candidate — the
         setting without an intercept (SPEC §0 ``fit_intercept=False``).
+    grouped : force (True) or forbid (False) the per-group (bincount) path for the
+        children's prefix sums; None chooses by size (few thresholds: grouped). The two
+        paths differ only by floating-point rounding.
 
     Returns
     -------
     The best query, or ``None`` when no candidate exists (no thresholds and
     ``allow_empty=False``).
+
+    Notes
+    -----
+    Nodes are taken from a level ``CHUNK`` at a time; their bounds and children are
+    computed in one batch, then the chunk is scanned in level order with exactly the
+    sequential rule: a node is expanded iff its cheap bound (bnb) and its bound exceed
+    the incumbent *as updated by the nodes before it*, and the incumbent is updated by
+    each expanded node's best child. The batch only saves interpreter overhead; the nodes
+    expanded and the query returned are those of the one-node-at-a-time search.
     """
     check_choice(search, "search", SEARCHES)
     width: float = math.inf
@@ -296,25 +375,16 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     tighten = search != "bnb"
     state = _State(root if allow_empty else None, float(root.value))
     seen: set[bytes] = {_key(root.idx)}
-    level: Any = iter([root])
+    level: Iterator[_Node] = iter([root])
+    kernel = _make_kernel(space, obj, grouped)
     while True:
         batches: list[_Children] = []
-        for node in level:
-            if node is not root and (
-                    (not tighten and max_len is not None and node.length >= max_len)
-                    or obj.bound(node.idx) <= state.best_val):
-                continue
-            ch = _expand(space, obj, node, max_len, tighten)
-            state.n_expanded += 1
-            if ch is None or len(ch.value) == 0:
-                continue
-            state.n_children += len(ch.value)
-            k = int(np.argmax(ch.value))
-            if ch.value[k] > state.best_val:
-                state.best_val = float(ch.value[k])
-                state.best = _materialize(space, ch, k)
-            ch = _select(ch, ch.bound > state.best_val)
-            if len(ch.value):
+        while True:
+            chunk = list(itertools.islice(level, CHUNK))
+            if not chunk:
+                break
+            ch = _scan(space, obj, kernel, chunk, root, state, max_len, tighten)
+            if ch is not None and len(ch.value):
                 batches.append(ch)
         if not batches:
             break
@@ -339,6 +409,50 @@ class _State:
     n_children: int = 0
 
 
+def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[_Node],
+          root: _Node, state: _State, max_len: int | None, tighten: bool) -> _Children | None:
+    """Expand the nodes of ``chunk`` in order (see :func:`find_rule`, Notes); returns the
+    children that survive their cheap bound against the incumbent after their parent."""
+    complete = not tighten
+    inner = [nd for nd in chunk if nd is not root]
+    bnd = dict(zip((id(nd) for nd in inner), _bounds(obj, inner).tolist(), strict=True)) \
+        if inner else {}
+    best0 = state.best_val
+
+    def pruned(nd: _Node, best: float) -> bool:
+        if nd is root:
+            return False
+        if complete and (nd.cheap <= best or (max_len is not None and nd.length >= max_len)):
+            return True
+        return bnd[id(nd)] <= best
+
+    live = [nd for nd in chunk if not pruned(nd, best0)]
+    if not live:
+        return None
+    ch = _expand(space, obj, kernel, live, max_len, tighten)
+    counts = np.bincount(ch.parent, minlength=len(live))
+    ends = np.cumsum(counts)
+    seg_max = np.full(len(live), -np.inf)
+    nz = counts > 0
+    if nz.any():
+        seg_max[nz] = np.maximum.reduceat(ch.value, (ends - counts)[nz])
+    thr = np.full(len(live), np.inf)
+    for b, nd in enumerate(live):
+        if pruned(nd, state.best_val):
+            continue
+        state.n_expanded += 1
+        if counts[b] == 0:
+            continue
+        state.n_children += int(counts[b])
+        if seg_max[b] > state.best_val:
+            s = int(ends[b] - counts[b])
+            k = s + int(np.argmax(ch.value[s:ends[b]]))
+            state.best_val = float(ch.value[k])
+            state.best = _materialize(space, ch, k)
+        thr[b] = state.best_val
+    return _select(ch, ch.bound > thr[ch.parent])
+
+
 def _next_level(space: SearchSpace, batches: list[_Children], width: float, state: _State,
                 seen: set[bytes], stop_len: float) -> Iterator[_Node]:
     """Yield the next level lazily, children in order of decreasing value: beam — the
@@ -350,12 +464,16 @@ def _next_level(space: SearchSpace, batches: list[_Children], width: float, stat
     pos = np.concatenate([np.arange(len(b.value)) for b in batches])
     vals = np.concatenate([b.value for b in batches])
     bnds = np.concatenate([b.bound for b in batches])
-    order = np.argsort(-vals, kind="stable")
+    lens = np.concatenate([b.length for b in batches])
+    complete = width == math.inf
+    # candidates in order of decreasing value (stable); the length test is static, so it
+    # is applied to the whole level at once
+    cand = np.flatnonzero(lens < stop_len) if complete else np.arange(len(vals))
+    order = cand[np.argsort(-vals[cand], kind="stable")]
     seen_boxes: set[bytes] = set()  # same box => same cover; skips most duplicates cheaply
     taken = 0
-    lens = np.concatenate([b.length for b in batches])
-    for r in order:
-        if width == math.inf and (bnds[r] <= state.best_val or lens[r] >= stop_len):
+    for r in (order.tolist() if complete else order):
+        if complete and bnds[r] <= state.best_val:
             continue
         ch, k = batches[int(b_id[r])], int(pos[r])
         box = _child_box(ch, k, space.d)

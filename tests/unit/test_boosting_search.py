@@ -1,0 +1,186 @@
+"""Fast paths of the rule search equal the simple one-cover-at-a-time computations.
+
+- :func:`batch_refinements` (padded cumulative sums over many covers) returns bitwise the
+  prefix sums of :meth:`SearchSpace.refinements` (one cover, cumulative-sum path);
+- :func:`batch_group_refinements` (per-group bincounts) the same children, sums up to
+  rounding;
+- :func:`batch_greedy_bounds` bitwise :meth:`RoundObjective.bound`;
+- :func:`find_rule` (chunked, batched) expands exactly the nodes of the sequential
+  [OGB] Algorithm 2 written out below and returns the same query.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numpy as np
+import pytest
+
+from rulemip.boosting import OrthonormalBasis, SearchSpace, find_rule, make_objective
+from rulemip.boosting.batch import (
+    batch_greedy_bounds,
+    batch_group_refinements,
+    batch_refinements,
+)
+
+
+def _instance(seed: int):
+    rng = np.random.default_rng(seed)
+    n, d = int(rng.integers(2, 50)), int(rng.integers(1, 5))
+    X = rng.integers(0, int(rng.integers(1, 10)), size=(n, d)).astype(float)
+    space = dataclasses.replace(SearchSpace.build(X), GROUPED_MAX=0)  # cumsum reference path
+    covers = [np.sort(rng.choice(n, int(rng.integers(1, n + 1)), replace=False))
+              for _ in range(int(rng.integers(1, 8)))]
+    return rng, space, covers
+
+
+def _objective(rng, n, name):
+    basis = OrthonormalBasis(n)
+    basis.add(np.ones(n))
+    for _ in range(int(rng.integers(0, 4))):
+        basis.add((rng.random(n) < 0.4).astype(float))
+    w = rng.uniform(0.5, 2.0, n) if rng.random() < 0.3 else None
+    return make_objective(name, rng.normal(size=n), rng.uniform(0.1, 2.0, n), weights=w,
+                          reg=0.2, basis=basis)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_batch_refinements_equal_one_cover(seed):
+    rng, space, covers = _instance(seed)
+    stats = rng.normal(size=(space.n, int(rng.integers(1, 6))))
+    ref = batch_refinements(space.orders, space.groups_t, covers, stats,
+                            max_elements=int(rng.integers(1, 400)))
+    grp = batch_group_refinements(space.groups_flat, space.d, space.gmax, covers, stats,
+                                  max_elements=int(rng.integers(1, 4000)))
+    start = 0
+    for b, idx in enumerate(covers):
+        jj, a_up, a_lo, (prefix,) = space.refinements(idx, [stats])
+        sl = slice(start, start + len(jj))
+        assert ref.counts[b] == grp.counts[b] == len(jj)
+        np.testing.assert_array_equal(ref.node[sl], b)
+        np.testing.assert_array_equal(ref.feature[sl], jj)
+        np.testing.assert_array_equal(ref.a_up[sl], a_up)
+        np.testing.assert_array_equal(ref.a_lo[sl], a_lo)
+        np.testing.assert_array_equal(ref.prefix[sl], prefix)          # bitwise
+        np.testing.assert_array_equal(grp.feature[sl], jj)
+        np.testing.assert_array_equal(grp.a_up[sl], a_up)
+        np.testing.assert_array_equal(grp.a_lo[sl], a_lo)
+        np.testing.assert_allclose(grp.prefix[sl], prefix, rtol=1e-12, atol=1e-12)
+        # each prefix really is the sum over the box x_j <= t[a_up] within the cover
+        for k in range(len(jj)):
+            inside = idx[space.groups_t[jj[k], idx] <= a_up[k]]
+            np.testing.assert_allclose(prefix[k], stats[inside].sum(axis=0), atol=1e-12)
+        start += len(jj)
+    assert start == len(ref.node) == len(grp.node)
+
+
+@pytest.mark.parametrize("seed", range(30))
+@pytest.mark.parametrize("name", ["gb", "xgb", "ogb"])
+def test_batch_greedy_bounds_equal_bound(seed, name):
+    rng, space, covers = _instance(seed)
+    obj = _objective(rng, space.n, name)
+    assert obj._key_order is not None
+    got = batch_greedy_bounds(obj._key_order, covers, obj.stats, obj.from_sums,
+                              max_elements=int(rng.integers(1, 400)))
+    np.testing.assert_array_equal(got, [obj.bound(idx) for idx in covers])
+
+
+# ------------------------------------------------------------------ sequential reference
+def _reference_search(space, obj, search, max_len, allow_empty, width=5):
+    """[OGB] Algorithm 2 one node at a time (the pre-batching implementation): levels in
+    order of decreasing child value; a node is expanded iff (bnb) its cheap bound and its
+    bound beat the incumbent at that moment; redundant covers skipped."""
+    d, n = space.d, space.n
+    w = math.inf if search == "bnb" else (1 if search == "greedy" else width)
+    tighten = search != "bnb"
+    stop_len = math.inf if (tighten or max_len is None) else max_len
+    root = (np.arange(n), np.full(2 * d, -1), 0, math.inf)
+    best_val = obj.value(root[0]) if allow_empty else -math.inf
+    best = (root[0], root[1]) if allow_empty else None
+    n_exp = n_ch = 0
+    seen = {root[0].tobytes()}
+    level = [root]
+    while level:
+        kids = []   # (value, bound, idx, box, length)
+        for idx, box, length, cheap in level:
+            if idx is not root[0]:
+                if search == "bnb" and (cheap <= best_val or length >= stop_len):
+                    continue
+                if obj.bound(idx) <= best_val:
+                    continue
+            n_exp += 1
+            jj, a_up, a_lo, pre = space.refinements(idx, [obj.stats] + (
+                [obj.bound_stats] if obj.bound_stats is not None else []))
+            own = []
+            for upper in (True, False):
+                for k in range(len(jj)):
+                    j = int(jj[k])
+                    a = int(a_up[k] if upper else a_lo[k])
+                    slot = j + d if upper else j
+                    if not tighten and box[slot] >= 0:
+                        continue
+                    nl = length + int(box[slot] < 0)
+                    if max_len is not None and nl > max_len:
+                        continue
+                    s = pre[0][k] if upper else obj.stats[idx].sum(axis=0) - pre[0][k]
+                    v = float(obj.from_sums(s))
+                    if obj.bound_stats is not None:
+                        bs = pre[1][k] if upper else obj.bound_stats[idx].sum(axis=0) - pre[1][k]
+                        bd = float(obj.bound_from_sums(bs))
+                    else:
+                        bd = math.inf
+                    nb = box.copy()
+                    nb[slot] = a
+                    gj = space.groups_t[j, idx]
+                    own.append((v, bd, idx[gj <= a] if upper else idx[gj > a], nb, nl))
+            if not own:
+                continue
+            n_ch += len(own)
+            top = max(range(len(own)), key=lambda i: (own[i][0], -i))
+            if own[top][0] > best_val:
+                best_val, best = own[top][0], (own[top][2], own[top][3])
+            kids += [c for c in own if c[1] > best_val]
+        order = sorted(range(len(kids)), key=lambda i: -kids[i][0])   # stable
+        level, boxes = [], set()
+        for i in order:
+            v, bd, idx, box, length = kids[i]
+            if w == math.inf and (bd <= best_val or length >= stop_len):
+                continue   # (the batched search re-checks the bound when it gets there)
+            if box.tobytes() in boxes:
+                continue
+            boxes.add(box.tobytes())
+            if idx.tobytes() in seen:
+                continue
+            seen.add(idx.tobytes())
+            level.append((idx, box, length, bd))
+            if len(level) >= w:
+                break
+    return best_val, best, n_exp, n_ch
+
+
+@pytest.mark.parametrize("seed", range(12))
+@pytest.mark.parametrize("search", ["greedy", "beam", "bnb"])
+def test_find_rule_equals_sequential_search(seed, search):
+    rng, space, _ = _instance(seed)
+    name = ("gs", "gb", "xgb", "ogb")[seed % 4]
+    obj = _objective(rng, space.n, name)
+    for max_len in (None, 1, 2):
+        for allow_empty in (False, True):
+            val, best, n_exp, n_ch = _reference_search(space, obj, search, max_len, allow_empty)
+            res = find_rule(space, obj, search=search, max_rule_length=max_len,
+                            allow_empty=allow_empty, grouped=False)
+            if best is None:
+                assert res is None
+                continue
+            assert res is not None
+            assert res.value == val                                   # bitwise
+            q = np.zeros(space.n, bool)
+            q[best[0]] = True
+            np.testing.assert_array_equal(res.query, q)
+            assert res.length == int(np.sum(best[1] >= 0))
+            assert (res.n_expanded, res.n_children) == (n_exp, n_ch)   # same nodes
+            grouped = find_rule(space, obj, search=search, max_rule_length=max_len,
+                                allow_empty=allow_empty, grouped=True)
+            assert grouped is not None
+            assert grouped.value == pytest.approx(val, rel=1e-9, abs=1e-12)
