@@ -314,9 +314,12 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                   y: FloatArray) -> tuple[NDArray[np.int64], FloatArray]:
         from rulemip.algorithms.cbcd import regularization_path
 
+        # the paper's separable block updates only: on 100 depth-3 trees, n = 500, the
+        # extra exact profiled sweeps took 35 s instead of 1.9 s for objectives ~1 % lower
         path = regularization_path(nodes, yc, n_lambdas=self.n_lambdas,
                                    attribute=self.attribute, gamma=self.gamma_,
-                                   time_limit=self.time_limit, solver=self.solver)
+                                   time_limit=self.time_limit, solver=self.solver,
+                                   exact_blocks=False)
         self.path_ = path
         self.result_ = path
         if self._limit_hit(path.wall_time):

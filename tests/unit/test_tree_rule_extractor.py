@@ -196,9 +196,10 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
 
     def regularization_path(nodes, yv, lambdas=None, *, n_lambdas=50, attribute="rule",
                             gamma=1.0, X_valid=None, y_valid=None, time_limit=None,
-                            solver="highs"):
+                            solver="highs", exact_blocks=None):
         nonlocal leaves
-        calls.update(n_lambdas=n_lambdas, attribute=attribute, gamma=gamma, y=yv)
+        calls.update(n_lambdas=n_lambdas, attribute=attribute, gamma=gamma, y=yv,
+                     exact_blocks=exact_blocks)
         leaves = np.flatnonzero(nodes.is_leaf)
         orc = TreePruningCIP(nodes.M, yv, gamma)
         models = []
@@ -218,6 +219,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
     m = TreeRuleExtractor(gb, n_rules=3, method="path", prefit=True, gamma=0.5,
                           n_lambdas=7).fit(X, y)
     assert calls["n_lambdas"] == 7 and calls["gamma"] == 0.5
+    assert calls["exact_blocks"] is False  # the paper's (fast) block updates
     np.testing.assert_allclose(calls["y"], (y - y.mean()) / y.std())
     assert m.path_index_ == 3  # cost 2 (two models), the lower risk one
     np.testing.assert_array_equal(np.sort(m.selected_), np.sort(leaves[3:5]))
