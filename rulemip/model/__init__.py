@@ -10,8 +10,14 @@ from rulemip.model.export import (
     write_mps,
 )
 from rulemip.model.mip_model import Block, MIPModel
-from rulemip.model.standard_form import IndicatorConstraint, SeparableLoss, StandardForm
+from rulemip.model.standard_form import (
+    IndicatorConstraint,
+    SeparableLoss,
+    StandardForm,
+    as_standard_form,
+)
 
 __all__ = ["Block", "IndicatorConstraint", "MIPModel", "SeparableLoss", "StandardForm",
+           "as_standard_form",
            "column_values", "export_names", "linearize_indicators", "to_pyomo", "write_lp",
            "write_mps"]

@@ -40,7 +40,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import FormulationError, InvalidParameterError
-from rulemip.model.standard_form import StandardForm
+from rulemip.model.standard_form import StandardForm, as_standard_form
 
 if TYPE_CHECKING:
     from rulemip.model.mip_model import MIPModel
@@ -59,18 +59,6 @@ _BLOCK_NAME = re.compile(r"^(?P<base>[^\[\]]+)\[(?P<idx>-?\d+(?:,-?\d+)*)\]$")
 
 
 # ---------------------------------------------------------------------- helpers
-def _as_standard_form(model: StandardForm | MIPModel) -> StandardForm:
-    if isinstance(model, StandardForm):
-        return model
-    to_sf = getattr(model, "to_standard_form", None)
-    if callable(to_sf):
-        sf = to_sf()
-        if isinstance(sf, StandardForm):
-            return sf
-    raise InvalidParameterError(
-        f"`model` must be a StandardForm or a MIPModel; got {type(model).__name__}.")
-
-
 def _sanitise_one(raw: str) -> str:
     s = raw.replace("[", "_").replace(",", "_").replace("]", "")
     s = re.sub(r"[^A-Za-z0-9_.]", "_", s)
@@ -115,7 +103,7 @@ def export_names(model: StandardForm | MIPModel) -> tuple[list[str], list[str]]:
         Sanitised column names, then row names (unique; ``obj`` is reserved for the
         objective row).
     """
-    sf = _as_standard_form(model)
+    sf = as_standard_form(model)
     cols = _sanitise(sf.col_names, sf.n_cols, "x")
     rows = _sanitise(sf.row_names, sf.n_rows, "r", taken={"obj"})
     return cols, rows
@@ -237,7 +225,7 @@ def linearize_indicators(model: StandardForm | MIPModel) -> StandardForm:
         When a column in an indicator has an infinite bound (no finite ``M`` exists), or
         an indicator's switch is not a binary column.
     """
-    sf = _as_standard_form(model)
+    sf = as_standard_form(model)
     if not sf.indicators:
         return sf
     lb, ub = sf.col_lower, sf.col_upper
@@ -399,7 +387,7 @@ def write_lp(model: StandardForm | MIPModel, path: str | os.PathLike[str]) -> No
         For logistic or Poisson loss terms (no LP form; the message names the tangent-cut
         remedy) or non-finite coefficients.
     """
-    text = _lp_text(_as_standard_form(model))
+    text = _lp_text(as_standard_form(model))
     with open(path, "w", encoding="ascii") as fh:
         fh.write(text)
 
@@ -501,7 +489,7 @@ def write_mps(model: StandardForm | MIPModel, path: str | os.PathLike[str]) -> N
         :func:`write_lp`), logistic or Poisson loss terms (remedy: the tangent-cut master
         :func:`rulemip.algorithms.tangent_cuts.master_model`) or non-finite coefficients.
     """
-    text = _mps_text(_as_standard_form(model))
+    text = _mps_text(as_standard_form(model))
     with open(path, "w", encoding="ascii") as fh:
         fh.write(text)
 
@@ -590,7 +578,7 @@ def to_pyomo(model: StandardForm | MIPModel) -> Any:
     except ImportError as exc:  # pragma: no cover - pyomo is installed in CI
         raise BackendUnavailableError(
             "`to_pyomo` needs Pyomo; install it with `pip install 'rulemip[pyomo]'`.") from exc
-    sf = linearize_indicators(_as_standard_form(model))
+    sf = linearize_indicators(as_standard_form(model))
     _check_finite(sf)
     pm = pe.ConcreteModel(name=sf.name or "rulemip")
     columns: list[Any] = [None] * sf.n_cols

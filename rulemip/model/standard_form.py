@@ -149,3 +149,20 @@ class StandardForm:
         from rulemip.model.export import to_pyomo
 
         return to_pyomo(self)
+
+
+def as_standard_form(model: Any) -> StandardForm:
+    """Accept a :class:`StandardForm` or anything with ``to_standard_form()`` (a
+    :class:`~rulemip.model.MIPModel`); the one place that coerces models for backends and
+    exporters."""
+    from rulemip.exceptions import InvalidParameterError
+
+    if isinstance(model, StandardForm):
+        return model
+    to_sf = getattr(model, "to_standard_form", None)
+    if callable(to_sf):
+        sf = to_sf()
+        if isinstance(sf, StandardForm):
+            return sf
+    raise InvalidParameterError(
+        f"`model` must be a StandardForm or a MIPModel; got {type(model).__name__}.")

@@ -23,7 +23,7 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.exceptions import InvalidParameterError, UnsupportedCapabilityError
-from rulemip.model.standard_form import StandardForm
+from rulemip.model.standard_form import StandardForm, as_standard_form
 from rulemip.solvers.result import (
     Limit,
     ObjectiveBounds,
@@ -76,15 +76,7 @@ def check_start(start: Any, n_cols: int) -> NDArray[np.float64] | None:
 
 def check_model(model: Any) -> StandardForm:
     """Accept a :class:`StandardForm` or anything with ``to_standard_form()``."""
-    if isinstance(model, StandardForm):
-        return model
-    to_sf = getattr(model, "to_standard_form", None)
-    if callable(to_sf):
-        sf = to_sf()
-        if isinstance(sf, StandardForm):
-            return sf
-    raise InvalidParameterError(
-        f"`model` must be a StandardForm or a MIPModel; got {type(model).__name__}.")
+    return as_standard_form(model)
 
 
 def reject(backend: str, what: str, remedy: str) -> UnsupportedCapabilityError:
