@@ -35,12 +35,14 @@ trees ``estimators_`` with multipliers ``coefs_`` and offset ``intercept_``).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import numbers
 import warnings
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
@@ -96,6 +98,35 @@ def _box_conditions(lower: FloatArray, upper: FloatArray,
         name = names[j] if names is not None else f"x{j + 1}"
         out.append(Condition(j, lo64, hi64, name))
     return out
+
+
+def _without_empty_rules(nodes: NodeMatrix) -> NodeMatrix:
+    """Zero the columns of the roots (the empty rule, no condition).
+
+    The response is centered and the intercept ȳ is fitted separately, so the empty rule
+    duplicates the intercept: its column μ_root·1 has μ_root = mean of the centered
+    response (0 up to round-off) for mean node values, and is collinear with the
+    intercept for fitted ones. Left in, a root costs nothing under ``attribute="depth"``
+    and, once selected, blocks every node of its tree (conflicts), at no gain. With an
+    exactly zero column its gain is exactly 0, so no algorithm prefers it.
+    """
+    root = nodes.depth == 0
+    if not root.any():
+        return nodes
+    keep = np.where(root, 0.0, 1.0)
+    M = sp.csc_matrix(nodes.M @ sp.diags(keep))
+    M.eliminate_zeros()
+    return dataclasses.replace(nodes, M=M, mu=nodes.mu * keep)
+
+
+def _drop_null_columns(nodes: NodeMatrix, S: Any, w: Any
+                       ) -> tuple[NDArray[np.int64], FloatArray]:
+    """Drop selected nodes whose column is zero (their weight is 0 and they change
+    nothing but the rule count; ties can select them when their cost is 0)."""
+    S = np.asarray(S, dtype=np.int64)
+    w = np.asarray(w, dtype=float)
+    live = np.diff(nodes.M.indptr)[S] > 0 if S.size else np.zeros(0, dtype=bool)
+    return S[live], w[live]
 
 
 class TreeRuleExtractor(RegressorMixin, BaseEstimator):
@@ -260,6 +291,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         nodes = extract_nodes(_as_tree_ensemble(est), X,
                               yc if self.node_values == "mean" else None,
                               node_values=self.node_values)  # type: ignore[arg-type]
+        nodes = _without_empty_rules(nodes)
         self.nodes_ = nodes
         self.gamma_ = (DEFAULT_GAMMA_N / X.shape[0] if self.gamma is None
                        else float(self.gamma))
@@ -272,6 +304,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             S, w = self._fit_path(nodes, yc, X, y)
         else:
             S, w = self._fit_relax_round(nodes, yc)
+        S, w = _drop_null_columns(nodes, S, w)
         z = np.zeros(nodes.n_nodes)
         z[S] = 1.0
         self.objective_ = float(oracle.value(z))
@@ -326,11 +359,10 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             warnings.warn(f"the regularization path stopped at the time limit after "
                           f"{len(path.models)} of {len(path.lambdas)} lambda values.",
                           SolveLimitWarning, stacklevel=3)
-        self.path_models_ = [
-            self._ensemble(np.asarray(pm.support, dtype=np.int64),
-                           self.y_scale_ * nodes.mu[np.asarray(pm.support, dtype=np.int64)]
-                           * np.asarray(pm.weights, dtype=float))
-            for pm in path.models]
+        self.path_models_ = []
+        for pm in path.models:
+            S, w = _drop_null_columns(nodes, pm.support, pm.weights)
+            self.path_models_.append(self._ensemble(S, self.y_scale_ * nodes.mu[S] * w))
         best, key = -1, (-math.inf, -math.inf)
         for k, pm in enumerate(path.models):
             cost = float(pm.cost)

@@ -82,9 +82,12 @@ def test_fitted_node_values_extracted_once_and_used():
     gb = GradientBoostingRegressor(n_estimators=3, max_depth=2, learning_rate=0.5,
                                    random_state=0).fit(X, y)
     m = TreeRuleExtractor(gb, n_rules=4, prefit=True, node_values="fitted").fit(X, y)
-    np.testing.assert_array_equal(m.nodes_.mu, m.nodes_.fitted)
+    # the roots (the empty rule, which duplicates the intercept) are zeroed
+    root = m.nodes_.depth == 0
+    assert np.all(m.nodes_.mu[root] == 0.0)
+    np.testing.assert_array_equal(m.nodes_.mu[~root], m.nodes_.fitted[~root])
     leaf_vals = 0.5 * np.concatenate([e.tree_.value[:, 0, 0] for e in gb.estimators_[:, 0]])
-    np.testing.assert_allclose(m.nodes_.mu, leaf_vals)
+    np.testing.assert_allclose(m.nodes_.mu[~root], leaf_vals[~root])
     direct = m.intercept_ + m.nodes_.M[:, m.selected_] @ (m.y_scale_ * m.weights_)
     np.testing.assert_allclose(m.predict(X), direct, atol=1e-9)
     mean = TreeRuleExtractor(gb, n_rules=4, prefit=True).fit(X, y)
@@ -259,3 +262,27 @@ def test_relax_round_method():
     # a heuristic: never better than the exact optimum (up to the exact method's tolerance)
     assert m.objective_ >= exact.result_.lower_bound - 1e-9
     np.testing.assert_allclose(m.predict(X), m.rules_.predict(X))
+
+
+@pytest.mark.parametrize("method", ["exact", "path"])
+def test_empty_rule_is_never_selected_even_when_free(method):
+    # under attribute="depth" a root costs 0; its column duplicates the intercept, so it
+    # must not appear as a rule (nor block its tree)
+    pytest.importorskip("highspy")
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(n_samples=200, noise=1.0, random_state=0)
+    est = GradientBoostingRegressor(n_estimators=10, max_depth=3, learning_rate=0.2,
+                                    random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SolveLimitWarning)
+        ex = TreeRuleExtractor(est, prefit=True, attribute="depth", n_rules=6, method=method,
+                               gamma=1.0, n_lambdas=15, time_limit=5).fit(X, y)
+    assert all(len(rule.conditions) > 0 for rule in ex.rules_.rules)
+    assert np.all(ex.nodes_.depth[ex.selected_] > 0)
+    if method == "path":  # before the fix, CBCD picked free roots along this path
+        for pm in ex.path_.models:
+            assert np.all(ex.nodes_.depth[np.asarray(pm.support, dtype=np.int64)] > 0)
+        for ens in ex.path_models_:
+            assert all(len(rule.conditions) > 0 for rule in ens.rules)
+    np.testing.assert_allclose(ex.predict(X), ex.rules_.predict(X))
