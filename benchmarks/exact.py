@@ -17,6 +17,8 @@ Engines (``--engines``; default: every one whose backend is installed and capabl
 
 * ``cip-enum``      — BoxSelectionCIP, exact enumeration of supports (no solver);
 * ``cip-auto``      — BoxSelectionCIP's default ``method="auto"`` (only on request);
+* ``cip-bnb``       — BoxSelectionCIP ``method="bnb"``, branch and bound over boxes with
+  Frank–Wolfe node bounds (squared loss; only on request);
 * ``cip-conic:scip`` — experiment, squared loss: the CIP as a mixed-integer conic program
   on SCIP (:func:`solve_conic_scip`; only on request);
 * ``cip-oa:<b>``    — BoxSelectionCIP, outer approximation with persistent masters on
@@ -92,8 +94,8 @@ def mip_backends() -> list[str]:
 def engine_names(include_auto: bool = False) -> list[str]:
     """Every engine this machine can run, in a fixed order; ``include_auto`` adds
     ``cip-auto`` (the CIP's default ``method="auto"``: enumeration within half the time
-    limit when there are few supports, then OA)."""
-    names = ["cip-enum"] + (["cip-auto"] if include_auto else [])
+    limit when there are few supports, then OA) and ``cip-bnb`` (``method="bnb"``)."""
+    names = ["cip-enum"] + (["cip-auto", "cip-bnb"] if include_auto else [])
     if include_auto and "scip" in available_backends():
         names.append("cip-conic:scip")
     names += [f"cip-oa:{b}" for b in mip_backends()
@@ -107,10 +109,11 @@ def solve(engine: str, ds: Dataset, k: int, reg: float, thresholds: Sequence[np.
     """Solve one instance with one engine (names as in :func:`engine_names`)."""
     kind, _, backend = engine.partition(":")
     ths = [np.asarray(t, dtype=float) for t in thresholds]
-    if kind in ("cip-enum", "cip-oa", "cip-auto"):
+    if kind in ("cip-enum", "cip-oa", "cip-auto", "cip-bnb"):
         cip = BoxSelectionCIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                               thresholds=ths)
-        method = {"cip-enum": "enumerate", "cip-oa": "oa", "cip-auto": "auto"}[kind]
+        method = {"cip-enum": "enumerate", "cip-oa": "oa", "cip-auto": "auto",
+                  "cip-bnb": "bnb"}[kind]
         return cip.solve(ds, method=method, solver=backend or "highs", time_limit=time_limit,
                          threads=threads, mip_gap=mip_gap, **cip_options)
     if kind == "cip-conic":
@@ -349,7 +352,8 @@ def run(args: argparse.Namespace) -> list[Row]:
                     for k in args.ks:
                         if fails >= limit:
                             row = Row(data, n, reg, engine.partition(":")[0],
-                                      engine.partition(":")[2] or "enumeration", k,
+                                      engine.partition(":")[2]
+                                      or ("bnb" if engine == "cip-bnb" else "enumeration"), k,
                                       "skipped", math.nan, math.nan, math.nan, math.nan,
                                       note=f"{fails} smaller k not certified", spec=engine)
                         else:

@@ -264,7 +264,10 @@ class BoxSelectionCIP:
             as the ridge goes to 0) or ``"auto"`` (enumerate when there are at most
             ``enumeration_limit`` supports — 100× fewer for logistic/Poisson, whose
             evaluations are refits — within half the time limit, 20 s without one, then
-            OA seeded with the enumeration's incumbent; else OA).
+            OA seeded with the enumeration's incumbent; else OA), or ``"bnb"`` (squared loss
+            only: best-first branch and bound over boxes with Frank–Wolfe bounds of the
+            node relaxations, :mod:`rulemip.formulations.box_bnb`; its incumbent search
+            uses ``local_search_time``).
         initial_cuts : OA seeding: ``"greedy"`` (z = 0 and the greedy path, default),
             ``"all"`` (also every single box, up to 200) or ``"none"`` (warm start only).
         relaxation_iters : if > 0 (default 200), first run OA on the continuous relaxation
@@ -290,14 +293,17 @@ class BoxSelectionCIP:
                             "boxes"]
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0),
                                                         0.0)
-        if method not in ("auto", "oa", "enumerate"):
+        if method not in ("auto", "oa", "enumerate", "bnb"):
             raise InvalidParameterError(
-                f"`method` must be 'auto', 'oa' or 'enumerate'; got {method!r}.")
+                f"`method` must be 'auto', 'oa', 'enumerate' or 'bnb'; got {method!r}.")
         limit_supports = enumeration_limit if self.loss == "squared" else enumeration_limit // 100
         count = n_supports(prob.n_boxes, self.n_rules)
         z_enum: FloatArray | None = None
         if method == "enumerate":
             return self._solve_enumerate(prob, t0, remaining, notes, count)[0]
+        if method == "bnb":
+            return self._solve_bnb(prob, t0, remaining, notes, warm_start, mip_gap,
+                                   local_search_time, seed)
         if method == "auto" and count <= limit_supports:
             # λ-robust but combinatorial: give it half the time (20 s without a limit),
             # then fall back to OA seeded with its incumbent
@@ -365,6 +371,41 @@ class BoxSelectionCIP:
         notes.append(f"local search: {before:.10g} -> {min(found.value, before):.10g} "
                      f"({found.evaluations} evaluations, {found.kicks} kicks, "
                      f"{found.wall_time:.2f} s)")
+
+    def _solve_bnb(self, prob: BoxSelectionProblem, t0: float, remaining: float | None,
+                   notes: list[str], warm_start: RuleEnsemble | None, mip_gap: float,
+                   local_search_time: float, seed: int) -> ExactResult:
+        """Branch and bound over boxes (:mod:`rulemip.formulations.box_bnb`, squared loss)."""
+        from rulemip.formulations.box_bnb import branch_and_bound
+
+        if not isinstance(prob.oracle, SquaredBoxOracle):
+            raise InvalidParameterError(
+                f"method='bnb' supports squared loss only; got loss={self.loss!r}.")
+        check_nonneg_float(local_search_time, "local_search_time")
+        deadline = None if remaining is None else time.perf_counter() + remaining
+        search = local_search_time if remaining is None else \
+            min(local_search_time, 0.1 * remaining)
+        z0 = prob.encode(warm_start) if warm_start is not None else None
+        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, deadline=deadline,
+                               rel_tol=mip_gap, lower_bound_hint=prob.bound, incumbent=z0,
+                               search_time=search, seed=seed)
+        ens, risk = prob.decode(res.z)
+        notes.append(f"branch and bound: {res.nodes} nodes, {res.leaves} supports evaluated"
+                     + ("" if res.complete else ", stopped by the time limit"))
+        if abs(risk - res.value) > 1e-7 * max(1.0, abs(risk)):
+            notes.append(f"decoded risk {risk:.12g} differs from the oracle's "
+                         f"{res.value:.12g}")
+        lb = min(max(res.lower_bound, prob.bound), risk)
+        gap = relative_gap(risk, lb)
+        term = TerminationReason.OPTIMAL if res.complete else TerminationReason.FEASIBLE
+        limit = None if res.complete else Limit.TIME
+        if res.complete and gap > mip_gap + 1e-12:
+            term, limit = TerminationReason.FEASIBLE, Limit.GAP
+        return ExactResult(ensemble=ens, risk=risk, lower_bound=lb, gap=gap, termination=term,
+                           limit=limit, wall_time=time.perf_counter() - t0,
+                           iterations=res.nodes, engine="cip", backend="bnb",
+                           backend_version="", n_boxes=prob.n_boxes,
+                           n_cells=prob.cells.n_cells, bound_valid=True, notes=tuple(notes))
 
     def _solve_enumerate(self, prob: BoxSelectionProblem, t0: float, remaining: float | None,
                          notes: list[str], count: int) -> tuple[ExactResult, FloatArray]:

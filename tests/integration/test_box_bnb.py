@@ -1,0 +1,123 @@
+"""Branch and bound over boxes (rulemip.formulations.box_bnb, squared loss): equals exact
+enumeration on small random instances, time-limited runs return a valid interval, and the
+linear minimization oracle behind the node bound is exact."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from rulemip.data import Dataset
+from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.box_bnb import _Evaluator, _lmo, branch_and_bound
+from rulemip.formulations.box_oracles import enumerate_optimum
+from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.solvers import Limit, TerminationReason
+
+
+def _dataset(seed: int, d: int, n: int = 30) -> Dataset:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = 2.0 * rng.normal(size=n) + X[:, 0] - (X[:, -1] > 0.3)
+    return Dataset.from_arrays(X, y)
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_bnb_equals_enumeration(seed):
+    rng = np.random.default_rng(100 + seed)
+    d = 1 + seed % 2
+    k = 1 + seed % 3 if d == 2 else 2 + seed % 4
+    reg = float(10 ** rng.uniform(-3, 1))
+    fit_intercept = seed % 3 != 0
+    prob = BoxSelectionCIP(k, reg=reg, max_thresholds=3, fit_intercept=fit_intercept).build(
+        _dataset(seed, d))
+    _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
+    assert complete
+    res = branch_and_bound(prob.oracle, prob.n_boxes, k, search_time=0.1, seed=seed)
+    assert res.complete
+    tol = 1e-6 * max(1.0, abs(v_enum))
+    assert abs(res.value - v_enum) <= tol
+    assert res.lower_bound <= v_enum + 1e-9 * max(1.0, abs(v_enum))
+    assert res.value - res.lower_bound <= tol
+    assert res.z.sum() <= k + 1e-9 and np.all(res.z >= 0)
+    assert abs(prob.oracle.value_and_gradient(res.z)[0] - res.value) <= 1e-9 * abs(res.value)
+
+
+@pytest.mark.parametrize("k", [2, 3])
+def test_solve_bnb_matches_enumerate(k):
+    ds = _dataset(7, 2, n=40)
+    cip = BoxSelectionCIP(k, reg=0.5, max_thresholds=3)
+    a = cip.solve(ds, method="bnb", local_search_time=0.2)
+    b = cip.solve(ds, method="enumerate")
+    assert a.termination is TerminationReason.OPTIMAL
+    assert b.termination is TerminationReason.OPTIMAL
+    assert a.backend == "bnb" and a.bound_valid
+    assert abs(a.risk - b.risk) <= 1e-6 * abs(b.risk)
+    assert a.lower_bound <= b.risk * (1 + 1e-9)
+    assert a.gap <= 1e-6
+
+
+def test_time_limited_run_returns_valid_interval():
+    ds = _dataset(3, 2, n=60)
+    k = 3
+    cip = BoxSelectionCIP(k, reg=1e-3, max_thresholds=4)
+    prob = cip.build(ds)
+    _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
+    assert complete
+    res = branch_and_bound(prob.oracle, prob.n_boxes, k, search_time=0.0,
+                           deadline=time.perf_counter() + 0.05)
+    assert res.lower_bound <= v_enum * (1 + 1e-9) <= res.value * (1 + 2e-9)
+    if not res.complete:
+        assert res.lower_bound < res.value
+    out = cip.solve(ds, method="bnb", time_limit=0.3, local_search_time=0.0)
+    assert out.lower_bound <= v_enum * (1 + 1e-9)
+    assert out.risk >= v_enum * (1 - 1e-9)
+    if out.termination is not TerminationReason.OPTIMAL:
+        assert out.limit is Limit.TIME
+
+
+def test_bnb_rejects_other_losses():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 1))
+    y = np.where(rng.random(20) < 0.5, -1.0, 1.0)
+    ds = Dataset.from_arrays(X, y, loss="logistic")
+    with pytest.raises(InvalidParameterError, match="squared"):
+        BoxSelectionCIP(2, loss="logistic", reg=0.1, max_thresholds=2).solve(ds, method="bnb")
+
+
+def test_evaluator_matches_oracle():
+    prob = BoxSelectionCIP(3, reg=0.3, max_thresholds=3).build(_dataset(1, 2))
+    ev = _Evaluator(prob.oracle)
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        z = rng.random(prob.n_boxes) * (rng.random(prob.n_boxes) < 0.2)
+        v1, g1 = ev.value_and_gradient(z)
+        v2, g2 = prob.oracle.value_and_gradient(z)
+        assert abs(v1 - v2) <= 1e-10 * abs(v2)
+        np.testing.assert_allclose(g1, g2, rtol=1e-7, atol=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_lmo_is_exact(seed):
+    scipy_optimize = pytest.importorskip("scipy.optimize")
+    rng = np.random.default_rng(seed)
+    B, k = 12, int(rng.integers(2, 6))
+    s = int(rng.integers(0, k))
+    perm = rng.permutation(B)
+    F, E = perm[:s], perm[s:s + 3]
+    lo, up = np.zeros(B), np.full(B, float(k - s))
+    lo[F], up[F] = 1.0, float(k - s + 1)
+    up[E] = 0.0
+    free = up > 0
+    free[F] = False
+    g = -rng.random(B) * (rng.random(B) < 0.8)
+    v = _lmo(g, lo, up, k, free)
+    A = np.vstack([np.ones(B), -free.astype(float)])
+    lp = scipy_optimize.linprog(g, A_ub=A, b_ub=[k, -1.0], bounds=list(zip(lo, up, strict=True)),
+                                method="highs")
+    assert lp.status == 0
+    assert np.all(v >= lo - 1e-12) and np.all(v <= up + 1e-12)
+    assert v.sum() <= k + 1e-12 and v[free].sum() >= 1 - 1e-12
+    assert float(g @ v) <= lp.fun + 1e-10
