@@ -31,7 +31,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-thresholds", type=int, default=5,
                    help="cut points per feature (0 = all midpoints)")
     p.add_argument("--max-rule-length", type=int, default=None)
-    p.add_argument("--engine", choices=["auto", "cip", "mip"], default="auto")
+    p.add_argument("--engine", choices=["auto", "cip", "cip-bnb", "mip"], default="auto")
     p.add_argument("--solver", default="auto")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact solve")
     p.add_argument("--splits", type=int, default=0,

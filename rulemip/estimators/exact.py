@@ -213,7 +213,10 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Explicit cut points per feature (overrides ``max_thresholds``).
     max_rule_length : int or None
         Maximum number of features a rule may restrict.
-    engine : {"auto", "cip", "mip"}
+    engine : {"auto", "cip", "cip-bnb", "mip"}
+        ``"cip"``: box-selection CIP (enumeration or outer approximation); ``"cip-bnb"``:
+        the same CIP by branch and bound over boxes (squared loss; fastest certifier at
+        moderate ridges on 2–3 features); ``"mip"``: the interval-cover MIP.
     solver : str, default "auto"
         Backend name (``rulemip.solvers.backend_names()``).
     time_limit : float or None, default 60

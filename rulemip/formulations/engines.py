@@ -1,7 +1,9 @@
 """One entry point to the two exact engines for k-rule ensembles.
 
 :func:`solve_exact` dispatches to :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`
-(``"cip"``, needs ``reg > 0``) or
+(``"cip"``, needs ``reg > 0``; ``"cip-bnb"``: the same CIP solved by branch and bound over
+boxes, squared loss only — the fastest certifier at moderate ridges on 2–3 features,
+``docs/benchmarks/exact.md`` §7) or
 :class:`~rulemip.formulations.interval_cover.IntervalCoverMIP` (``"mip"``) and returns
 their common :class:`~rulemip.formulations.result.ExactResult`. Estimators, the command
 line and gap studies all go through it, so "the exact optimum" means one thing.
@@ -20,7 +22,7 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
 
-ENGINES = ("auto", "cip", "mip")
+ENGINES = ("auto", "cip", "cip-bnb", "mip")
 CIP_MAX_BOXES = 250_000
 
 
@@ -48,10 +50,10 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[NDArray[np.float
     otherwise the MIP. A named engine is checked for applicability."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {ENGINES}; got {engine!r}.")
-    if engine == "cip" and reg <= 0:
+    if engine in ("cip", "cip-bnb") and reg <= 0:
         raise InvalidParameterError(
-            "`engine='cip'` needs `reg` > 0 (the CIP uses γ = 1/reg); use engine='mip' or a "
-            "small positive reg such as 1e-6.")
+            f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use engine='mip' "
+            "or a small positive reg such as 1e-6.")
     if engine != "auto":
         return engine
     if reg > 0 and count_boxes(thresholds, max_rule_length) <= CIP_MAX_BOXES:
@@ -69,6 +71,12 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     """Solve for the best ensemble of at most ``n_rules`` rules over ``thresholds``."""
     chosen = choose_engine(engine, reg, thresholds, max_rule_length)
     problem: Any
+    method = "auto"
+    if chosen == "cip-bnb":
+        if loss != "squared":
+            raise InvalidParameterError(
+                f"`engine='cip-bnb'` is for squared loss; got loss={loss!r}. Use engine='cip'.")
+        chosen, method = "cip", "bnb"
     if chosen == "cip":
         from rulemip.formulations.box_selection import BoxSelectionCIP
 
@@ -82,7 +90,8 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
                                    thresholds=list(thresholds),
                                    max_rule_length=max_rule_length)
         backend = solver
+    extra: dict[str, Any] = {"method": method} if chosen == "cip" else {}
     result: ExactResult = problem.solve(dataset, warm_start=warm_start, solver=backend,
                                         time_limit=time_limit, mip_gap=mip_gap,
-                                        callback=callback, seed=seed)
+                                        callback=callback, seed=seed, **extra)
     return result

@@ -113,3 +113,14 @@ def test_unknown_solver_has_a_hint():
     X, y = _tiny()
     with pytest.raises(Exception, match=r"solver|backend"):
         ExactRuleEnsembleRegressor(n_rules=1, solver="gurobi-free", warm_start=None).fit(X, y)
+
+
+def test_branch_and_bound_engine_matches_the_default():
+    X, y = _tiny()
+    common = dict(n_rules=2, max_thresholds=3, reg=0.5, warm_start=None, time_limit=60)
+    a = ExactRuleEnsembleRegressor(**common).fit(X, y)
+    b = ExactRuleEnsembleRegressor(engine="cip-bnb", **common).fit(X, y)
+    assert b.certificate_.status == "optimal"
+    assert b.certificate_.risk == pytest.approx(a.certificate_.risk, rel=1e-7)
+    with pytest.raises(InvalidParameterError, match="cip-bnb"):
+        ExactRuleEnsembleRegressor(engine="cip-bnb", reg=0.0, n_rules=1).fit(X, y)
