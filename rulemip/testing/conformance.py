@@ -32,7 +32,8 @@ from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import Capability, SolverBackend, required_capabilities
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
-__all__ = ["CASES", "ConformanceCase", "backend_claims", "check_case",
+__all__ = ["CASES", "ConformanceCase", "backend_claims", "brute_force_integer_optimum",
+           "check_case",
            "check_persistent_rows", "market_split", "random_milp"]
 
 FEAS_TOL = 1e-6
@@ -290,6 +291,28 @@ def random_milp(n: int = 8, m: int = 6, seed: int = 0, integer: bool = True) -> 
     return M.to_standard_form()
 
 
+
+def brute_force_integer_optimum(model: StandardForm, values: range = range(4)) -> float:
+    """Least objective over the integer points with every coordinate in ``values`` that
+    satisfy the rows (``inf`` if none): the known optimum of a small pure-integer model
+    whose column bounds lie within ``values``."""
+    best = math.inf
+    for point in itertools.product(values, repeat=model.n_cols):
+        x = np.asarray(point, dtype=float)
+        if model.max_violation(x) <= 1e-9:
+            best = min(best, model.objective_value(x))
+    return best
+
+
+def _small_random_ilp(seed: int) -> Callable[[], StandardForm]:
+    def build() -> StandardForm:
+        return random_milp(n=5, m=3, seed=seed)
+
+    return build
+
+
+_RANDOM_ILP_SEEDS = (0, 1, 2, 3)
+
 CASES: tuple[ConformanceCase, ...] = (
     ConformanceCase("lp", lp_model, TerminationReason.OPTIMAL, -3.0),
     ConformanceCase("knapsack", knapsack_model, TerminationReason.OPTIMAL, _knapsack_optimum()),
@@ -308,6 +331,9 @@ CASES: tuple[ConformanceCase, ...] = (
                     + _closed_form_group_loss("squared", _SQ_Y, _SQ_G), rel_tol=1e-5),
     ConformanceCase("time_limit", market_split, TerminationReason.FEASIBLE, None, Limit.TIME,
                     SolveOptions(time_limit=0.5)),
+    *(ConformanceCase(f"random_ilp_{seed}", _small_random_ilp(seed), TerminationReason.OPTIMAL,
+                      brute_force_integer_optimum(random_milp(n=5, m=3, seed=seed)))
+      for seed in _RANDOM_ILP_SEEDS),
 )
 
 

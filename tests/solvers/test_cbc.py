@@ -2,10 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
-
-import numpy as np
 import pytest
 
 from rulemip.exceptions import UnsupportedCapabilityError
@@ -17,7 +13,6 @@ from rulemip.testing.conformance import (
     lp_model,
     market_split,
     qp_model,
-    random_milp,
 )
 
 pytest.importorskip("ortools")
@@ -35,20 +30,6 @@ def test_version_names_cbc(cbc) -> None:
     res = cbc.solve(knapsack_model())
     assert res.backend == "cbc" and res.backend_version == cbc.version()
     assert res.nodes is not None
-
-
-def test_random_ilps_match_brute_force(cbc) -> None:
-    for seed in range(4):
-        model = random_milp(n=5, m=3, seed=seed)
-        best = math.inf
-        for pt in itertools.product(range(4), repeat=5):
-            x = np.array(pt, dtype=float)
-            if model.max_violation(x) <= 1e-9:
-                best = min(best, model.objective_value(x))
-        res = cbc.solve(model)
-        assert res.termination is TerminationReason.OPTIMAL
-        assert res.bounds.primal == pytest.approx(best, abs=1e-9)
-        assert res.bounds.dual == pytest.approx(best, abs=1e-6)
 
 
 def test_lp_dual_equals_primal(cbc) -> None:

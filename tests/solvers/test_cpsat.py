@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
-import math
-
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -20,6 +17,7 @@ from rulemip.solvers import (
     select_backend,
 )
 from rulemip.testing.conformance import (
+    brute_force_integer_optimum,
     general_integer_model,
     knapsack_model,
     lp_model,
@@ -37,31 +35,12 @@ def cpsat():
     return get_backend("cpsat")
 
 
-def _brute_force(model, values) -> float:
-    best = math.inf
-    for pt in itertools.product(values, repeat=model.n_cols):
-        x = np.array(pt, dtype=float)
-        if model.max_violation(x) <= 1e-9:
-            best = min(best, model.objective_value(x))
-    return best
-
-
 def test_version_and_capabilities(cpsat) -> None:
     assert cpsat.version().startswith("OR-Tools 9.")
     assert Capability.LP not in cpsat.capabilities  # no continuous variables
     res = cpsat.solve(knapsack_model())
     assert res.backend == "cpsat" and res.backend_version == cpsat.version()
     assert res.nodes is not None and res.nodes >= 0
-
-
-def test_random_ilps_match_brute_force(cpsat) -> None:
-    for seed in range(4):
-        model = random_milp(n=5, m=3, seed=seed)
-        best = _brute_force(model, range(4))
-        res = cpsat.solve(model, SolveOptions(threads=1))
-        assert res.termination is TerminationReason.OPTIMAL
-        assert res.bounds.primal == pytest.approx(best, abs=1e-9)
-        assert res.bounds.dual == pytest.approx(best, abs=1e-9)
 
 
 def test_decimal_coefficients_are_scaled_exactly(cpsat) -> None:
@@ -73,7 +52,7 @@ def test_decimal_coefficients_are_scaled_exactly(cpsat) -> None:
     m.add_objective(x.ids, [0.7, -1.1, 0.35])
     m.offset = 0.125
     model = m.to_standard_form()
-    best = _brute_force(model, range(-2, 4))
+    best = brute_force_integer_optimum(model, range(-2, 4))
     res = cpsat.solve(model)
     assert res.is_optimal
     assert res.bounds.primal == pytest.approx(best, abs=1e-12)

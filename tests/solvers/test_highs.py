@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
 import numpy as np
@@ -46,21 +45,6 @@ def test_registry_and_version(highs) -> None:
     res = highs.solve(lp_model())
     assert res.backend == "highs" and res.backend_version == highs.version()
     assert res.iterations is not None and res.nodes is None  # an LP has no nodes
-
-
-def test_random_milps_match_brute_force(highs) -> None:
-    for seed in range(4):
-        model = random_milp(n=5, m=3, seed=seed)
-        best = math.inf
-        for pt in itertools.product(range(4), repeat=5):
-            x = np.array(pt, dtype=float)
-            if model.max_violation(x) <= 1e-9:
-                best = min(best, model.objective_value(x))
-        res = highs.solve(model)
-        assert res.termination is TerminationReason.OPTIMAL
-        assert res.bounds.primal == pytest.approx(best, abs=1e-9)
-        assert res.bounds.dual == pytest.approx(best, abs=1e-6)
-        assert res.nodes is not None and res.nodes >= 0
 
 
 def test_lp_matches_scipy_linprog(highs, rng) -> None:

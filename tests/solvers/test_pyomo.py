@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import itertools
 import math
 
-import numpy as np
 import pytest
 
 from rulemip.exceptions import (
@@ -63,20 +61,6 @@ def test_bad_names_are_refused() -> None:
         get_backend("highs:appsi_highs")
     with pytest.raises(InvalidParameterError, match="pyomo:NAME"):
         get_backend("pyomo:")
-
-
-def test_random_milps_match_brute_force(pyomo) -> None:
-    for seed in range(3):
-        model = random_milp(n=5, m=3, seed=seed)
-        best = math.inf
-        for pt in itertools.product(range(4), repeat=5):
-            x = np.array(pt, dtype=float)
-            if model.max_violation(x) <= 1e-9:
-                best = min(best, model.objective_value(x))
-        res = pyomo.solve(model)
-        assert res.termination is TerminationReason.OPTIMAL
-        assert res.bounds.primal == pytest.approx(best, abs=1e-9)
-        assert res.bounds.dual == pytest.approx(best, abs=1e-6)
 
 
 def test_qp_and_indicators(pyomo) -> None:
