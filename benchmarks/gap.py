@@ -41,12 +41,16 @@ def main() -> None:
     parser.add_argument("--reg", type=float, default=10.0,
                         help="ridge lambda (R = (sum loss + lambda |beta|^2) / n)")
     parser.add_argument("--sizes", type=int, nargs="+", default=None)
+    parser.add_argument("--engine", default="auto", choices=["auto", "cip", "cip-bnb", "mip"],
+                        help="exact engine of every k")
+    parser.add_argument("--skip-sweep", action="store_true", help="only part (a)")
     args = parser.parse_args()
     k_max = 4 if args.quick else 10
     sizes = args.sizes or ((50, 100) if args.quick else (50, 100, 200))
     common = dict(reg=args.reg, max_thresholds=5, fit_intercept=True,
-                  time_limit=args.time_limit)
-    print(f"reg {args.reg:g}, 5 thresholds per feature, time limit {args.time_limit:g} s")
+                  time_limit=args.time_limit, engine=args.engine)
+    print(f"reg {args.reg:g}, 5 thresholds per feature, time limit {args.time_limit:g} s, "
+          f"engine {args.engine}")
 
     print(f"(a) full study k = 1..{k_max}, variants SGS SGB SXB CGB COB MIP-boosting")
     print(f"{'n':>5} {'wall s':>8} {'optimal rows':>13} {'max gap_lo_norm':>16}")
@@ -65,6 +69,8 @@ def main() -> None:
         print(f"\nper-variant summary, n = {n}:")
         print(summary.to_string())
 
+    if args.skip_sweep:
+        return
     print("\n(b) sweep of 3 datasets x k = 1..K: serial vs joblib(2) vs Dask LocalCluster(2)")
     data = {f"diabetes{s}": subsample(80, seed=s) for s in range(3)}
     tasks = make_tasks(data, min(k_max, 5), ["SGB", "COB"], reg=args.reg, max_thresholds=5,
