@@ -20,6 +20,7 @@ SPEC §2a (one weighted point per occupied grid cell) is exact.
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -43,7 +44,7 @@ def _sigmoid(a: FloatArray) -> FloatArray:
 
 
 @dataclass(frozen=True)
-class Loss:
+class Loss(abc.ABC):
     """A convex, twice differentiable loss in deviance form.
 
     Subclasses implement :meth:`value`, :meth:`gradient`, :meth:`hessian`,
@@ -53,29 +54,29 @@ class Loss:
 
     name: ClassVar[str] = "abstract"
 
+    @abc.abstractmethod
     def value(self, f: FloatArray, y: FloatArray) -> FloatArray:
         """Elementwise loss :math:`l(f_i, y_i)`."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def gradient(self, f: FloatArray, y: FloatArray) -> FloatArray:
         r"""Elementwise :math:`g_i = \partial l(f_i, y_i)/\partial f_i`."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def hessian(self, f: FloatArray, y: FloatArray) -> FloatArray:
         r"""Elementwise :math:`h_i = \partial^2 l(f_i, y_i)/\partial f_i^2` (> 0)."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def inverse_link(self, a: FloatArray) -> FloatArray:
         r""":math:`\mu(a)`, the prediction on the response scale."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def check_labels(self, y: FloatArray) -> FloatArray:
         """Validate ``y`` for this loss and return it in the loss' label convention."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def best_constant(self, y: FloatArray, sample_weight: FloatArray | None = None) -> float:
         """The constant :math:`c` minimizing :math:`\\sum_i w_i l(c, y_i)`."""
-        raise NotImplementedError  # abstract
 
     # ------------------------------------------------------------------ derived
     def risk(self, f: ArrayLike, y: ArrayLike, *, weights: ArrayLike | None = None,

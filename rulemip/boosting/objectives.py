@@ -52,6 +52,7 @@ and :math:`\|q'\|_w \ge \sqrt{w_{\min}}`); xgb — :math:`\min(\sqrt{\sum_I w g^
 
 from __future__ import annotations
 
+import abc
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -118,7 +119,7 @@ class OrthonormalBasis:
 
 # ---------------------------------------------------------------------------- objectives
 @dataclass
-class RoundObjective:
+class RoundObjective(abc.ABC):
     """An objective frozen at one boosting round (fixed ``g``, ``h``, ``O``).
 
     Attributes
@@ -147,13 +148,13 @@ class RoundObjective:
             self._key_order, self._key_rank = order, rank
 
     # -- to be provided by subclasses
+    @abc.abstractmethod
     def from_sums(self, sums: FloatArray) -> FloatArray:
         """Objective values from summed statistics (last axis = statistics)."""
-        raise NotImplementedError  # abstract
 
+    @abc.abstractmethod
     def bound_from_sums(self, sums: FloatArray) -> FloatArray:
         """Cheap admissible child bound from summed ``bound_stats``."""
-        raise NotImplementedError  # abstract
 
     # -- derived
     @property
