@@ -79,6 +79,14 @@ def check_model(model: Any) -> StandardForm:
     return as_standard_form(model)
 
 
+def check_solve_args(model: Any, options: SolveOptions | None,
+                     start: NDArray[np.float64] | None
+                     ) -> tuple[SolveOptions, StandardForm, NDArray[np.float64] | None]:
+    """The validated ``(options, model, start)`` of a one-shot ``solve`` call."""
+    sf = check_model(model)
+    return check_options(options), sf, check_start(start, sf.n_cols)
+
+
 def reject(backend: str, what: str, remedy: str) -> UnsupportedCapabilityError:
     """The error for a model feature a backend cannot take."""
     return UnsupportedCapabilityError(f"solver {backend!r} cannot handle {what}; {remedy}")

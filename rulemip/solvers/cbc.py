@@ -36,9 +36,7 @@ from numpy.typing import NDArray
 from rulemip.model.standard_form import StandardForm
 from rulemip.solvers._common import (
     Progress,
-    check_model,
-    check_options,
-    check_start,
+    check_solve_args,
     finished_status,
     limit_status,
     make_result,
@@ -103,9 +101,7 @@ class CbcBackend:
         """Load ``model`` into a fresh CBC solver and solve it."""
         from ortools.linear_solver import pywraplp
 
-        opts = check_options(options)
-        sf = check_model(model)
-        x0 = check_start(start, sf.n_cols)
+        opts, sf, x0 = check_solve_args(model, options, start)
         _check_supported(sf)
         t0 = time.perf_counter()
         solver = pywraplp.Solver.CreateSolver("CBC")

@@ -45,9 +45,7 @@ from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.model.standard_form import StandardForm
 from rulemip.solvers._common import (
     Progress,
-    check_model,
-    check_options,
-    check_start,
+    check_solve_args,
     finished_status,
     limit_status,
     make_result,
@@ -260,9 +258,7 @@ class CpSatBackend:
     def solve(self, model: StandardForm, options: SolveOptions | None = None,
               start: NDArray[np.float64] | None = None) -> SolveResult:
         """Translate ``model`` to CP-SAT, solve it and report a :class:`SolveResult`."""
-        opts = check_options(options)
-        sf = check_model(model)
-        x0 = check_start(start, sf.n_cols)
+        opts, sf, x0 = check_solve_args(model, options, start)
         t0 = time.perf_counter()
         loaded = _Loaded(sf)
         cp_model = loaded.cp

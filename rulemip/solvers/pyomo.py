@@ -43,9 +43,7 @@ from rulemip.model.export import column_values, to_pyomo
 from rulemip.model.standard_form import StandardForm
 from rulemip.solvers._common import (
     Progress,
-    check_model,
-    check_options,
-    check_start,
+    check_solve_args,
     finished_status,
     limit_status,
     make_result,
@@ -194,9 +192,7 @@ class PyomoBackend:
         """Build the Pyomo model of ``model``, solve it and report a :class:`SolveResult`."""
         import pyomo.environ as pe
 
-        opts = check_options(options)
-        sf = check_model(model)
-        x0 = check_start(start, sf.n_cols)
+        opts, sf, x0 = check_solve_args(model, options, start)
         name = self.solver_name
         if name is None or not _solver_available(name):
             raise reject(self.name, "any model: the solver is not available",
