@@ -13,6 +13,7 @@ import itertools
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -90,3 +91,45 @@ def brute_force_optimum(X: FloatArray, y: FloatArray, n_rules: int, loss: str = 
             if res.risk < best:
                 best, best_set = float(res.risk), combo
     return BruteForceOptimum(best, tuple(boxes[b] for b in best_set), len(boxes), count)
+
+
+def _antichains(node: int, children: list[list[int]]) -> list[list[int]]:
+    """Every set of nodes in the subtree of ``node`` with no node above another."""
+    out: list[list[int]] = [[node]]
+    below: list[list[int]] = [[]]
+    for c in children[node]:
+        below = [a + b for a in below for b in _antichains(c, children)]
+    return out + below
+
+
+def brute_force_pruning(nodes: Any, value: Any, cost: FloatArray,
+                        budget: float | None = None, lam: float = 0.0
+                        ) -> tuple[float, FloatArray]:
+    r"""Exact :math:`\min\{q(z) + \lambda\, a^\top z\}` of tree pruning ([PRUNE] (1), (4))
+    over every feasible selection, for tiny ensembles.
+
+    Feasible: no node selected together with one of its descendants (the correct (1a) of
+    SPEC §4) — within each tree an antichain of the node forest — and, with ``budget``,
+    :math:`a^\top z \le K` (1b). ``nodes`` is a
+    :class:`~rulemip.formulations.node_matrix.NodeMatrix`, ``value(z)`` the convex q,
+    ``cost`` the attribute vector a. Returns ``(optimum, z*)`` (first minimizer found).
+    """
+    parent = np.asarray(nodes.parent)
+    m = len(parent)
+    children: list[list[int]] = [[] for _ in range(m)]
+    roots: list[int] = []
+    for j in range(m):
+        (children[int(parent[j])] if parent[j] >= 0 else roots).append(j)
+    per_root = [_antichains(r, children) for r in roots]
+    a = np.asarray(cost, dtype=float)
+    best, best_z = math.inf, np.zeros(m)
+    for combo in itertools.product(*per_root):
+        z = np.zeros(m)
+        z[[i for part in combo for i in part]] = 1.0
+        c = float(a @ z)
+        if budget is not None and c > budget + 1e-9:
+            continue
+        v = float(value(z)) + lam * c
+        if v < best:
+            best, best_z = v, z
+    return best, best_z

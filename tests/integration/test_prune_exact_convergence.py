@@ -1,7 +1,5 @@
 """Convergence and bound validity of the exact pruning algorithm (prune_exact, SPEC §4)."""
 
-import itertools
-import math
 
 import numpy as np
 import pytest
@@ -9,6 +7,7 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from rulemip.formulations.node_matrix import extract_nodes
 from rulemip.formulations.tree_pruning import TreePruningCIP
+from rulemip.testing.brute_force import brute_force_pruning
 
 pytestmark = pytest.mark.solver
 
@@ -30,17 +29,7 @@ def _feasible(nodes, z, K, attribute):
 
 
 def _brute(nodes, oracle, K, attribute):
-    a = nodes.attribute(attribute)
-    m = nodes.n_nodes
-    kmax = int(K) + int(np.sum(a == 0))
-    best = math.inf
-    for k in range(0, min(kmax, m) + 1):
-        for S in itertools.combinations(range(m), k):
-            z = np.zeros(m)
-            z[list(S)] = 1.0
-            if _feasible(nodes, z, K, attribute):
-                best = min(best, oracle.value(z))
-    return best
+    return brute_force_pruning(nodes, oracle.value, nodes.attribute(attribute), budget=K)[0]
 
 
 @pytest.mark.parametrize("attribute", ["rule", "depth"])

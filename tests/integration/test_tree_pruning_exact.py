@@ -1,30 +1,16 @@
-import itertools
 
 import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
 
 from rulemip.formulations.node_matrix import extract_nodes
+from rulemip.testing.brute_force import brute_force_pruning
 
 pytestmark = pytest.mark.solver
 
 
 def _brute(nodes, oracle, K, attribute):
-    a = nodes.attribute(attribute)
-    pairs = nodes.conflict_pairs()
-    best = np.inf
-    m = nodes.n_nodes
-    kmax = int(K) + int(np.sum(a == 0))  # zero-cost nodes (roots under 'feature')
-    for k in range(0, min(kmax, m) + 1):
-        for S in itertools.combinations(range(m), k):
-            z = np.zeros(m)
-            z[list(S)] = 1
-            if a @ z > K + 1e-9:
-                continue
-            if pairs.size and np.any(z[pairs[:, 0]] + z[pairs[:, 1]] > 1):
-                continue
-            best = min(best, oracle.value(z))
-    return best
+    return brute_force_pruning(nodes, oracle.value, nodes.attribute(attribute), budget=K)[0]
 
 
 @pytest.mark.parametrize("attribute,K", [("rule", 2), ("depth", 3), ("feature", 2)])

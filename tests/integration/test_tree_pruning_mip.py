@@ -1,7 +1,6 @@
 """Problem (1) as a MIQP (TreePruningMIP) solved by SCIP equals the exact OA algorithm on
 CIP (2) and brute force over all feasible node selections."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -9,29 +8,14 @@ from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
 from rulemip.formulations.node_matrix import extract_nodes
 from rulemip.formulations.tree_pruning import TreePruningCIP, TreePruningMIP
+from rulemip.testing.brute_force import brute_force_pruning
 
 pytestmark = pytest.mark.solver
 pytest.importorskip("pyscipopt")
 
 
 def _brute(nodes, oracle, K, attribute):
-    a = nodes.attribute(attribute)
-    pairs = nodes.conflict_pairs()
-    m = nodes.n_nodes
-    best, best_z = np.inf, None
-    kmax = int(K) + int(np.sum(a == 0))  # zero-cost nodes (roots under depth/feature)
-    for k in range(0, min(kmax, m) + 1):
-        for S in itertools.combinations(range(m), k):
-            z = np.zeros(m)
-            z[list(S)] = 1
-            if a @ z > K + 1e-9:
-                continue
-            if pairs.size and np.any(z[pairs[:, 0]] + z[pairs[:, 1]] > 1):
-                continue
-            v = oracle.value(z)
-            if v < best:
-                best, best_z = v, z
-    return best, best_z
+    return brute_force_pruning(nodes, oracle.value, nodes.attribute(attribute), budget=K)
 
 
 def _instance(kind, seed=3, n=25, depth=2):

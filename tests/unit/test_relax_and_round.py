@@ -1,6 +1,5 @@
 """Relax-and-round (App. D, Alg. 4): valid relaxation bounds, feasible rounding."""
 
-import itertools
 
 import numpy as np
 import pytest
@@ -10,6 +9,7 @@ from rulemip.algorithms.cbcd import path_clique_matrix
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.node_matrix import extract_nodes
 from rulemip.formulations.tree_pruning import TreePruningCIP
+from rulemip.testing.brute_force import brute_force_pruning
 
 pytestmark = pytest.mark.solver
 
@@ -30,23 +30,7 @@ def _feasible(nodes, z, a=None, K=None):
 
 
 def _brute(nodes, oracle, a, K=None, lam=0.0):
-    """Minimum over all feasible z: products of every tree's antichains."""
-    per_tree = []
-    for t in np.unique(nodes.tree):
-        idx = np.flatnonzero(nodes.tree == t)
-        sets = []
-        for bits in itertools.product([0, 1], repeat=idx.size):
-            sel = set(idx[np.array(bits) > 0])
-            if all(not (set(nodes.descendants[i]) & sel) for i in sel):
-                sets.append(sorted(sel))
-        per_tree.append(sets)
-    best = np.inf
-    for combo in itertools.product(*per_tree):
-        z = np.zeros(nodes.n_nodes)
-        z[[i for s in combo for i in s]] = 1
-        if K is None or float(a @ z) <= K + 1e-9:
-            best = min(best, oracle.value(z) + lam * float(a @ z))
-    return best
+    return brute_force_pruning(nodes, oracle.value, a, budget=K, lam=lam)[0]
 
 
 def _cvxpy_relaxation(nodes, y, a, K=None, lam=0.0, gamma=1.0):
