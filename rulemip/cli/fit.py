@@ -126,5 +126,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w.message}", file=sys.stderr)
     if args.certificate:
         path = cert.save(args.certificate)
-        print(f"certificate written to {path}")
+        data = ("--bundled" if args.data is None else
+                f"--data {args.data} --target {args.target}")
+        print(f"certificate written to {path} (re-check: rulemip verify {path} {data})")
     return 0

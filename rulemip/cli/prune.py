@@ -88,10 +88,12 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
+    from rulemip._solver_names import check_solver
     from rulemip._validation import check_positive_int
     from rulemip.estimators.tree_rules import TreeRuleExtractor
     from rulemip.exceptions import SolveLimitWarning
 
+    check_solver(args.solver, "--solver")
     trees = check_positive_int(args.trees, "--trees")
     depth = check_positive_int(args.depth, "--depth")
     if args.json:
