@@ -99,7 +99,8 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(progress_wanted(args.progress, args.quiet))
     if progress.enabled:
         est.set_params(verbose=True)  # its solver lines go to the progress display
-    first = f"warm start (boosting {warm}) and model building" if warm else "model building"
+    first = (f"warm start (boosting {warm}), then the exact solve" if warm
+             else "building and solving the exact model")
     with warnings.catch_warnings(record=True) as caught, progress:
         warnings.simplefilter("always", SolveLimitWarning)
         progress.phase(first)

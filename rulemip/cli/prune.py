@@ -99,6 +99,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_output_path(args.json, "--json")
     X, y = read_table(args.data, args.target)
+    if not _is_numeric(y):
+        from rulemip.exceptions import InvalidDataError
+
+        raise InvalidDataError(
+            f"--target: column {args.target!r} must be numeric (prune fits a regression "
+            f"ensemble); got values such as {y.iloc[0]!r}.")
     if any(not _is_numeric(X[c]) for c in X.columns):
         import pandas as pd
 

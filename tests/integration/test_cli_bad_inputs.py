@@ -291,7 +291,8 @@ def test_gap_serves_no_stale_rows_and_keeps_same_named_files(tmp_path, capsys):
         paths.append(p)
     out = tmp_path / "out"
     argv = ["gap", "--data", *map(str, paths), "--target", "y", "--k-max", "1",
-            "--variants", "SGB", "--out", str(out), "--quiet", *FAST]
+            "--variants", "SGB", "--max-thresholds", "2", "--reg", "0.1", "--out", str(out),
+            "--quiet", *FAST]
     assert run(argv, capsys)[0] == 0
     table = pd.read_csv(out / "gap_table.csv")
     assert sorted(table["dataset"]) == ["a_x", "b_x"]
@@ -299,7 +300,8 @@ def test_gap_serves_no_stale_rows_and_keeps_same_named_files(tmp_path, capsys):
     pd.DataFrame({"x": x, "y": 10.0 * (x > 0) + x}).to_csv(paths[0], index=False)
     assert run(argv, capsys)[0] == 0
     again = pd.read_csv(out / "gap_table.csv").set_index("dataset")
-    fresh = gap_study(x[:, None], 10.0 * (x > 0) + x, 1, ["SGB"], time_limit=20)
+    fresh = gap_study(x[:, None], 10.0 * (x > 0) + x, 1, ["SGB"], max_thresholds=2,
+                      reg=0.1, time_limit=20)
     assert again.loc["a_x", "risk_boost"] == pytest.approx(fresh.table["risk_boost"][0])
     assert again.loc["b_x", "risk_boost"] == pytest.approx(
         table.set_index("dataset").loc["b_x", "risk_boost"])
@@ -334,3 +336,11 @@ def test_progress_only_when_asked_or_on_a_terminal(tiny, tmp_path, capsys):
     code, _, err = run(["gap", "--data", str(tiny), "--target", "y", "--k-max", "2",
                         "--variants", "SGB", "--out", str(out), "--progress", *FAST], capsys)
     assert code == 0 and "2/2" in err and "[" + "#" * 24 + "]" in err
+
+
+@pytest.mark.parametrize("command", ["fit", "boost", "prune"])
+def test_text_target_for_a_regression_is_one_line_error(command, tmp_path, capsys):
+    path = tmp_path / "s.csv"
+    path.write_text("a,b,y\n1,2,x\n2,3,y\n3,1,z\n")
+    code, _, err = run([*COMMANDS[command], "--data", str(path), "--target", "y"], capsys)
+    assert_one_line_error(code, err, "numeric")
