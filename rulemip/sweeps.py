@@ -245,7 +245,7 @@ def collect_table(tasks: Sequence[GapTask], out_dir: str | Path) -> Any:
     for t in tasks:
         path = Path(out_dir) / "tasks" / f"{t.task_id}.json"
         if path.is_file():
-            rows.extend(json.loads(path.read_text())["rows"])
+            rows.extend(_read_task(path, "rows"))
     cols = ["dataset", "split", *TABLE_COLUMNS]
     if not rows:
         return pd.DataFrame(columns=cols)
@@ -259,5 +259,19 @@ def load_certificates(tasks: Sequence[GapTask], out_dir: str | Path) -> dict[str
     for t in tasks:
         path = Path(out_dir) / "tasks" / f"{t.task_id}.json"
         if path.is_file():
-            out[t.task_id] = Certificate.from_dict(json.loads(path.read_text())["certificate"])
+            out[t.task_id] = Certificate.from_dict(_read_task(path, "certificate"))
     return out
+
+
+def _read_task(path: Path, key: str) -> Any:
+    """Part ``key`` of a finished task's file; a damaged file is an error that says how to
+    recompute it (task files are written atomically, so only an edit damages one)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return doc[key]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        from rulemip.exceptions import InvalidDataError
+
+        raise InvalidDataError(
+            f"task file {str(path)!r} is damaged ({type(exc).__name__}: {exc}); delete it and "
+            "rerun the sweep to recompute that task.") from None

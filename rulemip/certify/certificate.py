@@ -174,6 +174,8 @@ class Certificate:
         if not isinstance(opts, dict):
             raise CertificateError("malformed certificate: `solver.options` must be a JSON "
                                    f"object; got {opts!r}.")
+        if "mip_gap" in opts:
+            schema.as_number(opts["mip_gap"], "solver.options.mip_gap", finite=True)
         notes = d.get("notes", [])
         try:
             ensemble = RuleEnsemble.from_dict(schema.section(d, "ensemble"))
