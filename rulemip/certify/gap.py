@@ -47,6 +47,9 @@ class ProblemSpec:
     fit_intercept: bool = False
     thresholds: tuple[tuple[float, ...], ...] = ()
     max_rule_length: int | None = None
+    #: ``max_thresholds`` the thresholds were derived with (``None``: all midpoints), or
+    #: ``"explicit"`` for thresholds given by the caller; recorded in certificates
+    threshold_rule: int | str | None = "explicit"
 
     def threshold_arrays(self) -> list[np.ndarray]:
         return [np.asarray(t, dtype=float) for t in self.thresholds]
@@ -181,7 +184,7 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
         status=res.termination.value, bound_valid=res.bound_valid, engine=engine,
         backend=res.backend, backend_version=res.backend_version,
         options={"time_limit": solve.time_limit, "mip_gap": solve.mip_gap,
-                 "seed": solve.seed},
+                 "seed": solve.seed, "max_thresholds": problem.threshold_rule},
         wall_time=res.wall_time, max_rule_length=problem.max_rule_length, notes=res.notes)
     return res, cert
 
@@ -221,7 +224,8 @@ def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
     ths = (candidate_thresholds(ds.X, max_thresholds) if thresholds is None
            else [np.unique(np.asarray(t, dtype=float)) for t in thresholds])
     return ProblemSpec(loss, float(reg), bool(fit_intercept),
-                       tuple(tuple(float(v) for v in t) for t in ths), max_rule_length)
+                       tuple(tuple(float(v) for v in t) for t in ths), max_rule_length,
+                       max_thresholds if thresholds is None else "explicit")
 
 
 def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
