@@ -44,4 +44,4 @@ def test_fit_on_csv_and_errors(tmp_path, capsys):
     assert main(["fit", "--data", str(path), "--target", "nope"]) == 2
     assert "column 'nope' not in" in capsys.readouterr().err
     assert main(["fit", "--data", str(path), "--target", "y", "-k", "0"]) == 2
-    assert "`n_rules` must be a positive integer" in capsys.readouterr().err
+    assert "`--n-rules` must be a positive integer" in capsys.readouterr().err
