@@ -190,7 +190,7 @@ class Certificate:
             feature_names=schema.as_str_list(schema.required(ds, "feature_names", "dataset"),
                                              "dataset.feature_names"),
             ensemble=ensemble,
-            loss=schema.as_str(schema.required(pb, "loss", "problem"), "problem.loss"),
+            loss=schema.as_loss(schema.required(pb, "loss", "problem"), "problem.loss"),
             reg=schema.as_number(schema.required(pb, "reg", "problem"), "problem.reg",
                                  finite=True),
             fit_intercept=schema.as_bool(schema.required(pb, "fit_intercept", "problem"),
@@ -322,11 +322,7 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             "features", False, f"rules use feature index(es) {bad_features}, but the data "
             f"has {ds.d} feature(s) (0..{ds.d - 1}): the ensemble was edited or belongs to "
             "other data"))
-        report = VerificationReport(tuple(checks), math.nan)
-        if raise_on_failure:
-            raise CertificateError("certificate rejected: " + "; ".join(
-                f"{c.name}: {c.message}" for c in report.failures))
-        return report
+        return _report(checks, math.nan, raise_on_failure)
 
     n_ok = len(ens.rules) <= cert.n_rules
     checks.append(CheckResult("size", n_ok, f"{len(ens.rules)} rule(s), at most "
@@ -385,6 +381,11 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             f"status 'optimal' but gap {gap:.3g} (tolerance {opt_tol:.3g}), bound_valid="
             f"{cert.bound_valid}"))
 
+    return _report(checks, risk, raise_on_failure)
+
+
+def _report(checks: list[CheckResult], risk: float, raise_on_failure: bool
+            ) -> VerificationReport:
     report = VerificationReport(tuple(checks), risk)
     if raise_on_failure and not report.ok:
         raise CertificateError("certificate rejected: " + "; ".join(

@@ -13,6 +13,7 @@ import numbers
 from typing import Any
 
 from rulemip.exceptions import CertificateError
+from rulemip.losses import LOSSES
 
 STATUSES = ("optimal", "feasible", "no_solution_found", "infeasible", "unbounded",
             "numerical_error", "error")
@@ -79,6 +80,12 @@ def as_number(value: Any, path: str, *, finite: bool = False, allow_missing: boo
     if math.isnan(v) or (finite and math.isinf(v)):
         raise _fail(path, "a finite number", value)
     return v
+
+
+def as_loss(value: Any, path: str) -> str:
+    if value not in LOSSES:
+        raise _fail(path, f"one of {', '.join(LOSSES)}", value)
+    return str(value)
 
 
 def as_status(value: Any, path: str) -> str:

@@ -344,3 +344,9 @@ def test_text_target_for_a_regression_is_one_line_error(command, tmp_path, capsy
     path.write_text("a,b,y\n1,2,x\n2,3,y\n3,1,z\n")
     code, _, err = run([*COMMANDS[command], "--data", str(path), "--target", "y"], capsys)
     assert_one_line_error(code, err, "numeric")
+
+
+def test_verify_unknown_loss_is_a_schema_error(cert, tiny, tmp_path, capsys):
+    path = _tampered(cert, tmp_path, lambda d: d["problem"].__setitem__("loss", "hinge"))
+    code, _, err = run(["verify", str(path), "--data", str(tiny), "--target", "y"], capsys)
+    assert_one_line_error(code, err, "problem.loss", "squared")
