@@ -33,6 +33,9 @@ def plot_risk_vs_k(table: Any, path: str | Path, title: str = "") -> Path:
     for variant, grp in table.groupby("variant", sort=False):
         g = grp.sort_values("k")
         ax.plot(g["k"], g["risk_boost"], marker="o", ms=3, lw=1, label=str(variant))
+    from matplotlib.ticker import MaxNLocator
+
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # k is a count: no 2.5 ticks
     ax.set_xlabel("number of rules k")
     ax.set_ylabel("training risk")
     ax.set_title(title or "boosting vs certified optimum")

@@ -10,6 +10,11 @@ files and sorted, so it does not depend on completion order.
 Execution: serial, joblib processes (``n_jobs``), or a Dask cluster (``scheduler`` = a
 ``tcp://`` address or a ``dask.distributed.Client``). Results travel back to the driver,
 so workers need no shared filesystem.
+
+A task's id hashes every setting *and the data's digest*
+(:meth:`rulemip.data.Dataset.digest`), so editing a data file and rerunning into the same
+folder recomputes its tasks instead of serving the old rows; :func:`run_sweep` refuses
+data that differs from what the tasks were made for.
 """
 
 from __future__ import annotations
@@ -23,7 +28,9 @@ from typing import Any
 
 import numpy as np
 
+from rulemip._io import write_json_atomic
 from rulemip.certify.certificate import Certificate
+from rulemip.exceptions import InvalidParameterError
 
 TABLE_ORDER = ["dataset", "split", "k", "variant"]
 
@@ -47,6 +54,7 @@ class GapTask:
     time_limit: float | None = 60.0
     mip_gap: float = 1e-6
     train_fraction: float = 0.8
+    data_digest: str = ""  # Dataset.digest() of the full data (before splitting)
 
     @property
     def task_id(self) -> str:
@@ -98,17 +106,43 @@ def _split(X: Any, y: Any, split: int, fraction: float) -> tuple[Any, Any]:
     return take(X), (y.iloc[rows] if hasattr(y, "iloc") else np.asarray(y)[rows])
 
 
-def make_tasks(datasets: Iterable[str], k_max: int, variants: Sequence[str],
-               splits: Sequence[int] = (0,), **settings: Any) -> list[GapTask]:
-    """The full cross product datasets × splits × k = 1..k_max."""
-    return [GapTask(name, int(s), k, tuple(variants), **settings)
-            for name in datasets for s in splits for k in range(1, k_max + 1)]
+def data_digest(X: Any, y: Any, loss: str = "squared") -> str:
+    """:meth:`rulemip.data.Dataset.digest` of ``(X, y)`` as a task sees it."""
+    from rulemip.data import Dataset
+
+    return Dataset.from_arrays(X, y, loss=loss).digest()
 
 
-def _write_atomic(path: Path, payload: Mapping[str, Any]) -> None:
-    from rulemip.cli._common import write_json_atomic
+def make_tasks(datasets: Iterable[str] | Mapping[str, tuple[Any, Any]], k_max: int,
+               variants: Sequence[str], splits: Sequence[int] = (0,), **settings: Any
+               ) -> list[GapTask]:
+    """The full cross product datasets × splits × k = 1..k_max.
 
-    write_json_atomic(path, payload)
+    ``datasets`` maps names to ``(X, y)`` (then each task carries the data's digest, so a
+    changed file gets new task ids) or lists names only (no digest; the caller vouches
+    that the data under a name never changes).
+    """
+    from rulemip.certify.gap import check_study_settings
+
+    check_study_settings(k_max, variants, solver=settings.get("solver", "auto"),
+                         max_thresholds=settings.get("max_thresholds"))
+    split_list = list(splits)
+    bad = [s for s in split_list
+           if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0]
+    if bad or not split_list:
+        raise InvalidParameterError(
+            f"`splits` must be a non-empty list of integers >= 0 (0 = the full data, s > 0 "
+            f"= a subsample with seed s); got {split_list!r}.")
+    loss = settings.get("loss", "squared")
+    if isinstance(datasets, Mapping):
+        digests = {name: data_digest(X, y, loss=loss) for name, (X, y) in datasets.items()}
+    else:
+        digests = {name: "" for name in datasets}
+    if not digests:
+        raise InvalidParameterError("`datasets` is empty; give at least one dataset.")
+    return [GapTask(name, int(s), k, tuple(variants), **settings, data_digest=digest)
+            for name, digest in digests.items() for s in split_list
+            for k in range(1, k_max + 1)]
 
 
 def pending_tasks(tasks: Sequence[GapTask], out_dir: str | Path) -> list[GapTask]:
@@ -119,28 +153,64 @@ def pending_tasks(tasks: Sequence[GapTask], out_dir: str | Path) -> list[GapTask
 
 def run_sweep(tasks: Sequence[GapTask], data: Mapping[str, tuple[Any, Any]],
               out_dir: str | Path, *, n_jobs: int = 1, scheduler: Any = None,
-              progress: Any = None) -> Any:
+              progress: Any = None, on_task: Any = None) -> Any:
     """Run the pending tasks and return the full table (a pandas DataFrame).
 
     ``data`` maps each task's dataset name to ``(X, y)``. ``n_jobs`` > 1 uses joblib
-    processes; ``scheduler`` (address or ``Client``) uses Dask instead.
+    processes (``-1``: one per core); ``scheduler`` (address or ``Client``) uses Dask
+    instead. ``progress(message)`` is called once before and after every finished task;
+    ``on_task(done, total)`` (optional) after every finished task, for a progress bar.
     """
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int) or not (n_jobs >= 1
+                                                                        or n_jobs == -1):
+        raise InvalidParameterError(
+            f"`n_jobs` must be a positive integer (or -1 for one worker per core); got "
+            f"{n_jobs!r}.")
+    if scheduler is not None:
+        _require_dask()
     out = Path(out_dir)
     (out / "tasks").mkdir(parents=True, exist_ok=True)
     todo = pending_tasks(tasks, out)
     missing = sorted({t.dataset for t in todo} - set(data))
     if missing:
-        from rulemip.exceptions import InvalidParameterError
-
         raise InvalidParameterError(f"no data given for datasets {missing}.")
+    _check_digests(todo, data)
     say = progress or (lambda _msg: None)
-    say(f"{len(tasks) - len(todo)} of {len(tasks)} tasks already done; running {len(todo)}")
+    n_done = len(tasks) - len(todo)
+    say(f"{n_done} of {len(tasks)} tasks already done; running {len(todo)}")
     for result in _execute(todo, data, n_jobs, scheduler):
-        _write_atomic(out / "tasks" / f"{result['task_id']}.json", result)
+        write_json_atomic(out / "tasks" / f"{result['task_id']}.json", result)
+        n_done += 1
         say(f"done {result['task_id']}")
+        if on_task is not None:
+            on_task(n_done, len(tasks))
     table = collect_table(tasks, out)
     table.to_csv(out / "sweep_table.csv", index=False)
     return table
+
+
+def _require_dask() -> None:
+    try:
+        import dask.distributed  # noqa: F401
+    except ImportError:
+        raise InvalidParameterError(
+            "`scheduler` needs Dask's distributed scheduler, which is not installed; install "
+            "it with `pip install 'dask[distributed]'` or run without a scheduler "
+            "(`n_jobs` for local processes).") from None
+
+
+def _check_digests(todo: Sequence[GapTask], data: Mapping[str, tuple[Any, Any]]) -> None:
+    """Refuse data whose digest differs from the one its tasks were made for."""
+    seen: dict[tuple[str, str], str] = {}
+    for t in todo:
+        if not t.data_digest or (t.dataset, t.loss) in seen:
+            continue
+        X, y = data[t.dataset]
+        seen[(t.dataset, t.loss)] = digest = data_digest(X, y, loss=t.loss)
+        if digest != t.data_digest:
+            raise InvalidParameterError(
+                f"the data given for dataset {t.dataset!r} differs from the data its tasks "
+                "were made for (digest mismatch); make the tasks again from this data.")
 
 
 def _execute(todo: Sequence[GapTask], data: Mapping[str, tuple[Any, Any]], n_jobs: int,
@@ -175,7 +245,7 @@ def collect_table(tasks: Sequence[GapTask], out_dir: str | Path) -> Any:
     for t in tasks:
         path = Path(out_dir) / "tasks" / f"{t.task_id}.json"
         if path.is_file():
-            rows.extend(json.loads(path.read_text())["rows"])
+            rows.extend(_read_task(path, "rows"))
     cols = ["dataset", "split", *TABLE_COLUMNS]
     if not rows:
         return pd.DataFrame(columns=cols)
@@ -189,5 +259,19 @@ def load_certificates(tasks: Sequence[GapTask], out_dir: str | Path) -> dict[str
     for t in tasks:
         path = Path(out_dir) / "tasks" / f"{t.task_id}.json"
         if path.is_file():
-            out[t.task_id] = Certificate.from_dict(json.loads(path.read_text())["certificate"])
+            out[t.task_id] = Certificate.from_dict(_read_task(path, "certificate"))
     return out
+
+
+def _read_task(path: Path, key: str) -> Any:
+    """Part ``key`` of a finished task's file; a damaged file is an error that says how to
+    recompute it (task files are written atomically, so only an edit damages one)."""
+    try:
+        doc = json.loads(path.read_text(encoding="utf-8"))
+        return doc[key]
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError, KeyError, TypeError) as exc:
+        from rulemip.exceptions import InvalidDataError
+
+        raise InvalidDataError(
+            f"task file {str(path)!r} is damaged ({type(exc).__name__}: {exc}); delete it and "
+            "rerun the sweep to recompute that task.") from None

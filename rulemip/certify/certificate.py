@@ -9,24 +9,32 @@ it was obtained (engine, backend and version, options, times).
 :func:`verify` re-checks every claim that can be checked without re-solving:
 
 1. the data digest matches the data given;
-2. the ensemble has at most ``n_rules`` rules, every interval bound is a recorded
+2. the problem the bound speaks about is the one solved: the candidate thresholds,
+   ``n_rules``, ``max_rule_length``, loss, ``reg`` and ``fit_intercept`` are bound to the
+   data digest by a problem digest recorded at solve time, and thresholds made by the
+   midpoint/quantile rule (:func:`rulemip.data.candidate_thresholds`) are re-derived from
+   the data and must be exactly the recorded ones (so no threshold can be moved or added);
+3. the ensemble has at most ``n_rules`` rules, every interval bound is a recorded
    candidate threshold (so the model lies in the language the bound speaks about);
-3. the claimed risk equals the risk recomputed from the data (within ``tol``);
-4. :math:`LB \le UB`, and the convex refit of the same rules is not below :math:`LB`
+4. the claimed risk equals the risk recomputed from the data (within ``tol``);
+5. :math:`LB \le UB`, and the convex refit of the same rules is not below :math:`LB`
    (a model of the language beating the bound would refute it);
-5. the gap equals :func:`rulemip.solvers.relative_gap` of the claimed bounds;
-6. ``status == "optimal"`` only with a valid bound and a gap within tolerance.
+6. the gap equals :func:`rulemip.solvers.relative_gap` of the claimed bounds;
+7. ``status == "optimal"`` only with a valid bound and a gap within tolerance.
 
 The lower bound itself rests on the solver run; it is re-derivable by solving again with
-the recorded options.
+the recorded options. The problem digest is a checksum, not a signature: it catches edits
+of the problem section, and re-deriving the thresholds catches a changed candidate set
+even when the digest is recomputed; explicit user thresholds can only be bound by the
+digest. See ``docs/howto/certificates.md``.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -34,14 +42,22 @@ from typing import Any
 
 import numpy as np
 
-from rulemip.data import Dataset
-from rulemip.exceptions import CertificateError
+from rulemip._io import write_text_atomic
+from rulemip.certify import schema
+from rulemip.data import Dataset, candidate_thresholds
+from rulemip.exceptions import CertificateError, InvalidDataError, InvalidParameterError
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.solvers.result import relative_gap
 
 FORMAT = "rulemip.Certificate"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: versions :meth:`Certificate.from_dict` reads; version 1 predates the problem digest, so
+#: such certificates load but fail the "problem" check of :func:`verify`
+SUPPORTED_VERSIONS = (1, 2)
+#: how the candidate thresholds were made: an ``int`` b (quantile rule with at most b
+#: cuts per feature), ``None`` (all midpoints) or ``"explicit"`` (given by the user)
+ThresholdRule = int | str | None
 
 
 def _num(v: float | None) -> Any:
@@ -50,10 +66,24 @@ def _num(v: float | None) -> Any:
     return v if math.isfinite(v) else ("inf" if v > 0 else "-inf")
 
 
-def _unnum(v: Any) -> float:
-    if v is None:
-        return math.nan
-    return float(v)
+def problem_digest(dataset_digest: str, *, loss: str, reg: float, fit_intercept: bool,
+                   n_rules: int, max_rule_length: int | None,
+                   thresholds: tuple[tuple[float, ...], ...],
+                   threshold_rule: ThresholdRule) -> str:
+    """SHA-256 of the data digest and every field that defines the optimization problem
+    (canonical JSON; floats by their shortest round-trip repr)."""
+    payload = json.dumps({"data": dataset_digest, "loss": loss, "reg": float(reg),
+                          "fit_intercept": bool(fit_intercept), "n_rules": int(n_rules),
+                          "max_rule_length": max_rule_length,
+                          "thresholds": [list(t) for t in thresholds],
+                          "threshold_rule": threshold_rule}, sort_keys=True)
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def _rule_to_dict(rule: ThresholdRule) -> dict[str, Any]:
+    if rule == "explicit":
+        return {"kind": "explicit"}
+    return {"kind": "midpoints", "max_thresholds": rule}
 
 
 @dataclass(frozen=True)
@@ -83,6 +113,15 @@ class Certificate:
     rulemip_version: str = ""
     max_rule_length: int | None = None
     notes: tuple[str, ...] = ()
+    threshold_rule: ThresholdRule = "explicit"
+    problem_digest: str = ""  # empty: a format-1 certificate, problem not bound
+
+    def computed_problem_digest(self) -> str:
+        """:func:`problem_digest` of this certificate's recorded problem."""
+        return problem_digest(self.dataset_digest, loss=self.loss, reg=self.reg,
+                              fit_intercept=self.fit_intercept, n_rules=self.n_rules,
+                              max_rule_length=self.max_rule_length,
+                              thresholds=self.thresholds, threshold_rule=self.threshold_rule)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:
@@ -93,7 +132,9 @@ class Certificate:
             "problem": {"loss": self.loss, "reg": self.reg,
                         "fit_intercept": self.fit_intercept, "n_rules": self.n_rules,
                         "max_rule_length": self.max_rule_length,
-                        "thresholds": [list(t) for t in self.thresholds]},
+                        "thresholds": [list(t) for t in self.thresholds],
+                        "threshold_rule": _rule_to_dict(self.threshold_rule),
+                        "digest": self.problem_digest},
             "ensemble": self.ensemble.to_dict(),
             "claims": {"risk": _num(self.risk), "lower_bound": _num(self.lower_bound),
                        "gap": _num(self.gap), "status": self.status,
@@ -106,30 +147,79 @@ class Certificate:
         }
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Certificate:
+    def from_dict(cls, d: Any) -> Certificate:
+        """Read a certificate document strictly (:mod:`rulemip.certify.schema`)."""
+        if not isinstance(d, dict):
+            raise CertificateError(
+                f"not a {FORMAT} document: the JSON root is {type(d).__name__}, not an "
+                "object; give a file written by `rulemip fit` or `Certificate.save`.")
         if d.get("format") != FORMAT:
             raise CertificateError(f"not a {FORMAT} document (format={d.get('format')!r}).")
+        version = d.get("version")
+        if isinstance(version, bool) or version not in SUPPORTED_VERSIONS:
+            raise CertificateError(
+                f"unsupported certificate `version` {version!r}; this rulemip reads versions "
+                f"{list(SUPPORTED_VERSIONS)} (a newer rulemip may have written it; upgrade).")
+        ds = schema.section(d, "dataset")
+        pb = schema.section(d, "problem")
+        cl = schema.section(d, "claims")
+        sv = schema.section(d, "solver")
+        if version >= 2:
+            rule = schema.as_threshold_rule(schema.required(pb, "threshold_rule", "problem"),
+                                            "problem.threshold_rule")
+            digest = schema.as_str(schema.required(pb, "digest", "problem"), "problem.digest")
+        else:
+            rule, digest = "explicit", ""
+        opts = sv.get("options", {})
+        if not isinstance(opts, dict):
+            raise CertificateError("malformed certificate: `solver.options` must be a JSON "
+                                   f"object; got {opts!r}.")
+        if "mip_gap" in opts:
+            schema.as_number(opts["mip_gap"], "solver.options.mip_gap", finite=True)
+        notes = d.get("notes", [])
         try:
-            ds, pb, cl, sv = d["dataset"], d["problem"], d["claims"], d["solver"]
-            return cls(
-                dataset_digest=str(ds["digest"]), n_samples=int(ds["n_samples"]),
-                feature_names=tuple(ds["feature_names"]),
-                ensemble=RuleEnsemble.from_dict(d["ensemble"]),
-                loss=str(pb["loss"]), reg=float(pb["reg"]),
-                fit_intercept=bool(pb["fit_intercept"]), n_rules=int(pb["n_rules"]),
-                max_rule_length=pb.get("max_rule_length"),
-                thresholds=tuple(tuple(float(v) for v in t) for t in pb["thresholds"]),
-                risk=_unnum(cl["risk"]), lower_bound=_unnum(cl["lower_bound"]),
-                gap=_unnum(cl["gap"]), status=str(cl["status"]),
-                bound_valid=bool(cl["bound_valid"]), engine=str(sv.get("engine", "")),
-                backend=str(sv.get("backend", "")),
-                backend_version=str(sv.get("backend_version", "")),
-                options=dict(sv.get("options", {})), wall_time=float(sv.get("wall_time", 0)),
-                created=str(d.get("created", "")),
-                rulemip_version=str(d.get("rulemip_version", "")),
-                notes=tuple(d.get("notes", ())))
-        except (KeyError, TypeError, ValueError) as exc:
-            raise CertificateError(f"malformed certificate: {exc}") from exc
+            ensemble = RuleEnsemble.from_dict(schema.section(d, "ensemble"))
+        except (KeyError, TypeError, ValueError, InvalidDataError) as exc:
+            raise CertificateError(f"malformed certificate: `ensemble` is not a rule "
+                                   f"ensemble document ({exc}).") from exc
+        return cls(
+            dataset_digest=schema.as_str(schema.required(ds, "digest", "dataset"),
+                                         "dataset.digest"),
+            n_samples=schema.as_int(schema.required(ds, "n_samples", "dataset"),  # type: ignore[arg-type]
+                                    "dataset.n_samples", minimum=1),
+            feature_names=schema.as_str_list(schema.required(ds, "feature_names", "dataset"),
+                                             "dataset.feature_names"),
+            ensemble=ensemble,
+            loss=schema.as_loss(schema.required(pb, "loss", "problem"), "problem.loss"),
+            reg=schema.as_number(schema.required(pb, "reg", "problem"), "problem.reg",
+                                 finite=True),
+            fit_intercept=schema.as_bool(schema.required(pb, "fit_intercept", "problem"),
+                                         "problem.fit_intercept"),
+            n_rules=schema.as_int(schema.required(pb, "n_rules", "problem"),  # type: ignore[arg-type]
+                                  "problem.n_rules", minimum=1),
+            max_rule_length=schema.as_int(pb.get("max_rule_length"), "problem.max_rule_length",
+                                          minimum=1, allow_none=True),
+            thresholds=schema.as_thresholds(schema.required(pb, "thresholds", "problem"),
+                                            "problem.thresholds"),
+            risk=schema.as_number(schema.required(cl, "risk", "claims"), "claims.risk",
+                                  allow_missing=True),
+            lower_bound=schema.as_number(schema.required(cl, "lower_bound", "claims"),
+                                         "claims.lower_bound", allow_missing=True),
+            gap=schema.as_number(schema.required(cl, "gap", "claims"), "claims.gap",
+                                 allow_missing=True),
+            status=schema.as_status(schema.required(cl, "status", "claims"), "claims.status"),
+            bound_valid=schema.as_bool(schema.required(cl, "bound_valid", "claims"),
+                                       "claims.bound_valid"),
+            engine=schema.as_str(sv.get("engine", ""), "solver.engine"),
+            backend=schema.as_str(sv.get("backend", ""), "solver.backend"),
+            backend_version=schema.as_str(sv.get("backend_version", ""),
+                                          "solver.backend_version"),
+            options=dict(opts),
+            wall_time=schema.as_number(sv.get("wall_time", 0.0), "solver.wall_time"),
+            created=schema.as_str(d.get("created", ""), "created"),
+            rulemip_version=schema.as_str(d.get("rulemip_version", ""), "rulemip_version"),
+            notes=schema.as_str_list(notes, "notes"),
+            threshold_rule=rule, problem_digest=digest)
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -139,25 +229,14 @@ class Certificate:
         return cls.from_dict(json.loads(text))
 
     def save(self, path: str | os.PathLike[str]) -> Path:
-        """Write atomically (temporary file + rename)."""
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(self.to_json())
-                fh.write("\n")
-            os.replace(tmp, target)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        return target
+        """Write atomically (temporary file + rename; mode per the umask)."""
+        return write_text_atomic(path, self.to_json() + "\n")
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> Certificate:
         try:
-            text = Path(path).read_text()
-        except OSError as exc:
+            text = Path(path).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
             raise CertificateError(f"cannot read certificate {str(path)!r}: {exc}") from exc
         try:
             return cls.from_json(text)
@@ -216,6 +295,11 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     tol : absolute tolerance on risks (relative to ``max(1, |risk|)``).
     raise_on_failure : raise :class:`CertificateError` listing the failed checks.
     """
+    if (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
+            or tol < 0):
+        raise InvalidParameterError(
+            f"`tol` must be a finite number >= 0 (a tolerance on risks, e.g. 1e-7); got "
+            f"{tol!r}.")
     cert = certificate if isinstance(certificate, Certificate) else Certificate.load(certificate)
     ens = cert.ensemble
     ds = Dataset.from_arrays(X, y, loss=cert.loss, encoder=ens.encoder,
@@ -229,6 +313,16 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         "digest matches" if digest == cert.dataset_digest else
         f"data digest {digest[:16]}… differs from the certificate's "
         f"{cert.dataset_digest[:16]}… (different data, row order or feature names)"))
+    checks.extend(_problem_checks(cert, ds))
+
+    bad_features = sorted({c.feature for r in ens.rules for c in r.conditions
+                           if not 0 <= c.feature < ds.d})
+    if bad_features:
+        checks.append(CheckResult(
+            "features", False, f"rules use feature index(es) {bad_features}, but the data "
+            f"has {ds.d} feature(s) (0..{ds.d - 1}): the ensemble was edited or belongs to "
+            "other data"))
+        return _report(checks, math.nan, raise_on_failure)
 
     n_ok = len(ens.rules) <= cert.n_rules
     checks.append(CheckResult("size", n_ok, f"{len(ens.rules)} rule(s), at most "
@@ -287,11 +381,68 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             f"status 'optimal' but gap {gap:.3g} (tolerance {opt_tol:.3g}), bound_valid="
             f"{cert.bound_valid}"))
 
+    return _report(checks, risk, raise_on_failure)
+
+
+def _report(checks: list[CheckResult], risk: float, raise_on_failure: bool
+            ) -> VerificationReport:
     report = VerificationReport(tuple(checks), risk)
     if raise_on_failure and not report.ok:
         raise CertificateError("certificate rejected: " + "; ".join(
             f"{c.name}: {c.message}" for c in report.failures))
     return report
+
+
+def _problem_checks(cert: Certificate, ds: Dataset) -> list[CheckResult]:
+    """The problem digest, and the thresholds re-derived from the data by the recorded
+    rule (module docstring, item 2)."""
+    if not cert.problem_digest:
+        return [CheckResult(
+            "problem", False, "a format-1 certificate: its candidate thresholds, n_rules, "
+            "loss and reg are not bound to the data, so the bound may speak about another "
+            "problem; re-create it with this rulemip (`rulemip fit --certificate`)")]
+    ok = cert.computed_problem_digest() == cert.problem_digest
+    out = [CheckResult(
+        "problem", ok,
+        "thresholds, n_rules, max_rule_length, loss, reg and fit_intercept match the "
+        "problem digest" if ok else
+        "the problem section (thresholds, n_rules, max_rule_length, loss, reg, "
+        "fit_intercept or threshold rule) was changed after the solve: its digest differs")]
+    if cert.threshold_rule == "explicit":
+        out.append(CheckResult("thresholds", True, "explicit thresholds given to the solve; "
+                               "bound by the problem digest only"))
+        return out
+    rule = cert.threshold_rule if isinstance(cert.threshold_rule, int) else None
+    derived = candidate_thresholds(ds.X, rule)
+    same = len(derived) == len(cert.thresholds) and all(
+        len(a) == len(b) and np.allclose(a, b, rtol=1e-12, atol=0.0)
+        for a, b in zip(derived, cert.thresholds, strict=False))
+    what = "all midpoints" if rule is None else f"at most {rule} quantile cut(s) per feature"
+    out.append(CheckResult(
+        "thresholds", same,
+        f"recorded thresholds are the data's ({what})" if same else
+        f"recorded thresholds are not the ones the data gives ({what}): a threshold was "
+        "moved, added or dropped"))
+    return out
+
+
+def _threshold_rule_of(X: Any, thresholds: tuple[tuple[float, ...], ...],
+                       hint: Any) -> ThresholdRule:
+    """Which rule made ``thresholds`` from ``X``: ``hint`` (the fit's ``max_thresholds``)
+    or all midpoints when they reproduce them, else ``"explicit"``."""
+    tries: list[int | None] = [None]
+    if isinstance(hint, int) and not isinstance(hint, bool) and hint >= 1:
+        tries.insert(0, hint)
+    longest = max((len(t) for t in thresholds), default=0)
+    if longest >= 1:
+        tries.append(longest)
+    for b in tries:
+        derived = candidate_thresholds(X, b)
+        if len(derived) == len(thresholds) and all(
+                len(a) == len(t) and np.array_equal(a, np.asarray(t))
+                for a, t in zip(derived, thresholds, strict=False)):
+            return b
+    return "explicit"
 
 
 def _bounds_off_grid(ens: RuleEnsemble, thresholds: tuple[tuple[float, ...], ...]
@@ -316,14 +467,27 @@ def make_certificate(dataset: Dataset, ensemble: RuleEnsemble, *, loss: str, reg
                      options: dict[str, Any] | None = None, wall_time: float = 0.0,
                      max_rule_length: int | None = None, notes: tuple[str, ...] = ()
                      ) -> Certificate:
-    """Assemble a :class:`Certificate` for ``ensemble`` fitted on ``dataset``."""
+    """Assemble a :class:`Certificate` for ``ensemble`` fitted on ``dataset``.
+
+    The threshold rule is recorded when ``thresholds`` are what
+    :func:`~rulemip.data.candidate_thresholds` gives on ``dataset`` (with
+    ``options["max_thresholds"]`` or all midpoints), so :func:`verify` can re-derive them;
+    otherwise they are recorded as explicit.
+    """
     from rulemip import __version__
 
+    ths = tuple(tuple(float(v) for v in np.asarray(t)) for t in thresholds)
+    rule = _threshold_rule_of(dataset.X, ths, (options or {}).get("max_thresholds"))
+    data_digest = dataset.digest()
     return Certificate(
-        dataset_digest=dataset.digest(), n_samples=dataset.n,
+        dataset_digest=data_digest, n_samples=dataset.n,
         feature_names=dataset.feature_names, ensemble=ensemble, loss=loss, reg=float(reg),
-        fit_intercept=bool(fit_intercept), n_rules=int(n_rules),
-        thresholds=tuple(tuple(float(v) for v in np.asarray(t)) for t in thresholds),
+        fit_intercept=bool(fit_intercept), n_rules=int(n_rules), thresholds=ths,
+        threshold_rule=rule,
+        problem_digest=problem_digest(data_digest, loss=loss, reg=float(reg),
+                                      fit_intercept=bool(fit_intercept), n_rules=int(n_rules),
+                                      max_rule_length=max_rule_length, thresholds=ths,
+                                      threshold_rule=rule),
         risk=float(risk), lower_bound=float(lower_bound),
         gap=relative_gap(float(risk), float(lower_bound)), status=status,
         bound_valid=bool(bound_valid), engine=engine, backend=backend,

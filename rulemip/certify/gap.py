@@ -47,6 +47,9 @@ class ProblemSpec:
     fit_intercept: bool = False
     thresholds: tuple[tuple[float, ...], ...] = ()
     max_rule_length: int | None = None
+    #: ``max_thresholds`` the thresholds were derived with (``None``: all midpoints), or
+    #: ``"explicit"`` for thresholds given by the caller; recorded in certificates
+    threshold_rule: int | str | None = "explicit"
 
     def threshold_arrays(self) -> list[np.ndarray]:
         return [np.asarray(t, dtype=float) for t in self.thresholds]
@@ -125,7 +128,7 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
                               solver=solve.solver,
                               time_limit_per_round=solve.mip_boosting_time_limit)
         path = [(float(r.risk), r.ensemble) for r in rounds if r.ensemble is not None]
-        return _pad_path(path, k_max)
+        return _pad_path(path, k_max, _empty_model(ds, problem))
     from rulemip.boosting import RuleBooster
 
     booster = RuleBooster.from_preset(variant, n_rules=k_max, loss=problem.loss,
@@ -136,16 +139,26 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
     booster.fit(ds)
     path = [(float(booster.risk_path_[k]), booster.ensembles_[k])
             for k in range(1, len(booster.ensembles_))]
-    return _pad_path(path, k_max)
+    start = (float(booster.risk_path_[0]), booster.ensembles_[0])
+    return _pad_path(path, k_max, start)
 
 
-def _pad_path(path: list[tuple[float, RuleEnsemble]], k_max: int
-              ) -> list[tuple[float, RuleEnsemble]]:
+def _empty_model(ds: Dataset, problem: ProblemSpec) -> tuple[float, RuleEnsemble]:
+    """The model without rules (best constant, or zero without intercept) and its risk."""
+    lo = get_loss(problem.loss)
+    c = lo.best_constant(ds.y, ds.sample_weight) if problem.fit_intercept else 0.0
+    ens = RuleEnsemble([], float(c), problem.loss, ds.encoder, ds.classes)
+    return float(ens.risk(ds.X, ds.y, reg=problem.reg, sample_weight=ds.sample_weight)), ens
+
+
+def _pad_path(path: list[tuple[float, RuleEnsemble]], k_max: int,
+              start: tuple[float, RuleEnsemble]) -> list[tuple[float, RuleEnsemble]]:
     """Extend a run that stopped early (no rule improved the objective) to ``k_max``: its
-    last model is a valid model with at most ``k`` rules for every later ``k``."""
+    last model — the rule-free ``start`` if it added none (constant gradient: constant
+    ``y`` with an intercept, one row, identical rows) — is a valid model with at most
+    ``k`` rules for every later ``k``."""
     if not path:
-        raise RuntimeError("boosting produced no rule: every candidate rule has zero value "
-                           "for the objective (constant gradient on the data?).")
+        path = [start]
     return path + [path[-1]] * (k_max - len(path))
 
 
@@ -171,7 +184,7 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
         status=res.termination.value, bound_valid=res.bound_valid, engine=engine,
         backend=res.backend, backend_version=res.backend_version,
         options={"time_limit": solve.time_limit, "mip_gap": solve.mip_gap,
-                 "seed": solve.seed},
+                 "seed": solve.seed, "max_thresholds": problem.threshold_rule},
         wall_time=res.wall_time, max_rule_length=problem.max_rule_length, notes=res.notes)
     return res, cert
 
@@ -211,7 +224,28 @@ def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
     ths = (candidate_thresholds(ds.X, max_thresholds) if thresholds is None
            else [np.unique(np.asarray(t, dtype=float)) for t in thresholds])
     return ProblemSpec(loss, float(reg), bool(fit_intercept),
-                       tuple(tuple(float(v) for v in t) for t in ths), max_rule_length)
+                       tuple(tuple(float(v) for v in t) for t in ths), max_rule_length,
+                       max_thresholds if thresholds is None else "explicit")
+
+
+def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
+                         max_thresholds: Any) -> None:
+    """Refuse settings of a study before any work: ``k_max``, ``variants``, ``solver``
+    (installed, see :func:`rulemip._solver_names.check_solver`) and ``max_thresholds``."""
+    from rulemip._solver_names import check_solver
+    from rulemip._validation import check_positive_int
+
+    check_positive_int(k_max, "k_max")
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown or not variants:
+        raise InvalidParameterError(
+            f"`variants` must be a non-empty subset of {VARIANTS}; unknown: {unknown}.")
+    if max_thresholds is not None and (isinstance(max_thresholds, bool) or not isinstance(
+            max_thresholds, int) or max_thresholds < 1):
+        raise InvalidParameterError(
+            f"`max_thresholds` must be a positive integer, or None for all midpoints; got "
+            f"{max_thresholds!r}.")
+    check_solver(solver)
 
 
 def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
@@ -237,13 +271,7 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     """
     import pandas as pd
 
-    from rulemip._validation import check_positive_int
-
-    check_positive_int(k_max, "k_max")
-    unknown = [v for v in variants if v not in VARIANTS]
-    if unknown or not variants:
-        raise InvalidParameterError(
-            f"`variants` must be a non-empty subset of {VARIANTS}; unknown: {unknown}.")
+    check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds)
     ds = Dataset.from_arrays(X, y, loss=loss)
     problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,
                            max_thresholds=max_thresholds, thresholds=thresholds,

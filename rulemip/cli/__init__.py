@@ -52,11 +52,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except RulemipError as exc:
-        print(f"rulemip {args.command}: error: {exc}", file=sys.stderr)
+        print(f"rulemip {args.command}: error: {_as_options(_one_line(exc), args)}",
+              file=sys.stderr)
+        return 2
+    except OSError as exc:  # a file that cannot be read or written, a full disk, ...
+        print(f"rulemip {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"rulemip {args.command}: interrupted", file=sys.stderr)
         return 130
+
+
+def _as_options(message: str, args: argparse.Namespace) -> str:
+    """Name the command-line option where the library names its parameter: `n_rules`
+    becomes `--n-rules` when the command has that option."""
+    import re
+
+    def swap(m: re.Match[str]) -> str:
+        name = m.group(1)
+        if name != "command" and name != "func" and hasattr(args, name):
+            return "`--" + name.replace("_", "-") + "`"
+        return m.group(0)
+
+    return re.sub(r"`([a-z][a-z0-9_]*)`", swap, message)
+
+
+def _one_line(exc: BaseException) -> str:
+    """The message on one line (a command's error is one line of stderr)."""
+    return " ".join(str(exc).split())
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -1,44 +1,57 @@
-"""Helpers shared by the sub-commands: reading a CSV with a target column, writing JSON."""
+"""Helpers shared by the sub-commands: reading a CSV with a target column, parsing the
+options several commands share, checking output paths before any work."""
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from rulemip.exceptions import InvalidDataError
+from rulemip._io import check_output_dir, check_output_path, write_json_atomic
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+
+__all__ = ["add_data_arguments", "add_max_thresholds_argument", "check_output_dir",
+           "check_output_path", "parse_max_thresholds", "read_table", "write_json_atomic"]
+
+MAX_THRESHOLDS_HELP = ("candidate cut points per feature (quantile bins), a positive "
+                       "integer, or 'all' for every midpoint between distinct values")
 
 
-def read_table(path: str, target: str) -> tuple[Any, Any]:
-    """Read ``path`` (CSV) and split off column ``target``: returns ``(X, y)``."""
+def read_table(path: str, target: str, option: str = "--data") -> tuple[Any, Any]:
+    """Read ``path`` (CSV) and split off column ``target``: returns ``(X, y)``.
+
+    Empty, ragged or header-only files, a missing target column and a target-only file
+    raise :class:`~rulemip.exceptions.InvalidDataError` naming the file and the fix.
+    """
     import pandas as pd
 
     p = Path(path)
     if not p.is_file():
-        raise InvalidDataError(f"--data: no such file {path!r}.")
-    frame = pd.read_csv(p)
+        what = "is a folder" if p.is_dir() else "does not exist"
+        raise InvalidDataError(f"{option}: {path!r} {what}; give a CSV file.")
+    try:
+        frame = pd.read_csv(p)
+    except pd.errors.EmptyDataError:
+        raise InvalidDataError(
+            f"{option}: {path} is empty; give a CSV file with a header line and one row "
+            "per sample.") from None
+    except pd.errors.ParserError as exc:
+        detail = str(exc).strip().splitlines()[-1]
+        raise InvalidDataError(
+            f"{option}: {path} is not a well-formed CSV file ({detail}); every row needs "
+            "as many fields as the header.") from None
+    except (UnicodeDecodeError, OSError) as exc:
+        raise InvalidDataError(f"{option}: cannot read {path} as CSV text ({exc}).") from None
     if target not in frame.columns:
         raise InvalidDataError(
             f"--target: column {target!r} not in {path}; columns are {list(frame.columns)}.")
+    if len(frame) == 0:
+        raise InvalidDataError(
+            f"{option}: {path} has a header line but no rows; at least one sample is needed.")
+    if frame.shape[1] < 2:
+        raise InvalidDataError(
+            f"{option}: {path} has only the target column {target!r}; at least one feature "
+            "column is needed.")
     return frame.drop(columns=[target]), frame[target]
-
-
-def write_json_atomic(path: str | os.PathLike[str], payload: Any) -> None:
-    """Write JSON to ``path`` via a temporary file and rename, so a crash never leaves a
-    half-written file."""
-    target = Path(path)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=target.name + ".", suffix=".tmp", dir=target.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(payload, fh, indent=2, sort_keys=False)
-            fh.write("\n")
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def add_data_arguments(parser: Any, *, required: bool = True) -> None:
@@ -46,3 +59,41 @@ def add_data_arguments(parser: Any, *, required: bool = True) -> None:
                         help="CSV file with one row per sample and a header line.")
     parser.add_argument("--target", required=required, metavar="COLUMN",
                         help="name of the column to predict.")
+
+
+def add_max_thresholds_argument(parser: Any, default: int | str) -> None:
+    """``--max-thresholds`` with one meaning in every command (see
+    :func:`parse_max_thresholds`)."""
+    parser.add_argument("--max-thresholds", default=str(default), metavar="B|all",
+                        help=MAX_THRESHOLDS_HELP)
+
+
+def parse_max_thresholds(text: Any) -> int | None:
+    """``--max-thresholds``: a positive integer, or ``all`` (-> ``None``, every midpoint,
+    as ``max_thresholds=None`` in Python). ``0`` is refused with the hint to say ``all``."""
+    s = str(text).strip().lower()
+    if s == "all":
+        return None
+    try:
+        value = int(s)
+    except ValueError:
+        value = -1
+    if value < 1:
+        hint = " (for every midpoint write --max-thresholds all)" if s in ("0", "none") else ""
+        raise InvalidParameterError(
+            f"`--max-thresholds` must be a positive integer or 'all'; got {text!r}{hint}.")
+    return value
+
+
+def check_positive(value: Any, option: str, *, integer: bool = False,
+                   allow_zero: bool = False) -> Any:
+    """Refuse a non-positive (or non-finite) option value with a one-line error."""
+    import math
+
+    ok = value is not None and math.isfinite(float(value)) and (
+        value >= 0 if allow_zero else value > 0)
+    if not ok:
+        bound = ">= 0" if allow_zero else "> 0"
+        kind = "an integer" if integer else "a number"
+        raise InvalidParameterError(f"`{option}` must be {kind} {bound}; got {value!r}.")
+    return value

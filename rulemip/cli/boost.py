@@ -9,7 +9,14 @@ from rulemip.boosting.booster import PRESETS, RuleBooster
 from rulemip.boosting.objectives import OBJECTIVES
 from rulemip.boosting.search import SEARCHES
 from rulemip.boosting.weights import WEIGHT_UPDATES
-from rulemip.cli._common import add_data_arguments, read_table, write_json_atomic
+from rulemip.cli._common import (
+    add_data_arguments,
+    add_max_thresholds_argument,
+    check_output_path,
+    parse_max_thresholds,
+    read_table,
+    write_json_atomic,
+)
 from rulemip.data.dataset import Dataset
 
 
@@ -32,8 +39,7 @@ def register(subparsers: Any) -> None:
     p.add_argument("--beam-width", type=int, default=5, help="beam width w (default 5).")
     p.add_argument("--max-rule-length", type=int, default=None,
                    help="maximum number of propositions per rule (default unlimited).")
-    p.add_argument("--max-thresholds", type=int, default=None,
-                   help="quantile thresholds per feature (default all midpoints).")
+    add_max_thresholds_argument(p, "all")
     p.add_argument("--reg", type=float, default=0.0,
                    help="ridge lambda of R_lambda = mean loss + (lambda/n)||beta||^2.")
     p.add_argument("--epsilon", type=float, default=1e-3, help="epsilon of obj_ogb.")
@@ -61,11 +67,14 @@ def run(args: argparse.Namespace) -> int:
                     f"--{c.replace('_', '-')} {v} conflicts with --preset {args.preset}.")
             choices[c] = v
         choices.setdefault(c, _DEFAULTS[c])
+    max_thresholds = parse_max_thresholds(args.max_thresholds)
+    if args.json:
+        check_output_path(args.json, "--json")
     X, y = read_table(args.data, args.target)
     ds = Dataset.from_arrays(X, y, loss=args.loss)
     booster = RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
                           max_rule_length=args.max_rule_length,
-                          max_thresholds=args.max_thresholds, reg=args.reg,
+                          max_thresholds=max_thresholds, reg=args.reg,
                           epsilon=args.epsilon, fit_intercept=not args.no_intercept,
                           loss=args.loss, **choices).fit(ds)
     print(booster.rules_.to_text())

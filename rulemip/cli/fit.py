@@ -13,7 +13,14 @@ import sys
 import warnings
 from typing import Any
 
-from rulemip.cli._common import add_data_arguments, read_table
+from rulemip.cli._common import (
+    add_data_arguments,
+    add_max_thresholds_argument,
+    check_output_path,
+    parse_max_thresholds,
+    read_table,
+)
+from rulemip.cli._progress import Progress, progress_wanted
 
 DEFAULT_MAX_THRESHOLDS = 2
 
@@ -33,8 +40,7 @@ def register(sub: Any) -> None:
                    help="loss; logistic needs a two-class target, poisson y >= 0")
     p.add_argument("--reg", type=float, default=1.0,
                    help="ridge lambda in R = (1/n)(sum loss + lambda*||beta||^2)")
-    p.add_argument("--max-thresholds", type=int, default=DEFAULT_MAX_THRESHOLDS,
-                   help="candidate cut points per feature (quantile bins); 0 = all midpoints")
+    add_max_thresholds_argument(p, DEFAULT_MAX_THRESHOLDS)
     p.add_argument("--max-rule-length", type=int, default=None,
                    help="maximum number of features one rule may restrict")
     p.add_argument("--no-intercept", action="store_true",
@@ -53,17 +59,25 @@ def register(sub: Any) -> None:
     p.add_argument("--certificate", metavar="OUT.json", default=None,
                    help="write the certificate (re-check with `rulemip verify`)")
     p.add_argument("--seed", type=int, default=0, help="solver random seed")
+    p.add_argument("--progress", action="store_true",
+                   help="show live progress on stderr (phase, elapsed, incumbent, bound, "
+                        "gap) even when stderr is not a terminal")
     p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
+    from rulemip._solver_names import check_solver
     from rulemip.data import load_bundled
     from rulemip.estimators.exact import ExactRuleEnsembleClassifier, ExactRuleEnsembleRegressor
     from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 
     if (args.data is None) != (args.target is None):
         raise InvalidParameterError("give both --data and --target, or neither (bundled data).")
+    max_thresholds = parse_max_thresholds(args.max_thresholds)
+    check_solver(args.solver, "--solver")
+    if args.certificate:  # refuse an unusable path before solving, not after
+        check_output_path(args.certificate, "--certificate")
     if args.data is None:
         X, y = load_bundled("diabetes_small")
         source = "bundled diabetes_small (100 rows; bmi, bp, s5 -> progression)"
@@ -73,18 +87,26 @@ def run(args: argparse.Namespace) -> int:
     warm = None if str(args.warm_start).lower() == "none" else args.warm_start
     kwargs: dict[str, Any] = dict(
         n_rules=args.n_rules, reg=args.reg, fit_intercept=not args.no_intercept,
-        max_thresholds=None if args.max_thresholds == 0 else args.max_thresholds,
+        max_thresholds=max_thresholds,
         max_rule_length=args.max_rule_length, engine=args.engine, solver=args.solver,
         time_limit=args.time_limit, mip_gap=args.mip_gap, warm_start=warm,
-        random_state=args.seed, verbose=not args.quiet)
+        random_state=args.seed, verbose=False)
     est: Any = (ExactRuleEnsembleClassifier(**kwargs) if args.loss == "logistic"
                 else ExactRuleEnsembleRegressor(loss=args.loss, **kwargs))
     print(f"data: {source}")
     print(f"problem: at most {args.n_rules} rules, {args.loss} loss, reg {args.reg:g}, "
-          f"max {args.max_thresholds or 'all'} thresholds per feature")
-    with warnings.catch_warnings(record=True) as caught:
+          f"max {max_thresholds or 'all'} thresholds per feature")
+    progress = Progress(progress_wanted(args.progress, args.quiet))
+    if progress.enabled:
+        est.set_params(verbose=True)  # its solver lines go to the progress display
+    first = (f"warm start (boosting {warm}), then the exact solve" if warm
+             else "building and solving the exact model")
+    with warnings.catch_warnings(record=True) as caught, progress:
         warnings.simplefilter("always", SolveLimitWarning)
-        est.fit(X, y)
+        progress.phase(first)
+        with progress.capture(next_phase=f"exact solve ({args.engine} engine)"):
+            est.fit(X, y)
+        progress.phase("done")
     cert = est.certificate_
     print()
     print(est.rules_.to_text())
@@ -105,5 +127,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"warning: {w.message}", file=sys.stderr)
     if args.certificate:
         path = cert.save(args.certificate)
-        print(f"certificate written to {path}")
+        data = ("--bundled" if args.data is None else
+                f"--data {args.data} --target {args.target}")
+        print(f"certificate written to {path} (re-check: rulemip verify {path} {data})")
     return 0

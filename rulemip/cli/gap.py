@@ -6,7 +6,13 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from rulemip.cli._common import read_table
+from rulemip.cli._common import (
+    add_max_thresholds_argument,
+    check_output_dir,
+    parse_max_thresholds,
+    read_table,
+)
+from rulemip.cli._progress import Progress, progress_wanted
 
 
 def register(sub: Any) -> None:
@@ -24,43 +30,63 @@ def register(sub: Any) -> None:
     p.add_argument("--variants", nargs="+",
                    default=["SGS", "SGB", "SXB", "CGB", "COB", "MIP-boosting"],
                    help="boosting presets and/or MIP-boosting")
-    p.add_argument("--loss", choices=["squared", "logistic", "poisson"], default="squared")
+    p.add_argument("--loss", choices=["squared", "logistic", "poisson"], default="squared",
+                   help="loss; logistic needs a two-class target, poisson y >= 0")
     p.add_argument("--reg", type=float, default=1e-6, help="ridge lambda")
     p.add_argument("--intercept", action="store_true",
-                   help="fit an intercept (the theory of [GAP] has none)")
-    p.add_argument("--max-thresholds", type=int, default=5,
-                   help="cut points per feature (0 = all midpoints)")
-    p.add_argument("--max-rule-length", type=int, default=None)
-    p.add_argument("--engine", choices=["auto", "cip", "cip-bnb", "mip"], default="auto")
-    p.add_argument("--solver", default="auto")
+                   help="fit an intercept (the theory of the gap paper has none)")
+    add_max_thresholds_argument(p, 5)
+    p.add_argument("--max-rule-length", type=int, default=None,
+                   help="maximum number of features one rule may restrict (default: no "
+                        "limit)")
+    p.add_argument("--engine", choices=["auto", "cip", "cip-bnb", "mip"], default="auto",
+                   help="exact engine: convex integer program over boxes (cip; cip-bnb = by "
+                        "branch and bound, squared loss), or interval-cover MIP")
+    p.add_argument("--solver", default="auto",
+                   help="backend: auto, highs, scip, cpsat, cbc, pyomo or pyomo:NAME")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact solve")
     p.add_argument("--splits", type=int, default=0,
                    help="number of random 80%% subsamples per dataset (0 = full data only)")
-    p.add_argument("--jobs", type=int, default=1, help="parallel joblib workers")
+    p.add_argument("--jobs", type=int, default=1,
+                   help="parallel joblib workers (-1: one per core)")
     p.add_argument("--scheduler", default=None, metavar="tcp://HOST:PORT",
                    help="run the sweep on this Dask scheduler")
     p.add_argument("--out", default="gap-study", metavar="DIR", help="output directory")
+    p.add_argument("--progress", action="store_true",
+                   help="show a live progress bar on stderr even when it is not a terminal")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     from rulemip.certify.gap import summarize
     from rulemip.certify.theory import classify_gaps
+    from rulemip.exceptions import InvalidParameterError
     from rulemip.plotting import plot_gap_cdf, plot_risk_vs_k
     from rulemip.sweeps import load_certificates, make_tasks, run_sweep
 
-    data = {}
-    for path in args.data:
-        data[Path(path).stem] = read_table(path, args.target)
+    if args.k_max < 1:
+        raise InvalidParameterError(f"`--k-max` must be a positive integer; got {args.k_max}.")
+    if args.splits < 0:
+        raise InvalidParameterError(
+            f"`--splits` must be >= 0 (0 = the full data only); got {args.splits}.")
+    if args.jobs < 1 and args.jobs != -1:
+        raise InvalidParameterError(
+            f"`--jobs` must be a positive integer (or -1 for one per core); got {args.jobs}.")
+    max_thresholds = parse_max_thresholds(args.max_thresholds)
+    out = check_output_dir(args.out, "--out")
+    data = {name: read_table(path, args.target)
+            for name, path in zip(dataset_names(args.data), args.data, strict=True)}
     splits = [0] if args.splits == 0 else list(range(1, args.splits + 1))
     tasks = make_tasks(data, args.k_max, args.variants, splits, loss=args.loss, reg=args.reg,
-                       fit_intercept=args.intercept,
-                       max_thresholds=None if args.max_thresholds == 0 else args.max_thresholds,
+                       fit_intercept=args.intercept, max_thresholds=max_thresholds,
                        max_rule_length=args.max_rule_length, engine=args.engine,
                        solver=args.solver, time_limit=args.time_limit)
-    out = Path(args.out)
-    table = run_sweep(tasks, data, out, n_jobs=args.jobs, scheduler=args.scheduler,
-                      progress=print)
+    progress = Progress(progress_wanted(args.progress, args.quiet))
+    with progress:
+        progress.phase(f"gap sweep: {len(tasks)} task(s)")
+        table = run_sweep(tasks, data, out, n_jobs=args.jobs, scheduler=args.scheduler,
+                          progress=print, on_task=progress.bar)
     table.to_csv(out / "gap_table.csv", index=False)
     table.to_json(out / "gap_table.json", orient="records", indent=2)
     cert_dir = out / "certificates"
@@ -83,3 +109,26 @@ def run(args: argparse.Namespace) -> int:
     print(f"\nwritten to {out}/ (gap_table.csv, gap_table.json, certificates/, figures/)")
     return 0
 
+
+
+def dataset_names(paths: list[str]) -> list[str]:
+    """One distinct name per input file: its stem, lengthened by parent folders where two
+    stems collide (``a/x.csv``, ``b/x.csv`` -> ``a_x``, ``b_x``); the same file given twice
+    is refused."""
+    from rulemip.exceptions import InvalidParameterError
+
+    resolved = [Path(p).resolve() for p in paths]
+    if len(set(resolved)) != len(resolved):
+        dup = sorted({str(p) for p in paths if resolved.count(Path(p).resolve()) > 1})
+        raise InvalidParameterError(f"`--data` lists the same file twice: {dup}.")
+    def name(r: Path, depth: int) -> str:
+        return "_".join([*r.parent.parts[len(r.parent.parts) - depth + 1:], r.stem])
+
+    depths = [1] * len(resolved)
+    while True:
+        names = [name(r, d) for r, d in zip(resolved, depths, strict=True)]
+        clash = [i for i, n in enumerate(names) if names.count(n) > 1]
+        if not clash:
+            return names
+        for i in clash:
+            depths[i] += 1

@@ -15,7 +15,13 @@ import time
 import warnings
 from typing import Any
 
-from rulemip.cli._common import add_data_arguments, read_table, write_json_atomic
+from rulemip.cli._common import (
+    add_data_arguments,
+    check_output_path,
+    read_table,
+    write_json_atomic,
+)
+from rulemip.cli._progress import Progress, progress_wanted
 
 
 def register(sub: Any) -> None:
@@ -40,8 +46,9 @@ def register(sub: Any) -> None:
                         "regularization path by block coordinate descent, keeping the "
                         "model of largest cost <= K; relax_round: convex relaxation rounded "
                         "by a knapsack-with-conflicts dynamic program (heuristic)")
-    p.add_argument("--trees", type=int, default=50, metavar="N",
-                   help="number of trees of the ensemble")
+    p.add_argument("--trees", type=int, default=100, metavar="N",
+                   help="number of trees of the ensemble (as TreeRuleExtractor's default "
+                        "ensemble)")
     p.add_argument("--depth", type=int, default=3, metavar="D", help="maximum tree depth")
     p.add_argument("--forest", action="store_true",
                    help="random forest instead of gradient boosting")
@@ -60,6 +67,10 @@ def register(sub: Any) -> None:
     p.add_argument("--seed", type=int, default=0, help="random seed of the ensemble")
     p.add_argument("--json", metavar="OUT", default=None,
                    help="write the rules, risks, bound/gap and timings as JSON")
+    p.add_argument("--progress", action="store_true",
+                   help="show live progress (phase, elapsed) on stderr even when it is not "
+                        "a terminal")
+    p.add_argument("--quiet", action="store_true", help="no progress output")
     p.set_defaults(func=run)
 
 
@@ -77,13 +88,23 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
+    from rulemip._solver_names import check_solver
     from rulemip._validation import check_positive_int
     from rulemip.estimators.tree_rules import TreeRuleExtractor
     from rulemip.exceptions import SolveLimitWarning
 
-    trees = check_positive_int(args.trees, "trees")
-    depth = check_positive_int(args.depth, "depth")
+    check_solver(args.solver, "--solver")
+    trees = check_positive_int(args.trees, "--trees")
+    depth = check_positive_int(args.depth, "--depth")
+    if args.json:
+        check_output_path(args.json, "--json")
     X, y = read_table(args.data, args.target)
+    if not _is_numeric(y):
+        from rulemip.exceptions import InvalidDataError
+
+        raise InvalidDataError(
+            f"--target: column {args.target!r} must be numeric (prune fits a regression "
+            f"ensemble); got values such as {y.iloc[0]!r}.")
     if any(not _is_numeric(X[c]) for c in X.columns):
         import pandas as pd
 
@@ -100,9 +121,13 @@ def run(args: argparse.Namespace) -> int:
         node_values=args.node_values, n_lambdas=args.n_lambdas, random_state=args.seed)
     extractor._validate_params_()  # parameter errors before the ensemble is fitted
     t0 = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
+    progress = Progress(progress_wanted(args.progress, args.quiet))
+    with warnings.catch_warnings(record=True) as caught, progress:
         warnings.simplefilter("always", SolveLimitWarning)
+        progress.phase(f"fitting {trees} trees, then selecting rules ({args.method}, limit "
+                       f"{args.time_limit:g} s)")
         extractor.fit(X, y)
+        progress.phase("done")
     total = time.perf_counter() - t0
     res = extractor.result_
     nodes = extractor.nodes_

@@ -16,7 +16,11 @@ def register(sub: Any) -> None:
                     "Exit code 0 if it verifies, 1 if any check fails.")
     p.add_argument("certificate", metavar="CERT.json", help="certificate written by `fit`")
     add_data_arguments(p, required=False)
-    p.add_argument("--tol", type=float, default=1e-7, help="tolerance on risks")
+    p.add_argument("--bundled", action="store_true",
+                   help="check against the bundled diabetes_small data (what `rulemip fit` "
+                        "uses without --data) instead of --data/--target")
+    p.add_argument("--tol", type=float, default=1e-7,
+                   help="tolerance on risks, >= 0 (relative to max(1, |risk|))")
     p.set_defaults(func=run)
 
 
@@ -25,12 +29,18 @@ def run(args: argparse.Namespace) -> int:
     from rulemip.data import load_bundled
     from rulemip.exceptions import InvalidParameterError
 
-    if (args.data is None) != (args.target is None):
-        raise InvalidParameterError("give both --data and --target, or neither (bundled data).")
-    if args.data is None:
+    if args.bundled and args.data is not None:
+        raise InvalidParameterError("give either --data/--target or --bundled, not both.")
+    if not args.bundled and (args.data is None or args.target is None):
+        raise InvalidParameterError(
+            "a certificate is checked against data: give --data FILE.csv --target COLUMN "
+            "(the data it was fitted on), or --bundled for the bundled diabetes_small data.")
+    if args.bundled:
         X, y = load_bundled("diabetes_small")
+        print("data: bundled diabetes_small (100 rows; bmi, bp, s5 -> progression)")
     else:
         X, y = read_table(args.data, args.target)
+        print(f"data: {args.data} (target {args.target!r}, {len(X)} rows)")
     report = verify(args.certificate, X, y, tol=args.tol)
     print(report)
     return 0 if report.ok else 1

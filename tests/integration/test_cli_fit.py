@@ -18,13 +18,13 @@ def test_fit_on_bundled_data_then_verify(tmp_path, capsys):
     assert "valid lower bound" in out and "gap" in out
     doc = json.loads(cert.read_text())
     assert doc["claims"]["status"] == "optimal"
-    assert main(["verify", str(cert)]) == 0
+    assert main(["verify", str(cert), "--bundled"]) == 0
     assert "certificate verified" in capsys.readouterr().out
     # a tampered weight is caught, with the reason
     doc["ensemble"]["rules"][0]["weight"] += 1.0
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc))
-    assert main(["verify", str(bad)]) == 1
+    assert main(["verify", str(bad), "--bundled"]) == 1
     assert "differs from the claimed" in capsys.readouterr().out
 
 
@@ -44,4 +44,4 @@ def test_fit_on_csv_and_errors(tmp_path, capsys):
     assert main(["fit", "--data", str(path), "--target", "nope"]) == 2
     assert "column 'nope' not in" in capsys.readouterr().err
     assert main(["fit", "--data", str(path), "--target", "y", "-k", "0"]) == 2
-    assert "`n_rules` must be a positive integer" in capsys.readouterr().err
+    assert "`--n-rules` must be a positive integer" in capsys.readouterr().err

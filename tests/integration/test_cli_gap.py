@@ -28,7 +28,7 @@ def test_gap_command_writes_table_certificates_and_figures(tmp_path, capsys):
         data[path.stem] = _write(path, k, 0.04)
     out = tmp_path / "study"
     argv = ["gap", "--data", *(str(tmp_path / f"{s}.csv") for s in data), "--target", "y",
-            "--k-max", "2", "--variants", "SGB", "MIP-boosting", "--max-thresholds", "0",
+            "--k-max", "2", "--variants", "SGB", "MIP-boosting", "--max-thresholds", "all",
             "--reg", "1e-9", "--time-limit", "30", "--out", str(out)]
     assert main(argv) == 0
     text = capsys.readouterr().out

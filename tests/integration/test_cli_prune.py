@@ -60,7 +60,7 @@ def test_prune_depth_forest_and_errors(csv, capsys):
     line = next(s for s in out.splitlines() if s.startswith("rules:"))
     assert float(line.split("cost ")[1].split()[0]) <= 3
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "-2"]) == 2
-    assert "`n_rules` must be a non-negative integer; got -2." in capsys.readouterr().err
+    assert "`--n-rules` must be a non-negative integer; got -2." in capsys.readouterr().err
     assert main(["prune", "--data", str(csv), "--target", "nope"]) == 2
     assert "column 'nope' not in" in capsys.readouterr().err
 

@@ -80,3 +80,11 @@ def test_breast_cancer_logistic_study_is_valid_and_certificates_verify():
     assert bool(np.all(closed[optimal]))
     for cert in study.certificates.values():
         assert verify(cert, X, y).ok
+
+
+def test_gap_certificates_record_the_threshold_rule_and_verify():
+    X, y = alternating(3, 0.02)
+    study = gap_study(X, y, 1, ["SGB"], max_thresholds=2, time_limit=30)
+    cert = study.certificates[1]
+    assert cert.threshold_rule == 2
+    assert verify(cert, X, y).ok

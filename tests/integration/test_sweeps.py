@@ -90,3 +90,24 @@ def test_killed_sweep_resumes_without_redoing_finished_tasks(tmp_path):
     assert len(reference) == 4
     payload = json.loads(next(done_dir.glob("*.json")).read_text())
     assert payload["certificate"]["format"] == "rulemip.Certificate"
+
+
+def test_damaged_task_file_is_a_clear_error(tmp_path):
+    from rulemip.exceptions import InvalidDataError
+
+    tasks = make_tasks(data(), 1, ["SGB"], **SETTINGS)
+    run_sweep(tasks, data(), tmp_path)
+    (tmp_path / "tasks" / f"{tasks[0].task_id}.json").write_text("{")
+    with pytest.raises(InvalidDataError, match="delete it and rerun"):
+        run_sweep(tasks, data(), tmp_path)
+
+
+def test_changed_data_gets_new_task_ids_and_is_refused_for_old_tasks(tmp_path):
+    from rulemip.exceptions import InvalidParameterError
+
+    first = make_tasks(data(), 1, ["SGB"], **SETTINGS)
+    changed = {"alt2": alternating(2, 0.05), "alt3": alternating(3, 0.02)}
+    second = make_tasks(changed, 1, ["SGB"], **SETTINGS)
+    assert first[0].task_id != second[0].task_id and first[1].task_id == second[1].task_id
+    with pytest.raises(InvalidParameterError, match="differs from the data its tasks"):
+        run_sweep(first, changed, tmp_path)

@@ -107,3 +107,36 @@ def test_malformed_documents(tmp_path):
     p.write_text("{")
     with pytest.raises(CertificateError, match="not JSON"):
         Certificate.load(p)
+
+
+def test_explicit_thresholds_are_bound_by_the_problem_digest(certified):
+    X, y, cert = certified
+    ds = Dataset.from_arrays(X, y)
+    cuts = (*cert.thresholds[0], 9.5)  # not what the data's midpoints give: explicit
+    explicit = make_certificate(ds, cert.ensemble, loss="squared", reg=0.1,
+                                fit_intercept=True, n_rules=1, thresholds=[cuts],
+                                risk=cert.risk, lower_bound=cert.lower_bound,
+                                status="optimal", bound_valid=True, options={"mip_gap": 1e-6})
+    assert explicit.threshold_rule == "explicit" and cert.threshold_rule is None
+    assert verify(explicit, X, y).ok
+    doc = explicit.to_dict()
+    doc["problem"]["thresholds"][0].append(20.0)
+    report = verify(Certificate.from_dict(doc), X, y)
+    assert [c.name for c in report.failures] == ["problem"]
+
+
+def test_format_1_loads_but_does_not_verify(certified):
+    X, y, cert = certified
+    doc = cert.to_dict()
+    doc["version"] = 1
+    del doc["problem"]["threshold_rule"], doc["problem"]["digest"]
+    report = verify(Certificate.from_dict(doc), X, y)
+    assert [c.name for c in report.failures] == ["problem"]
+    assert "format-1" in report.failures[0].message
+
+
+def test_non_numeric_mip_gap_option_is_refused(certified):
+    doc = certified[2].to_dict()
+    doc["solver"]["options"]["mip_gap"] = "tiny"
+    with pytest.raises(CertificateError, match=r"solver\.options\.mip_gap"):
+        Certificate.from_dict(doc)
