@@ -12,9 +12,10 @@ the ``k``).
 Boosting stops early — with fewer than ``n_rules`` rules — when no query has a positive
 objective value (relative to ``1e-12·‖g‖₁``): no rule can then reduce the risk to first
 order (e.g. the training data are fitted exactly, or no feature has two distinct values);
-or when the fit's one time/node budget (``time_limit``, ``node_limit``, shared by all
-rounds) or a search's memory budget runs out — then with a ``SolveLimitWarning`` and the
-rules found so far (the interrupted round keeps the best rule its search found).
+or when ``max_complexity`` is reached. The fit has one time/node budget (``time_limit``,
+``node_limit``) shared by its rounds; a search stopped by its share (or by its memory
+budget) contributes the best rule it found, with a valid bound, and the fit ends with a
+``SolveLimitWarning``.
 """
 
 from __future__ import annotations
@@ -75,25 +76,21 @@ class _Budget:
         self.nodes = 0
         self.elapsed = 0.0
 
-    def seconds_left(self) -> float | None:
+    def seconds_for(self, rounds_left: int) -> float | None:
+        """This round's share of the remaining time (later rounds inherit what it
+        leaves)."""
         if self.time_limit is None:
             return None
-        return max(0.0, self.time_limit - (time.perf_counter() - self.start))
+        return max(0.0, self.time_limit - (time.perf_counter() - self.start)) / rounds_left
 
-    def nodes_left(self) -> int | None:
-        return None if self.node_limit is None else max(1, self.node_limit - self.nodes)
+    def nodes_for(self, rounds_left: int) -> int | None:
+        if self.node_limit is None:
+            return None
+        return max(1, (self.node_limit - self.nodes) // rounds_left)
 
     def spend(self, res: SearchResult) -> None:
         self.nodes += res.n_expanded
         self.elapsed += res.elapsed
-
-    def exhausted(self) -> str | None:
-        left = self.seconds_left()
-        if left is not None and left <= 0.0:
-            return "time_limit"
-        if self.node_limit is not None and self.nodes >= self.node_limit:
-            return "node_limit"
-        return None
 
     def describe(self) -> str:
         return f"{time.perf_counter() - self.start:.3g} s, {self.nodes} nodes"
@@ -144,12 +141,16 @@ class RuleBooster:
         Stop early once :math:`C(f) = k + \sum_t c(q_t)` reaches this value ([OGB]'s
         "until complexity 50").
     time_limit : float or None
-        Seconds for the whole fit, shared by all rounds (None = unlimited). When it runs
-        out, the round under way keeps the best rule its search found, boosting stops,
-        and a :class:`~rulemip.exceptions.SolveLimitWarning` is issued.
+        Seconds for the whole fit, shared by all rounds (None = unlimited): each round's
+        search gets an equal share of what is left. A search stopped by its share keeps
+        the best rule it found (with a valid bound), and a
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued at the end. Once the
+        budget is spent, each remaining round still gets the best rule of one
+        proposition (one expansion of the root, O(n·d)), so the model has ``n_rules``
+        rules.
     node_limit : int or None
-        Node expansions of the rule searches for the whole fit (None = unlimited); same
-        behaviour as ``time_limit``.
+        Node expansions of the rule searches for the whole fit (None = unlimited), shared
+        like ``time_limit`` (at least one expansion per round).
     max_memory : int or None
         Bytes for the open nodes of one branch-and-bound search (None = 512 MiB);
         reaching it ends that search like a limit (the fit never exceeds it by growth
@@ -171,8 +172,8 @@ class RuleBooster:
         Every round's query was certified optimal for its objective (its search's valid
         bound equals its value, see :class:`~rulemip.boosting.space.SearchResult`).
     limit_reached_ : str or None
-        ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit cut the fit
-        short (the model then has the rules found so far), else None.
+        ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped at
+        least one rule search (the first such limit), else None.
     search_time_ : float
         Wall seconds spent in the rule searches.
     """
@@ -275,10 +276,8 @@ class RuleBooster:
         rounds: list[BoostingRound] = []
         budget = _Budget(self.time_limit, self.node_limit)
         limit: str | None = None
+        n_limited = 0
         for t in range(int(self.n_rules)):
-            limit = budget.exhausted()
-            if limit is not None:
-                break
             g = lo.gradient(f, y)
             h = lo.hessian(f, y) if self.objective == "xgb" else None
             obj = make_objective(self.objective, g, h, weights=w, reg=reg,
@@ -286,14 +285,16 @@ class RuleBooster:
             res = find_rule(space, obj, search=self.search, beam_width=self.beam_width,
                             max_rule_length=self.max_rule_length,
                             allow_empty=not self.fit_intercept,
-                            time_limit=budget.seconds_left(), node_limit=budget.nodes_left(),
+                            time_limit=budget.seconds_for(int(self.n_rules) - t),
+                            node_limit=budget.nodes_for(int(self.n_rules) - t),
                             max_memory=self.max_memory,
                             progress=_printer(t + 1) if self.verbose else None)
             tol = 1e-12 * max(float(np.sum(np.abs(w * g))), 1e-300)
             if res is not None:
                 budget.spend(res)
                 if res.limit_reached:
-                    limit = res.status
+                    limit = limit or res.status
+                    n_limited += 1
             if res is None or not res.value > tol:
                 break
             q = res.query.astype(float)
@@ -316,15 +317,16 @@ class RuleBooster:
             risks.append(risk)
             rounds.append(BoostingRound(res, float(intercept), beta.copy(), risk))
             ensembles.append(self._ensemble(dataset, boxes, intercept, beta))
-            if limit is not None or (self.max_complexity is not None and
-                                     ensembles[-1].complexity >= self.max_complexity):
+            if self.max_complexity is not None and \
+                    ensembles[-1].complexity >= self.max_complexity:
                 break
         if limit is not None:
             warnings.warn(
-                f"rule boosting stopped by its {limit.replace('_', ' ')} after "
-                f"{len(rounds)} of {self.n_rules} rules ({budget.describe()}); the model has "
-                "the rules found so far. Raise `time_limit`/`node_limit`/`max_memory` or "
-                "use search='greedy' for a complete fit.", SolveLimitWarning, stacklevel=2)
+                f"the {limit.replace('_', ' ')} stopped {n_limited} of {len(rounds)} rule "
+                f"searches ({budget.describe()}); each of those rules is the best its search "
+                "found, with a valid bound in `rounds_[t].search.bound`. Raise "
+                "`time_limit`/`node_limit`/`max_memory` for proved rules.",
+                SolveLimitWarning, stacklevel=2)
         self.limit_reached_ = limit
         self.search_time_ = budget.elapsed
         self.space_ = space

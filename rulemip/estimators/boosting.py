@@ -48,10 +48,10 @@ _PARAM_DOC = """
     fit_intercept : bool, default=True
         Fit the background rule β0 (outside the count ``n_rules``).
     time_limit : float or None, default=None
-        Seconds for the whole fit, shared by all rules (None = unlimited). When it runs
-        out the model keeps the rules found so far (the interrupted search contributes
-        its best rule), ``limit_reached_`` records it and a ``SolveLimitWarning`` is
-        issued.
+        Seconds for the whole fit, shared by all rules (None = unlimited; each rule
+        search gets an equal share of what is left). A stopped search contributes the
+        best rule it found; ``limit_reached_`` records it and a ``SolveLimitWarning`` is
+        issued. Past the budget each remaining rule is the best single proposition.
     node_limit : int or None, default=None
         Node expansions of all rule searches together (None = unlimited); as
         ``time_limit``.
@@ -166,8 +166,8 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
         equals its value; ``booster_.rounds_[t].search`` has each rule's value, bound
         and status).
     limit_reached_ : str or None
-        ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit cut the
-        fit short, else None.
+        ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped a
+        rule search, else None.
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
     """)

@@ -183,10 +183,13 @@ def test_booster_shares_one_node_budget():
     with pytest.warns(SolveLimitWarning, match="node limit"):
         b = RuleBooster(n_rules=5, objective="gb", search="bnb", node_limit=30).fit(ds)
     assert b.limit_reached_ == "node_limit"
-    assert sum(r.search.n_expanded for r in b.rounds_) <= 30 + 1
-    assert 1 <= len(b.rounds_) < 5
+    # every round gets a share of what is left, at least one expansion
+    assert sum(r.search.n_expanded for r in b.rounds_) <= 30 + 5
+    assert len(b.rounds_) == 5
     assert len(b.ensembles_) == len(b.rounds_) + 1 == len(b.risk_path_)
     assert not b.certified_
+    for r in b.rounds_:   # a stopped search's rule is valid and its bound covers it
+        assert r.search.bound >= r.search.value
     # an unlimited fit of the same rules is certified round by round (gb is admissible)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SolveLimitWarning)
@@ -202,7 +205,10 @@ def test_booster_time_limit_returns_model():
     with pytest.warns(SolveLimitWarning, match="time limit"):
         b = RuleBooster(n_rules=4, search="bnb", time_limit=0.0).fit(ds)
     assert b.limit_reached_ == "time_limit"
-    assert len(b.ensembles_) == len(b.rounds_) + 1
+    # past the budget every round still gets the best one-proposition rule
+    assert len(b.rounds_) == 4 and len(b.ensembles_) == 5
+    assert all(r.search.length == 1 for r in b.rounds_)
+    assert np.all(np.diff(b.risk_path_) <= 1e-12)
 
 
 def test_estimator_vocabulary_and_limits():
