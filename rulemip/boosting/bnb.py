@@ -16,7 +16,9 @@ nodes live in a stack of *frames*, one per expansion batch, each holding the chi
 flat arrays and the parents' covers. When the frames exceed a quarter of ``max_memory``
 the search falls back to one node per expansion (plain depth first: the stack then holds
 at most ``2d`` frames of one parent's children each); when they would exceed
-``max_memory`` it stops with ``status="memory_limit"``.
+``max_memory`` it stops with ``status="memory_limit"``. A batch also stops growing once
+its covers hold so many points that evaluating their children (``2 d |cover|`` each)
+would need more than a quarter of the budget.
 
 **Pruning and certificate.** A child is kept only while its cheap admissible bound (a
 function of additive statistics, free with its value) beats the incumbent; an expanded
@@ -147,6 +149,15 @@ class _Frontier:
         return max([f.open_bound() for f in self.frames if f.top], default=-math.inf)
 
 
+def _closures(space: SearchSpace, nodes: list[_Node]) -> np.ndarray:
+    """(len(nodes), 2, d): :func:`_closure` of every node's cover, batched."""
+    cat = np.concatenate([nd.idx for nd in nodes])
+    starts = np.cumsum([0] + [len(nd.idx) for nd in nodes[:-1]])
+    G = space.groups_t[:, cat]
+    return np.stack([np.minimum.reduceat(G, starts, axis=1).T,
+                     np.maximum.reduceat(G, starts, axis=1).T], axis=1)
+
+
 def _closure(space: SearchSpace, idx: np.ndarray) -> np.ndarray:
     """(2, d): the smallest and largest threshold group of the cover in every feature —
     the tightest box around it (its closure)."""
@@ -192,6 +203,10 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
     last_report = time.perf_counter()
     closed = max_len is None
     length_cut = False
+    # one expansion batch makes up to 2 d |cover| children of ~8 (8 + 2 c) bytes each
+    # while they are evaluated: keep that transient below a quarter of the budget
+    n_cols = obj.stats.shape[1] + (0 if obj.bound_stats is None else obj.bound_stats.shape[1])
+    batch_points = max(1, budget // (4 * 2 * space.d * 8 * (8 + 2 * n_cols)))
     if closed:
         root.closure = _closure(space, root.idx)
     pending = [root]
@@ -237,12 +252,13 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
         chunk = 1 if frontier.depth_first else CHUNK
         if node_limit is not None:
             chunk = max(1, min(chunk, node_limit - n_expanded))
-        take: list[int] = []
-        while fr.top and len(take) < chunk:
+        nodes: list[_Node] = []
+        n_points = 0
+        while fr.top and len(nodes) < chunk and n_points <= batch_points:
             fr.top -= 1
             if fr.ch.bound[fr.top] > best_val:
-                take.append(fr.top)
-        nodes = [_materialize(space, fr.ch, k) for k in take]
+                nodes.append(_materialize(space, fr.ch, fr.top))
+                n_points += len(nodes[-1].idx)
         frontier.release(fr)
         if not nodes:
             continue
@@ -251,11 +267,12 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
             if obj.admissible:
                 nd.cheap = min(nd.cheap, b)
             if b > best_val:
-                if closed:
-                    nd.closure = _closure(space, nd.idx)
                 pending.append(nd)
             elif not obj.admissible:
                 heuristic_bound = max(heuristic_bound, nd.cheap)
+        if closed and pending:
+            for nd, c in zip(pending, _closures(space, pending), strict=True):
+                nd.closure = c
     open_bound = max(heuristic_bound, frontier.open_bound())
     if pending:  # stopped with nodes taken but not expanded
         open_bound = max(open_bound, max(nd.cheap for nd in pending))
