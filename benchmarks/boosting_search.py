@@ -88,8 +88,9 @@ def main() -> None:
              f"{load:.2f} at start, {time.strftime('%Y-%m-%d')}. Time limit "
              f"{args.time_limit:g} s per fit (shared by its rules). Rerun: `python "
              f"benchmarks/boosting_search.py --time-limit {args.time_limit:g}`.", "",
-             "| workload | s | peak RSS MB | rules | proved | stopped by | R/R(f0) | "
-             "per rule: value / bound (nodes) |", "|---|---|---|---|---|---|---|---|"]
+             "| workload | s | peak RSS MB | frontier MB | rules | proved | stopped by | "
+             "R/R(f0) | per rule: value / bound (nodes) |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for name in (args.only or list(WORKLOADS)):
         out = subprocess.run([sys.executable, __file__, "--child", name, "--time-limit",
                               str(args.time_limit)], capture_output=True, text=True,
@@ -102,7 +103,8 @@ def main() -> None:
         proved = sum(x["status"] == "optimal" for x in r["rounds"])
         per = "; ".join(f"{x['value']:.4g} / {x['bound']:.4g} ({x['nodes']})"
                         for x in r["rounds"])
-        lines.append(f"| {name} | {r['seconds']:.1f} | {r['rss_mb']:.0f} | "
+        frontier = max([x["frontier_mb"] for x in r["rounds"]], default=0.0)
+        lines.append(f"| {name} | {r['seconds']:.1f} | {r['rss_mb']:.0f} | {frontier:.1f} | "
                      f"{r['rules']}/{r['k']} | {proved} | {r['limit'] or '—'} | "
                      f"{r['risk']:.3f} | {per} |")
         print(lines[-1], flush=True)
