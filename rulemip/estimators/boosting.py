@@ -33,8 +33,9 @@ _PARAM_DOC = """
         Weight update (SPEC §1 eqs. 3, 6, 7). None: from ``preset`` ("corrective").
     search : {"greedy", "beam", "bnb"} or None, default=None
         Rule search: greedy, beam of width ``beam_width``, branch-and-bound. None: from
-        ``preset``, or "greedy" without a preset (branch-and-bound for ogb can enumerate
-        very many boxes; bound it with ``max_rule_length`` / ``max_thresholds``).
+        ``preset``, or "greedy" without a preset (branch-and-bound over long rules can
+        take long: it is anytime — set ``time_limit`` — and proves its rules quickly
+        with ``max_rule_length`` ≤ 2 or few ``max_thresholds``).
     beam_width : int, default=5
         Beam width *w* of ``search="beam"``.
     max_rule_length : int or None, default=None

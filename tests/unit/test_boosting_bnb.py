@@ -224,3 +224,34 @@ def test_estimator_vocabulary_and_limits():
     with pytest.warns(SolveLimitWarning):
         clf.fit(X, y > 0)
     assert clf.limit_reached_ == "node_limit"
+
+
+def test_cli_boost_limits_and_certificates(tmp_path, capsys):
+    import json
+
+    from rulemip.cli import main
+
+    X, y = _dataset(3, n=60)
+    csv = tmp_path / "d.csv"
+    rows = ["a,b,c,d,target"] + [",".join(map(str, r)) + f",{t}" for r, t in zip(X, y)]
+    csv.write_text("\n".join(rows) + "\n")
+    out = tmp_path / "m.json"
+    with pytest.warns(SolveLimitWarning):
+        code = main(["boost", "--data", str(csv), "--target", "target", "--n-rules", "3",
+                     "--objective", "gb", "--search", "bnb", "--node-limit", "6",
+                     "--max-memory", "16", "--json", str(out)])
+    assert code == 0
+    text = capsys.readouterr().out
+    assert "bound" in text and "node_limit" in text
+    doc = json.loads(out.read_text())
+    assert doc["limit_reached"] == "node_limit"
+    assert len(doc["rules_search"]) == 3
+    for r in doc["rules_search"]:
+        assert r["bound"] is None or r["bound"] >= r["value"]
+    # a proved fit: every rule's bound closes on its value
+    code = main(["boost", "--data", str(csv), "--target", "target", "--n-rules", "2",
+                 "--objective", "gb", "--search", "bnb", "--max-rule-length", "2",
+                 "--quiet", "--json", str(out)])
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["certified"] and all(r["status"] == "optimal" for r in doc["rules_search"])
