@@ -146,6 +146,8 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
 
 #: rule lengths of the iterative-deepening stages before the full search
 DEEPENING: tuple[int, ...] = (1, 2)
+#: beam width of the search that seeds branch-and-bound over longer rules
+SEED_BEAM_WIDTH: int = 5
 
 
 def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
@@ -153,13 +155,23 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
                node_limit: int | None, max_memory: int | None,
                progress: ProgressCallback | None
                ) -> tuple[_Node | None, float, float, str, int, int, int]:
-    """Branch-and-bound by iterative deepening: exact searches over rules of length 1,
-    2 (:data:`DEEPENING`), then ``max_len``, each starting from the previous incumbent
-    (a strong incumbent early prunes the long rules). A stage in which no node beating
-    the incumbent was cut by its length is already exact for every length."""
+    """Branch-and-bound by iterative deepening: a beam search of width
+    :data:`SEED_BEAM_WIDTH` (when longer rules than the stages are allowed and there is
+    no node limit), then exact
+    searches over rules of length 1, 2 (:data:`DEEPENING`), then ``max_len``, each
+    starting from the previous incumbent (a strong incumbent early prunes the long
+    rules). A stage in which no node beating the incumbent was cut by its length is
+    already exact for every length."""
     stages: list[int | None] = [L for L in DEEPENING if max_len is None or max_len > L]
     stages.append(max_len)
     n_exp = n_ch = peak = 0
+    if node_limit is None and (max_len is None or max_len > DEEPENING[-1]):
+        # a beam search's rule (cheap: w nodes per level) seeds the incumbent; not under
+        # a node limit, which counts branch-and-bound expansions exactly
+        state = _State(best, -math.inf if best is None else float(best.value))
+        _level_search(space, obj, kernel, root, state, float(SEED_BEAM_WIDTH), max_len,
+                      deadline)
+        best, n_exp, n_ch = state.best, state.n_expanded, state.n_children
     best_val = -math.inf if best is None else float(best.value)
     bound, status = math.inf, "node_limit"   # what is known if no stage runs to its end
     for stage_len in stages:
