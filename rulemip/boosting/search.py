@@ -157,7 +157,8 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
                ) -> tuple[_Node | None, float, float, str, int, int, int]:
     """Branch-and-bound by iterative deepening: a beam search of width
     :data:`SEED_BEAM_WIDTH` (when longer rules than the stages are allowed and there is
-    no node limit), then exact
+    no node limit; at most a quarter of the remaining time, checked between its
+    levels), then exact
     searches over rules of length 1, 2 (:data:`DEEPENING`), then ``max_len``, each
     starting from the previous incumbent (a strong incumbent early prunes the long
     rules). A stage in which no node beating the incumbent was cut by its length is
@@ -169,8 +170,10 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         # a beam search's rule (cheap: w nodes per level) seeds the incumbent; not under
         # a node limit, which counts branch-and-bound expansions exactly
         state = _State(best, -math.inf if best is None else float(best.value))
+        seed_deadline = None if deadline is None else \
+            time.perf_counter() + 0.25 * max(0.0, deadline - time.perf_counter())
         _level_search(space, obj, kernel, root, state, float(SEED_BEAM_WIDTH), max_len,
-                      deadline)
+                      seed_deadline)
         best, n_exp, n_ch = state.best, state.n_expanded, state.n_children
     best_val = -math.inf if best is None else float(best.value)
     bound, status = math.inf, "node_limit"   # what is known if no stage runs to its end
