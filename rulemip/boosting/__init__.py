@@ -4,7 +4,8 @@ presets SGS, SGB, SXB, CGB and COB."""
 
 from rulemip.boosting.booster import PRESETS, BoostingRound, RuleBooster
 from rulemip.boosting.objectives import OBJECTIVES, OrthonormalBasis, make_objective
-from rulemip.boosting.search import SEARCHES, SearchResult, SearchSpace, find_rule
+from rulemip.boosting.search import SEARCHES, find_rule
+from rulemip.boosting.space import SearchResult, SearchSpace
 from rulemip.boosting.weights import WEIGHT_UPDATES
 
 __all__ = ["OBJECTIVES", "PRESETS", "SEARCHES", "WEIGHT_UPDATES", "BoostingRound",

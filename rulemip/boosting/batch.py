@@ -123,10 +123,46 @@ class Refinements:
     a_lo: IntArray
     prefix: FloatArray
     counts: IntArray
+    up_ok: NDArray[np.bool_] | None = None
+    lo_ok: NDArray[np.bool_] | None = None
+
+
+def _closure_preserving(groups: NDArray[np.int64], rows: IntArray, d: int, row: IntArray,
+                        pos: IntArray, pts: IntArray, closures: NDArray[np.int64],
+                        cut: IntArray) -> tuple[NDArray[np.bool_], NDArray[np.bool_]]:
+    r"""Which refinements are prefix-preserving closure extensions (LCM's ppc test).
+
+    Row ``rows[r] = b * d + j`` lists cover ``b`` in the order of feature ``j``. The
+    ``x_j <= t`` child at position ``p`` (a prefix) keeps the closure of its parent on the
+    features ``j' < j`` iff the prefix reaches, for every ``j' < j``, a point with the
+    parent's smallest and one with its largest group of ``x_{j'}``; the ``x_j > t`` child
+    (the suffix from ``p + 1``) likewise. The smallest group of ``x_j`` itself stays in
+    every prefix. O(d) per covered point and row, vectorized over the block.
+    """
+    big = np.iinfo(np.intp).max
+    cov = rows[row] // d
+    H = groups[:, pts]                                                   # (d, E)
+    is_min = H == closures[cov, 0, :].T
+    is_max = H == closures[cov, 1, :].T
+    starts = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+    first = np.maximum(np.minimum.reduceat(np.where(is_min, pos, big), starts, axis=1),
+                       np.minimum.reduceat(np.where(is_max, pos, big), starts, axis=1))
+    last = np.minimum(np.maximum.reduceat(np.where(is_min, pos, -1), starts, axis=1),
+                      np.maximum.reduceat(np.where(is_max, pos, -1), starts, axis=1))
+    feat = rows[row[starts]] % d
+    earlier = np.arange(d)[:, None] < feat[None, :]                      # j' < j
+    need_up = np.where(earlier, first, -1).max(axis=0)
+    need_lo = np.where(earlier, last, big).min(axis=0)
+    # row index -> run index (every row of a block is non-empty)
+    run = np.cumsum(np.r_[True, row[1:] != row[:-1]]) - 1
+    rc, p = run[cut], pos[cut]
+    return p >= need_up[rc], p + 1 <= need_lo[rc]
 
 
 def batch_refinements(orders: IntArray, groups: NDArray[np.int64], idxs: Sequence[IntArray],
-                      stats: FloatArray, max_elements: int = MAX_ELEMENTS) -> Refinements:
+                      stats: FloatArray, max_elements: int = MAX_ELEMENTS,
+                      first_feature: IntArray | None = None,
+                      closures: NDArray[np.int64] | None = None) -> Refinements:
     """Refinements of every cover in ``idxs`` that strictly shrink it.
 
     Parameters
@@ -135,6 +171,11 @@ def batch_refinements(orders: IntArray, groups: NDArray[np.int64], idxs: Sequenc
     groups : (d, n) threshold group of every point (non-decreasing along ``orders[j]``).
     idxs : the covers (index arrays).
     stats : (n, c) statistics whose prefix sums are wanted.
+    first_feature : (len(idxs),) only features ``j >= first_feature[b]`` are refined for
+        cover ``b`` (the canonical order of branch-and-bound); None: all features.
+    closures : (len(idxs), 2, d) smallest / largest threshold group of every cover per
+        feature; when given, ``up_ok`` / ``lo_ok`` of the result flag the refinements
+        that are prefix-preserving closure extensions (:func:`_closure_preserving`).
 
     Returns
     -------
@@ -147,34 +188,50 @@ def batch_refinements(orders: IntArray, groups: NDArray[np.int64], idxs: Sequenc
     sizes = np.fromiter((len(i) for i in idxs), dtype=np.intp, count=len(idxs))
     parts: list[tuple[IntArray, ...]] = []
     prefixes: list[FloatArray] = []
-    for block in _sub_batches(sizes, c * d, max_elements):
+    oks: list[tuple[NDArray[np.bool_], NDArray[np.bool_]]] = []
+    width = c * d if closures is None else (c + 2 * d) * d
+    for block in _sub_batches(sizes, width, max_elements):
         M = _mask([idxs[b] for b in block], n)
         # rows (cover, feature): the cover in the order of the feature, row-major, so the
         # entries come out sorted by (cover, feature, position)
-        row, pos, pts = ordered_covers(M[:, orders].reshape(len(block) * d, n),
-                                       np.arange(n, dtype=np.intp))
-        feat = row % d
+        R = M[:, orders].reshape(len(block) * d, n)
+        rows = np.arange(len(block) * d, dtype=np.intp)
+        if first_feature is not None:
+            rows = np.flatnonzero((np.arange(d)[None, :]
+                                   >= first_feature[block][:, None]).ravel())
+            R = R[rows]
+        row, pos, pts = ordered_covers(R, np.arange(n, dtype=np.intp))
+        feat = rows[row] % d
         pts = orders[feat, pts]
         grp = groups[feat, pts]
         cut = np.flatnonzero((row[1:] == row[:-1]) & (grp[1:] != grp[:-1]))
         if len(cut) == 0:
             continue
-        C = padded_cumsum(row, pos, stats[pts], len(block) * d)
+        C = padded_cumsum(row, pos, stats[pts], len(rows))
         r, p = row[cut], pos[cut]
-        parts.append((block[r // d], (r % d).astype(np.intp), p, grp[cut].astype(np.intp),
+        rg = rows[r]
+        parts.append((block[rg // d], (rg % d).astype(np.intp), p, grp[cut].astype(np.intp),
                       (grp[cut + 1] - 1).astype(np.intp)))
         prefixes.append(C[r, p])
+        if closures is not None:
+            oks.append(_closure_preserving(groups, rows, d, row, pos, pts, closures[block],
+                                           cut))
     if not parts:
         empty = np.zeros(0, np.intp)
+        none = None if closures is None else np.zeros(0, bool)
         return Refinements(empty, empty, empty, empty, empty, np.zeros((0, c)),
-                           np.zeros(len(idxs), np.intp))
+                           np.zeros(len(idxs), np.intp), none, none)
     node, feature, pos, a_up, a_lo = (np.concatenate(x) for x in zip(*parts, strict=True))
     prefix = np.concatenate(prefixes)
     # blocks hold whole covers and run by (cover, feature, pos): reordering the runs of
     # equal cover restores the caller's cover order
     srt = _runs_by_key(node)
+    up_ok = lo_ok = None
+    if closures is not None:
+        up_ok = np.concatenate([u for u, _ in oks])[srt]
+        lo_ok = np.concatenate([lo for _, lo in oks])[srt]
     return Refinements(node[srt], feature[srt], pos[srt], a_up[srt], a_lo[srt], prefix[srt],
-                       np.bincount(node, minlength=len(idxs)).astype(np.intp))
+                       np.bincount(node, minlength=len(idxs)).astype(np.intp), up_ok, lo_ok)
 
 
 def batch_greedy_bounds(key_order: IntArray, idxs: Sequence[IntArray], stats: FloatArray,
@@ -203,7 +260,8 @@ def batch_greedy_bounds(key_order: IntArray, idxs: Sequence[IntArray], stats: Fl
 
 def batch_group_refinements(groups_flat: IntArray, d: int, n_groups: int,
                             idxs: Sequence[IntArray], stats: FloatArray,
-                            max_elements: int = MAX_ELEMENTS) -> Refinements:
+                            max_elements: int = MAX_ELEMENTS,
+                            first_feature: IntArray | None = None) -> Refinements:
     r"""The refinements of :func:`batch_refinements` from per-group sums (few thresholds).
 
     For every cover ``b``, feature ``j`` and threshold group ``a`` the sum of the
@@ -213,7 +271,7 @@ def batch_group_refinements(groups_flat: IntArray, d: int, n_groups: int,
     refinement ``x_j <= t_a`` is then the cumulative sum over the groups ``<= a``.
     ``groups_flat[i, j] = j * n_groups + group_j(x_i)``. The entries equal those of
     :func:`batch_refinements` except for floating-point rounding (the same numbers summed
-    in another order); ``pos`` is the group index ``a_up``.
+    in another order); ``pos`` is the group index ``a_up``. ``first_feature`` as there.
     """
     c = stats.shape[1]
     width = d * n_groups
@@ -234,7 +292,10 @@ def batch_group_refinements(groups_flat: IntArray, d: int, n_groups: int,
             S[..., s] = np.bincount(keys, weights=w, minlength=size).reshape(
                 len(block), d, n_groups)
         r, j, g = np.nonzero(cnt)
-        nxt = np.flatnonzero((r[1:] == r[:-1]) & (j[1:] == j[:-1]))
+        same = (r[1:] == r[:-1]) & (j[1:] == j[:-1])
+        if first_feature is not None:
+            same &= j[:-1] >= first_feature[block][r[:-1]]
+        nxt = np.flatnonzero(same)
         if len(nxt) == 0:
             continue
         C = np.cumsum(S, axis=2)

@@ -11,11 +11,19 @@ the ``k``).
 
 Boosting stops early — with fewer than ``n_rules`` rules — when no query has a positive
 objective value (relative to ``1e-12·‖g‖₁``): no rule can then reduce the risk to first
-order (e.g. the training data are fitted exactly, or no feature has two distinct values).
+order (e.g. the training data are fitted exactly, or no feature has two distinct values);
+or when ``max_complexity`` is reached. The fit has one time/node budget (``time_limit``,
+``node_limit``) shared by its rounds; a search stopped by its share (or by its memory
+budget) contributes the best rule it found, with a valid bound, and the fit ends with a
+``SolveLimitWarning``.
 """
 
 from __future__ import annotations
 
+import sys
+import time
+import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -32,7 +40,7 @@ from rulemip.boosting.weights import (
     xgb_weight,
 )
 from rulemip.data.dataset import Dataset
-from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
 from rulemip.rules import Rule, RuleEnsemble, conditions_from_box
 
@@ -56,6 +64,43 @@ class BoostingRound:
     intercept: float
     weights: FloatArray
     risk: float
+
+
+class _Budget:
+    """One time and node budget shared by all rounds of a fit."""
+
+    def __init__(self, time_limit: float | None, node_limit: int | None) -> None:
+        self.start = time.perf_counter()
+        self.time_limit = None if time_limit is None else float(time_limit)
+        self.node_limit = node_limit
+        self.nodes = 0
+        self.elapsed = 0.0
+
+    def seconds_for(self, rounds_left: int) -> float | None:
+        """This round's share of the remaining time (later rounds inherit what it
+        leaves)."""
+        if self.time_limit is None:
+            return None
+        return max(0.0, self.time_limit - (time.perf_counter() - self.start)) / rounds_left
+
+    def nodes_for(self, rounds_left: int) -> int | None:
+        if self.node_limit is None:
+            return None
+        return max(1, (self.node_limit - self.nodes) // rounds_left)
+
+    def spend(self, res: SearchResult) -> None:
+        self.nodes += res.n_expanded
+        self.elapsed += res.elapsed
+
+    def describe(self) -> str:
+        return f"{time.perf_counter() - self.start:.3g} s, {self.nodes} nodes"
+
+
+def _printer(round_no: int) -> Callable[[int, float, float], None]:
+    def show(nodes: int, best: float, bound: float) -> None:
+        print(f"  rule {round_no}: {nodes} nodes, best {best:.6g}, bound {bound:.6g}",
+              file=sys.stderr, flush=True)
+    return show
 
 
 class RuleBooster:
@@ -95,6 +140,23 @@ class RuleBooster:
     max_complexity : int or None
         Stop early once :math:`C(f) = k + \sum_t c(q_t)` reaches this value ([OGB]'s
         "until complexity 50").
+    time_limit : float or None
+        Seconds for the whole fit, shared by all rounds (None = unlimited): each round's
+        search gets an equal share of what is left. A search stopped by its share keeps
+        the best rule it found (with a valid bound), and a
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued at the end. Once the
+        budget is spent, each remaining round still gets the best rule of one
+        proposition (one expansion of the root, O(n·d)), so the model has ``n_rules``
+        rules.
+    node_limit : int or None
+        Node expansions of the rule searches for the whole fit (None = unlimited), shared
+        like ``time_limit`` (at least one expansion per round).
+    max_memory : int or None
+        Bytes for the open nodes of one branch-and-bound search (None = 512 MiB);
+        reaching it ends that search like a limit (the fit never exceeds it by growth
+        of the search frontier).
+    verbose : bool
+        Print the progress of long searches (nodes, best value, bound) to stderr.
 
     Attributes
     ----------
@@ -107,20 +169,28 @@ class RuleBooster:
     rounds_ : list of BoostingRound
         Per-round search results (value, ``certified``, effort) and weights.
     certified_ : bool
-        Every round's query was certified optimal for its objective (bnb with an
-        admissible bound; never for ogb).
+        Every round's query was certified optimal for its objective (its search's valid
+        bound equals its value, see :class:`~rulemip.boosting.space.SearchResult`).
+    limit_reached_ : str or None
+        ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped at
+        least one rule search (the first such limit), else None.
+    search_time_ : float
+        Wall seconds spent in the rule searches.
     """
 
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "n_rules", "objective", "weight_update", "search", "beam_width", "max_rule_length",
-        "max_thresholds", "reg", "epsilon", "fit_intercept", "loss", "max_complexity")
+        "max_thresholds", "reg", "epsilon", "fit_intercept", "loss", "max_complexity",
+        "time_limit", "node_limit", "max_memory", "verbose")
 
     def __init__(self, n_rules: int = 10, objective: str = "ogb",
                  weight_update: str = "corrective", search: str = "bnb",
                  beam_width: int = 5, max_rule_length: int | None = None,
                  max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
                  fit_intercept: bool = True, loss: str = "squared",
-                 max_complexity: int | None = None, thresholds: Any = None) -> None:
+                 max_complexity: int | None = None, thresholds: Any = None, *,
+                 time_limit: float | None = None, node_limit: int | None = None,
+                 max_memory: int | None = None, verbose: bool = False) -> None:
         self.n_rules = n_rules
         self.objective = objective
         self.weight_update = weight_update
@@ -134,6 +204,10 @@ class RuleBooster:
         self.loss = loss
         self.max_complexity = max_complexity
         self.thresholds = thresholds
+        self.time_limit = time_limit
+        self.node_limit = node_limit
+        self.max_memory = max_memory
+        self.verbose = verbose
         self.validate()
 
     @classmethod
@@ -164,6 +238,11 @@ class RuleBooster:
         check_positive_int(self.max_complexity, "max_complexity", allow_none=True)
         check_nonneg_float(self.reg, "reg")
         check_nonneg_float(self.epsilon, "epsilon", strictly_positive=True)
+        check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
+        check_positive_int(self.node_limit, "node_limit", allow_none=True)
+        check_positive_int(self.max_memory, "max_memory", allow_none=True)
+        if not isinstance(self.verbose, bool | np.bool_):
+            raise InvalidParameterError(f"`verbose` must be True or False; got {self.verbose!r}.")
         if not isinstance(self.fit_intercept, bool | np.bool_):
             raise InvalidParameterError(
                 f"`fit_intercept` must be True or False; got {self.fit_intercept!r}.")
@@ -195,15 +274,27 @@ class RuleBooster:
         ensembles = [self._ensemble(dataset, boxes, intercept, beta)]
         risks = [lo.risk(f, y, sample_weight=sw)]
         rounds: list[BoostingRound] = []
-        for _ in range(int(self.n_rules)):
+        budget = _Budget(self.time_limit, self.node_limit)
+        limit: str | None = None
+        n_limited = 0
+        for t in range(int(self.n_rules)):
             g = lo.gradient(f, y)
             h = lo.hessian(f, y) if self.objective == "xgb" else None
             obj = make_objective(self.objective, g, h, weights=w, reg=reg,
                                  epsilon=float(self.epsilon), basis=basis)
             res = find_rule(space, obj, search=self.search, beam_width=self.beam_width,
                             max_rule_length=self.max_rule_length,
-                            allow_empty=not self.fit_intercept)
+                            allow_empty=not self.fit_intercept,
+                            time_limit=budget.seconds_for(int(self.n_rules) - t),
+                            node_limit=budget.nodes_for(int(self.n_rules) - t),
+                            max_memory=self.max_memory,
+                            progress=_printer(t + 1) if self.verbose else None)
             tol = 1e-12 * max(float(np.sum(np.abs(w * g))), 1e-300)
+            if res is not None:
+                budget.spend(res)
+                if res.limit_reached:
+                    limit = limit or res.status
+                    n_limited += 1
             if res is None or not res.value > tol:
                 break
             q = res.query.astype(float)
@@ -229,6 +320,15 @@ class RuleBooster:
             if self.max_complexity is not None and \
                     ensembles[-1].complexity >= self.max_complexity:
                 break
+        if limit is not None:
+            warnings.warn(
+                f"the {limit.replace('_', ' ')} stopped {n_limited} of {len(rounds)} rule "
+                f"searches ({budget.describe()}); each of those rules is the best its search "
+                "found, with a valid bound in `rounds_[t].search.bound`. Raise "
+                "`time_limit`/`node_limit`/`max_memory` for proved rules.",
+                SolveLimitWarning, stacklevel=2)
+        self.limit_reached_ = limit
+        self.search_time_ = budget.elapsed
         self.space_ = space
         self.ensembles_ = ensembles
         self.rules_ = ensembles[-1]

@@ -53,6 +53,7 @@ and :math:`\|q'\|_w \ge \sqrt{w_{\min}}`); xgb — :math:`\min(\sqrt{\sum_I w g^
 from __future__ import annotations
 
 import abc
+import math
 from dataclasses import dataclass, field
 from typing import ClassVar
 
@@ -270,8 +271,19 @@ class OrthogonalBoosting(RoundObjective):
         perp = np.sqrt(np.maximum(sums[..., 1] - par, 0.0))
         return np.asarray(_abs(sums[..., 0]) / (perp + self.epsilon), dtype=float)
 
+    #: the w-norm of ``g_perp`` (the Cauchy–Schwarz factor of the cheap bound)
+    g_norm: float = math.inf
+
     def bound_from_sums(self, sums: FloatArray) -> FloatArray:
-        return np.full(np.shape(sums)[:-1], np.inf)
+        r"""Admissible: with :math:`A = \max(P, N)` of ``w g_perp`` over the cover and
+        :math:`G = \|g_\perp\|_w`, every sub-query has value at most
+        :math:`AG/(A + \varepsilon G)` (module docstring)."""
+        A = np.maximum(np.maximum(sums[..., 0], -sums[..., 1]), 0.0)
+        G = self.g_norm
+        with np.errstate(invalid="ignore", divide="ignore"):
+            out = np.where(A > 0, A * G / (A + self.epsilon * G), 0.0) if math.isfinite(G) \
+                else A / self.epsilon
+        return np.asarray(out * (1.0 + 1e-9), dtype=float)
 
 
 def make_objective(name: str, g: FloatArray, h: FloatArray | None = None, *,
@@ -313,26 +325,14 @@ def make_objective(name: str, g: FloatArray, h: FloatArray | None = None, *,
     gp = basis.project_out(g)
     basis_cols = basis.columns
     stats = np.column_stack([w * gp, w, w[:, None] * basis_cols])
-    return OrthogonalBoosting(stats, None, gp, epsilon=float(epsilon))
+    wgp = w * gp
+    return OrthogonalBoosting(stats, np.column_stack([np.maximum(wgp, 0.0),
+                                                      np.minimum(wgp, 0.0)]),
+                              gp, epsilon=float(epsilon),
+                              g_norm=float(np.sqrt(np.dot(wgp, gp))))
 
 
 # ---------------------------------------------------------------------------- prefix values
-def gs_prefix_values(g: FloatArray, order: IntArray) -> FloatArray:
-    r""":math:`|\sum_{j \le i} g_{\sigma(j)}|` for :math:`i = 1..l`."""
-    return make_objective("gs", g).prefix_values(order)
-
-
-def gb_prefix_values(g: FloatArray, order: IntArray) -> FloatArray:
-    r""":math:`|\sum_{j \le i} g_{\sigma(j)}| / \sqrt{i}` for :math:`i = 1..l`."""
-    return make_objective("gb", g).prefix_values(order)
-
-
-def xgb_prefix_values(g: FloatArray, h: FloatArray, order: IntArray, reg: float = 0.0
-                      ) -> FloatArray:
-    r""":math:`|\sum_{j\le i} g_{\sigma(j)}| / \sqrt{\sum_{j\le i} h_{\sigma(j)} + 2\lambda}`."""
-    return make_objective("xgb", g, h, reg=reg).prefix_values(order)
-
-
 def ogb_prefix_values(g_perp: FloatArray, basis_cols: FloatArray, order: IntArray, epsilon: float
                       ) -> FloatArray:
     r"""Incremental ogb prefix values ([OGB] Algorithm 3, Prop. 3), unit weights.

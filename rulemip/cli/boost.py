@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import math
 from typing import Any
 
 from rulemip.boosting.booster import PRESETS, RuleBooster
@@ -47,6 +48,16 @@ def register(subparsers: Any) -> None:
                    help="no background rule beta_0 (the empty rule may be chosen).")
     p.add_argument("--loss", choices=("squared", "logistic", "poisson"), default="squared",
                    help="loss (default squared; logistic needs two classes).")
+    p.add_argument("--time-limit", type=float, default=None, metavar="SECONDS",
+                   help="time for the whole fit, shared by all rules (default unlimited); "
+                        "when it runs out the rules found so far are kept.")
+    p.add_argument("--node-limit", type=int, default=None, metavar="N",
+                   help="node expansions of all rule searches together (default unlimited).")
+    p.add_argument("--max-memory", type=float, default=None, metavar="MB",
+                   help="memory for the open nodes of one branch-and-bound search, in MB "
+                        "(default 512).")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress lines for long rule searches.")
     p.add_argument("--json", metavar="OUT", help="write the ensemble and risk path here.")
     p.set_defaults(func=run)
 
@@ -76,15 +87,34 @@ def run(args: argparse.Namespace) -> int:
                           max_rule_length=args.max_rule_length,
                           max_thresholds=max_thresholds, reg=args.reg,
                           epsilon=args.epsilon, fit_intercept=not args.no_intercept,
-                          loss=args.loss, **choices).fit(ds)
+                          loss=args.loss, time_limit=args.time_limit,
+                          node_limit=args.node_limit,
+                          max_memory=None if args.max_memory is None
+                          else max(1, int(args.max_memory * 2**20)),
+                          verbose=not args.quiet, **choices).fit(ds)
     print(booster.rules_.to_text())
     print()
-    print("round  rules  complexity  risk")
+    print("round  rules  complexity  risk        rule value  bound       status")
     for t, (ens, r) in enumerate(zip(booster.ensembles_, booster.risk_path_, strict=True)):
-        print(f"{t:5d}  {len(ens):5d}  {ens.complexity:10d}  {r:.6g}")
+        line = f"{t:5d}  {len(ens):5d}  {ens.complexity:10d}  {r:<10.6g}"
+        if t > 0:
+            s = booster.rounds_[t - 1].search
+            line += f"  {s.value:<10.6g}  {s.bound:<10.6g}  {s.status}"
+        print(line)
+    if booster.limit_reached_ is not None:
+        print(f"stopped by the {booster.limit_reached_.replace('_', ' ')} after "
+              f"{len(booster.rounds_)} of {args.n_rules} rules")
     if args.json:
         write_json_atomic(args.json, {"ensemble": booster.rules_.to_dict(),
                                       "risk_path": [float(r) for r in booster.risk_path_],
                                       "options": {**booster.get_params()},
-                                      "certified": booster.certified_})
+                                      "certified": booster.certified_,
+                                      "limit_reached": booster.limit_reached_,
+                                      "rules_search": [
+                                          {"value": r.search.value,
+                                           "bound": r.search.bound
+                                           if math.isfinite(r.search.bound) else None,
+                                           "status": r.search.status,
+                                           "nodes": r.search.n_expanded}
+                                          for r in booster.rounds_]})
     return 0

@@ -19,7 +19,7 @@ from rulemip.rules import RuleEnsemble
 
 _CHOICES = ("objective", "weight_update", "search")
 #: choices when neither they nor ``preset`` are given: COB with greedy search (fast;
-#: branch-and-bound with the heuristic ogb bound can enumerate very many boxes)
+#: branch-and-bound over long rules can take long — bound it with ``time_limit``)
 _DEFAULTS = {**PRESETS["COB"], "search": "greedy"}
 
 _PARAM_DOC = """
@@ -33,8 +33,9 @@ _PARAM_DOC = """
         Weight update (SPEC §1 eqs. 3, 6, 7). None: from ``preset`` ("corrective").
     search : {"greedy", "beam", "bnb"} or None, default=None
         Rule search: greedy, beam of width ``beam_width``, branch-and-bound. None: from
-        ``preset``, or "greedy" without a preset (branch-and-bound for ogb can enumerate
-        very many boxes; bound it with ``max_rule_length`` / ``max_thresholds``).
+        ``preset``, or "greedy" without a preset (branch-and-bound over long rules can
+        take long: it is anytime — set ``time_limit`` — and proves its rules quickly
+        with ``max_rule_length`` ≤ 2 or few ``max_thresholds``).
     beam_width : int, default=5
         Beam width *w* of ``search="beam"``.
     max_rule_length : int or None, default=None
@@ -47,8 +48,21 @@ _PARAM_DOC = """
         ε > 0 of the ogb objective.
     fit_intercept : bool, default=True
         Fit the background rule β0 (outside the count ``n_rules``).
+    time_limit : float or None, default=None
+        Seconds for the whole fit, shared by all rules (None = unlimited; each rule
+        search gets an equal share of what is left). A stopped search contributes the
+        best rule it found; ``limit_reached_`` records it and a ``SolveLimitWarning`` is
+        issued. Past the budget each remaining rule is the best single proposition.
+    node_limit : int or None, default=None
+        Node expansions of all rule searches together (None = unlimited); as
+        ``time_limit``.
+    max_memory : int or None, default=None
+        Bytes for the open nodes of one branch-and-bound search (None = 512 MiB);
+        reaching it ends that search like a limit.
     random_state : int, RandomState or None, default=None
         Unused (the learners are deterministic); accepted for API uniformity.
+    verbose : bool, default=False
+        Print the progress of long rule searches (nodes, best value, bound) to stderr.
     preset : {"SGS", "SGB", "SXB", "CGB", "COB"} or None, default=None
         Named variant filling in ``objective``, ``weight_update`` and ``search``
         (SPEC §1). Explicit values of those three take precedence only when they agree
@@ -76,13 +90,19 @@ def _resolve(est: Any) -> dict[str, str]:
 class _RuleBoostingBase(BaseEstimator):
     _loss_name: str = "squared"
 
-    def __init__(self, n_rules: int = 10, objective: str | None = None,
+    def __init__(self, n_rules: int = 10, *, objective: str | None = None,
                  weight_update: str | None = None, search: str | None = None,
                  beam_width: int = 5, max_rule_length: int | None = None,
                  max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
-                 fit_intercept: bool = True, random_state: Any = None,
+                 fit_intercept: bool = True, time_limit: float | None = None,
+                 node_limit: int | None = None, max_memory: int | None = None,
+                 random_state: Any = None, verbose: bool = False,
                  preset: str | None = None) -> None:
         self.n_rules = n_rules
+        self.time_limit = time_limit
+        self.node_limit = node_limit
+        self.max_memory = max_memory
+        self.verbose = verbose
         self.objective = objective
         self.weight_update = weight_update
         self.search = search
@@ -101,7 +121,8 @@ class _RuleBoostingBase(BaseEstimator):
             n_rules=self.n_rules, beam_width=self.beam_width,
             max_rule_length=self.max_rule_length, max_thresholds=self.max_thresholds,
             reg=self.reg, epsilon=self.epsilon, fit_intercept=self.fit_intercept, loss=loss,
-            **choices)
+            time_limit=self.time_limit, node_limit=self.node_limit,
+            max_memory=self.max_memory, verbose=self.verbose, **choices)
 
     def _fit_dataset(self, X: Any, y: Any, loss: str) -> None:
         booster = self._booster(loss)  # validates parameters before touching the data
@@ -114,6 +135,7 @@ class _RuleBoostingBase(BaseEstimator):
         self.ensembles_: list[RuleEnsemble] = booster.ensembles_
         self.risk_path_: NDArray[np.float64] = booster.risk_path_
         self.certified_: bool = booster.certified_
+        self.limit_reached_: str | None = booster.limit_reached_
 
     def _decision(self, X: Any) -> NDArray[np.float64]:
         check_is_fitted(self, "rules_")
@@ -141,20 +163,31 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
     risk_path_ : ndarray
         Training R_λ after each round (index 0: intercept-only or zero model).
     certified_ : bool
-        Every round's rule is certified optimal for its objective (bnb + admissible bound).
+        Every round's rule is proved optimal for its objective (its search's valid bound
+        equals its value; ``booster_.rounds_[t].search`` has each rule's value, bound
+        and status).
+    limit_reached_ : str or None
+        ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped a
+        rule search, else None.
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
     """)
 
-    def __init__(self, n_rules: int = 10, objective: str | None = None,
-                 weight_update: str | None = None, search: str | None = None,
-                 beam_width: int = 5, max_rule_length: int | None = None,
-                 max_thresholds: int | None = None, reg: float = 0.0, epsilon: float = 1e-3,
-                 fit_intercept: bool = True, random_state: Any = None,
-                 preset: str | None = None, loss: str = "squared") -> None:
-        super().__init__(n_rules, objective, weight_update, search, beam_width,
-                         max_rule_length, max_thresholds, reg, epsilon, fit_intercept,
-                         random_state, preset)
+    def __init__(self, n_rules: int = 10, *, loss: str = "squared",
+                 objective: str | None = None, weight_update: str | None = None,
+                 search: str | None = None, beam_width: int = 5,
+                 max_rule_length: int | None = None, max_thresholds: int | None = None,
+                 reg: float = 0.0, epsilon: float = 1e-3, fit_intercept: bool = True,
+                 time_limit: float | None = None, node_limit: int | None = None,
+                 max_memory: int | None = None, random_state: Any = None,
+                 verbose: bool = False, preset: str | None = None) -> None:
+        super().__init__(n_rules, objective=objective, weight_update=weight_update,
+                         search=search, beam_width=beam_width,
+                         max_rule_length=max_rule_length, max_thresholds=max_thresholds,
+                         reg=reg, epsilon=epsilon, fit_intercept=fit_intercept,
+                         time_limit=time_limit, node_limit=node_limit,
+                         max_memory=max_memory, random_state=random_state,
+                         verbose=verbose, preset=preset)
         self.loss = loss
 
     def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:
@@ -183,7 +216,8 @@ class RuleBoostingClassifier(ClassifierMixin, _RuleBoostingBase):
     ----------
     classes_ : ndarray of shape (2,)
         The labels; ``classes_[1]`` is the positive class (+1 of the logistic loss).
-    rules_, ensembles_, risk_path_, certified_, n_features_in_, feature_names_in_
+    rules_, ensembles_, risk_path_, certified_, limit_reached_, n_features_in_
+    feature_names_in_
         As for :class:`RuleBoostingRegressor`.
     """)
 

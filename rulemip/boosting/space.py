@@ -1,0 +1,363 @@
+r"""Search space and node primitives shared by the rule searches ([OGB] Algorithm 2).
+
+- :class:`SearchSpace`: per-fit precomputation (thresholds, threshold groups, per-feature
+  orders and ranks) of the query language — conjunctions of ``x_j <= t`` and ``x_j > t``,
+  i.e. boxes ``lower_j < x_j <= upper_j`` with candidate thresholds ``t``;
+- :class:`SearchResult`: the best query with its certificate (best value, valid upper
+  bound on every query of the language, status);
+- nodes and their children: a child is (parent, feature, side, threshold index) plus its
+  value and a cheap admissible bound, computed in batches from prefix sums
+  (:mod:`rulemip.boosting.batch`); its cover is materialized only when it is expanded,
+  from the parent's cover in O(|parent|).
+
+The threshold of a refinement is the candidate cut point next to the covered points
+(``x_j <= t_a`` with ``a`` the largest covered group; ``x_j > t_{a-1}`` with ``a`` the
+smallest), so the box hugs the training cover and every child strictly shrinks it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip.boosting.batch import (
+    Refinements,
+    batch_greedy_bounds,
+    batch_group_refinements,
+    batch_refinements,
+)
+from rulemip.boosting.objectives import RoundObjective
+from rulemip.data.thresholds import candidate_thresholds, threshold_groups
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.intp]
+
+
+@dataclass(frozen=True)
+class SearchSpace:
+    """Per-fit precomputation: thresholds, threshold groups, per-feature orders and ranks.
+
+    Attributes
+    ----------
+    thresholds : list of d sorted arrays of cut points.
+    groups_t : (d, n) threshold group of every point (``groups_t[j, i] = #{t < x_ij}``).
+    orders : (d, n) argsort of each feature (stable).
+    ranks : (n, d) position of point i in the order of feature j.
+    """
+
+    X: FloatArray
+    thresholds: tuple[FloatArray, ...]
+    groups_t: NDArray[np.int64]
+    orders: IntArray
+    ranks: IntArray
+    gmax: int
+    groups_flat: IntArray
+
+    #: group-sum (one-hot matmul) path when every feature has at most this many groups
+    GROUPED_MAX: int = 64
+
+    @classmethod
+    def build(cls, X: FloatArray, max_thresholds: int | None = None,
+              thresholds: Any = None) -> SearchSpace:
+        """``thresholds`` (one sorted array per feature) overrides ``max_thresholds``."""
+        X = np.asarray(X, dtype=float)
+        ths = (candidate_thresholds(X, max_thresholds) if thresholds is None
+               else [np.unique(np.asarray(t, dtype=float)) for t in thresholds])
+        G = threshold_groups(X, ths)
+        orders = np.argsort(X, axis=0, kind="stable").T.astype(np.intp)
+        n, d = X.shape
+        ranks = np.empty((n, d), dtype=np.intp)
+        for j in range(d):
+            ranks[orders[j], j] = np.arange(n)
+        gmax = max(len(t) for t in ths) + 1
+        flat = np.ascontiguousarray(G + gmax * np.arange(d)[None, :], dtype=np.intp)
+        return cls(X, tuple(ths), np.ascontiguousarray(G.T), np.ascontiguousarray(orders),
+                   ranks, gmax, flat)
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[0])
+
+    @property
+    def d(self) -> int:
+        return int(self.X.shape[1])
+
+    def sorted_covers(self, idx: IntArray) -> IntArray:
+        """(d, m): the covered indices ``idx`` in the order of every feature."""
+        m, n, d = len(idx), self.n, self.d
+        if 8 * m >= n:
+            mask = np.zeros(n, dtype=bool)
+            mask[idx] = True
+            return np.asarray(self.orders[mask[self.orders]].reshape(d, m), dtype=np.intp)
+        pos = np.argsort(self.ranks[idx], axis=0)
+        return np.ascontiguousarray(idx[pos].T)
+
+    def refinements(self, idx: IntArray, mats: list[FloatArray]
+                    ) -> tuple[IntArray, IntArray, IntArray, list[FloatArray]]:
+        """All single-proposition refinements of the cover ``idx`` that shrink it (one
+        cover at a time: the reference for the batched
+        :func:`rulemip.boosting.batch.batch_refinements` used by the search).
+
+        Returns ``(feature, a_up, a_lo, prefix)``: refinement ``k`` is ``x_j <= t[a_up]``
+        (cover: the points of the groups ``<= a_up``) or ``x_j > t[a_lo]`` (the other
+        points); ``prefix[s][k]`` is the sum of the rows of ``mats[s]`` over the first of
+        these two covers (the second's is the total minus it). Few groups: group sums by a
+        one-hot matrix product; many: cumulative sums along the presorted orders.
+        """
+        m, d = len(idx), self.d
+        if self.gmax <= self.GROUPED_MAX and m * d * self.gmax <= 2_000_000:
+            gi = self.groups_flat[idx]                                   # (m, d)
+            E = np.zeros((m, d * self.gmax))
+            E[np.arange(m)[:, None], gi] = 1.0
+            cnt = np.bincount(gi.ravel(), minlength=d * self.gmax).reshape(d, self.gmax)
+            oj, oa = np.nonzero(cnt)
+            k = np.flatnonzero(oj[1:] == oj[:-1])
+            jj, a_up, a_lo = oj[k], oa[k], oa[k + 1] - 1
+            prefix = []
+            for M in mats:
+                C = np.cumsum((E.T @ M[idx]).reshape(d, self.gmax, M.shape[1]), axis=1)
+                prefix.append(C[jj, a_up])
+            return jj, a_up, a_lo, prefix
+        subs = self.sorted_covers(idx)                                   # (d, m)
+        grp = np.take_along_axis(self.groups_t, subs, axis=1)            # non-decreasing
+        jj, pp = np.nonzero(grp[:, 1:] != grp[:, :-1])
+        prefix = [np.cumsum(M[subs], axis=1)[jj, pp] for M in mats]
+        return jj, grp[jj, pp], grp[jj, pp + 1] - 1, prefix
+
+    def box(self, lo_a: NDArray[np.int64], hi_a: NDArray[np.int64]
+            ) -> tuple[FloatArray, FloatArray]:
+        """Threshold indices (-1 = none) to float bounds ``lower < x <= upper``."""
+        lower = np.array([self.thresholds[j][a] if a >= 0 else -math.inf
+                          for j, a in enumerate(lo_a)], dtype=float)
+        upper = np.array([self.thresholds[j][a] if a >= 0 else math.inf
+                          for j, a in enumerate(hi_a)], dtype=float)
+        return lower, upper
+
+
+#: statuses of a search result: how much of the language the value is proved for
+STATUSES: tuple[str, ...] = ("optimal", "heuristic", "time_limit", "node_limit",
+                             "memory_limit")
+
+
+@dataclass(frozen=True)
+class SearchResult:
+    """The best query found, with its certificate.
+
+    Attributes
+    ----------
+    lower, upper : (d,) box ``lower_j < x_j <= upper_j`` (±inf where unrestricted); the
+        finite bounds are candidate thresholds.
+    query : (n,) boolean query vector on the training data.
+    value : its objective value (the best found).
+    length : number of propositions (finite bounds).
+    certified : ``value`` is proved to be the maximum over the query language (respecting
+        ``max_rule_length``): ``bound <= value`` up to rounding.
+    n_expanded, n_children : nodes expanded and children evaluated (search effort).
+    bound : a valid upper bound on the objective of **every** query of the language —
+        the best value found and the admissible bounds of everything left unexplored
+        (``inf`` when nothing is known). ``bound - value`` is how far from exact a stopped
+        or heuristic search is.
+    status : ``"optimal"`` (certified), ``"heuristic"`` (complete with respect to a
+        search that is not exact: greedy, beam, or branch-and-bound with ogb's heuristic
+        prefix bound), or the limit that stopped branch-and-bound: ``"time_limit"``,
+        ``"node_limit"``, ``"memory_limit"``.
+    elapsed : wall seconds spent in the search.
+    peak_frontier_bytes : the largest size of the open-node store (branch-and-bound).
+    """
+
+    lower: FloatArray
+    upper: FloatArray
+    query: NDArray[np.bool_]
+    value: float
+    length: int
+    certified: bool
+    n_expanded: int
+    n_children: int
+    bound: float = math.inf
+    status: str = "heuristic"
+    elapsed: float = 0.0
+    peak_frontier_bytes: int = 0
+
+    @property
+    def gap(self) -> float:
+        """``bound - value`` (0 when certified; ``inf`` when no bound is known)."""
+        return max(0.0, self.bound - self.value)
+
+    @property
+    def limit_reached(self) -> bool:
+        """True when a time, node or memory limit stopped the search."""
+        return self.status.endswith("_limit")
+
+
+@dataclass
+class _Node:
+    idx: IntArray               # covered points, sorted ascending
+    box: NDArray[np.int64]      # (2d,) threshold index of lower (first d) / upper bounds
+    length: int
+    value: float
+    cheap: float = math.inf     # cheap admissible bound of the cover (inf: none)
+    last: int = -1              # largest slot set (canonical order of branch-and-bound)
+    closure: NDArray[np.int64] | None = None  # (2, d) min / max threshold group of the cover
+
+
+@dataclass
+class _Children:
+    """The children of a batch of expanded nodes (child ``k`` refines
+    ``parents[parent[k]]``), in expansion order: node by node, for each node its
+    ``x_j <= t`` children by (feature, position), then its ``x_j > t`` children."""
+
+    parents: list[_Node]
+    parent: IntArray
+    feature: NDArray[np.int64]
+    upper_side: NDArray[np.bool_]   # True: x_j <= t_a ; False: x_j > t_a
+    a: NDArray[np.int64]
+    value: FloatArray
+    bound: FloatArray
+    length: NDArray[np.int64]
+
+
+def _select(ch: _Children, keep: Any) -> _Children:
+    return _Children(ch.parents, ch.parent[keep], ch.feature[keep], ch.upper_side[keep],
+                     ch.a[keep], ch.value[keep], ch.bound[keep], ch.length[keep])
+
+
+def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: list[_Node],
+            max_len: int | None, tighten: bool, canonical: bool = False) -> _Children:
+    """Values (and cheap bounds) of all refinements of all ``nodes`` from the batched
+    prefix sums of ``kernel`` (:mod:`rulemip.boosting.batch`).
+
+    With ``tighten=False`` a bound that is already present is not moved: such a child's
+    cover is that of a box with the same propositions reached along another path, so
+    complete searches skip it without losing any cover. With ``canonical=True`` a node
+    is refined only in the slots (``2 j`` lower bound, ``2 j + 1`` upper bound of
+    feature ``j``) after the last slot it set, so every box is generated exactly once
+    (the set-enumeration tree of the branch-and-bound, :mod:`rulemip.boosting.bnb`).
+    """
+    d = space.d
+    cs = obj.stats.shape[1]
+    first = np.array([(nd.last + 1) // 2 for nd in nodes], np.intp) if canonical else None
+    closures = None
+    if canonical and all(nd.closure is not None for nd in nodes):
+        closures = np.stack([nd.closure for nd in nodes])   # type: ignore[misc]
+    ref = kernel([nd.idx for nd in nodes], first, closures)
+    K = len(ref.node)
+    starts = np.cumsum(ref.counts) - ref.counts
+    slot_up = np.arange(K) + starts[ref.node]          # node-major: ups, then lows
+    slot_lo = slot_up + ref.counts[ref.node]
+    parent = np.empty(2 * K, np.intp)
+    parent[slot_up] = ref.node
+    parent[slot_lo] = ref.node
+    feature = np.empty(2 * K, np.int64)
+    feature[slot_up] = ref.feature
+    feature[slot_lo] = ref.feature
+    upper_side = np.zeros(2 * K, bool)
+    upper_side[slot_up] = True
+    a = np.empty(2 * K, np.int64)
+    a[slot_up] = ref.a_up
+    a[slot_lo] = ref.a_lo
+    boxes = np.array([nd.box for nd in nodes], dtype=np.int64).reshape(len(nodes), 2 * d)
+    free = np.where(upper_side, boxes[parent, d + feature], boxes[parent, feature]) < 0
+    length = np.array([nd.length for nd in nodes], np.int64)[parent] + free
+    sums = np.empty((2 * K, cs))
+    sums[slot_up] = ref.prefix[:, :cs]
+    tot = np.array([obj.stats[nd.idx].sum(axis=0) for nd in nodes]).reshape(len(nodes), cs)
+    sums[slot_lo] = tot[ref.node] - ref.prefix[:, :cs]
+    value = obj.from_sums(sums)
+    if obj.bound_stats is not None:
+        cb = obj.bound_stats.shape[1]
+        bsum = np.empty((2 * K, cb))
+        bsum[slot_up] = ref.prefix[:, cs:]
+        btot = np.array([obj.bound_stats[nd.idx].sum(axis=0) for nd in nodes]
+                        ).reshape(len(nodes), cb)
+        bsum[slot_lo] = btot[ref.node] - ref.prefix[:, cs:]
+        bnd = obj.bound_from_sums(bsum)
+    else:
+        bnd = np.full(2 * K, np.inf)
+    ch = _Children(nodes, parent, feature, upper_side, a, value, bnd, length)
+    keep = np.ones(2 * K, dtype=bool)
+    if max_len is not None:
+        keep &= length <= max_len
+    if not tighten:
+        keep &= free
+    if canonical:
+        last = np.array([nd.last for nd in nodes], np.int64)
+        keep &= 2 * feature + upper_side > last[parent]
+    if ref.up_ok is not None and ref.lo_ok is not None:
+        ok = np.empty(2 * K, bool)
+        ok[slot_up] = ref.up_ok
+        ok[slot_lo] = ref.lo_ok
+        keep &= ok
+    if not keep.all():
+        ch = _select(ch, keep)
+    return ch
+
+
+def _child_box(ch: _Children, k: int, d: int) -> NDArray[np.int64]:
+    box = ch.parents[int(ch.parent[k])].box.copy()
+    j = int(ch.feature[k])
+    box[j + d if ch.upper_side[k] else j] = ch.a[k]
+    return box
+
+
+def _materialize(space: SearchSpace, ch: _Children, k: int,
+                 box: NDArray[np.int64] | None = None) -> _Node:
+    p = ch.parents[int(ch.parent[k])]
+    j, a = int(ch.feature[k]), int(ch.a[k])
+    gj = space.groups_t[j, p.idx]
+    idx = p.idx[gj <= a] if ch.upper_side[k] else p.idx[gj > a]
+    if box is None:
+        box = _child_box(ch, k, space.d)
+    return _Node(idx, box, int(ch.length[k]), float(ch.value[k]), float(ch.bound[k]),
+                 2 * j + int(ch.upper_side[k]))
+
+
+def _key(idx: IntArray) -> bytes:
+    return idx.tobytes()
+
+
+#: nodes taken from a level at a time (their bounds and children are computed batched)
+CHUNK: int = 128
+#: per-group sums (bincount) when every feature has at most this many threshold groups
+GROUPED_MAX: int = 64
+
+#: ``kernel(covers, first_feature, closures)``: the refinements of the covers in features
+#: ``j >= first_feature[b]`` (None: all), flagged prefix-preserving when closures are given
+_Kernel = Callable[[list[IntArray], IntArray | None, NDArray[np.int64] | None],
+                   Refinements]
+
+
+def _make_kernel(space: SearchSpace, obj: RoundObjective, grouped: bool | None = None
+                 ) -> _Kernel:
+    """Prefix sums of ``[stats | bound_stats]`` for the refinements of a batch of covers:
+    per-group sums (few thresholds) or cumulative sums along the presorted feature orders
+    (bitwise equal to the one-cover computation). ``grouped`` forces the choice (None:
+    grouped iff at most ``GROUPED_MAX`` groups per feature)."""
+    mats = obj.stats if obj.bound_stats is None else np.hstack([obj.stats, obj.bound_stats])
+    if grouped is None:
+        grouped = space.gmax <= GROUPED_MAX
+    if grouped:
+        def group_kernel(idxs: list[IntArray], first: IntArray | None,
+                         closures: NDArray[np.int64] | None) -> Refinements:
+            if closures is not None:   # the closure test runs on the sorted path
+                return batch_refinements(space.orders, space.groups_t, idxs, mats,
+                                         first_feature=first, closures=closures)
+            return batch_group_refinements(space.groups_flat, space.d, space.gmax, idxs,
+                                           mats, first_feature=first)
+        return group_kernel
+    return lambda idxs, first, closures: batch_refinements(
+        space.orders, space.groups_t, idxs, mats, first_feature=first, closures=closures)
+
+
+def _bounds(obj: RoundObjective, nodes: list[_Node]) -> FloatArray:
+    """``obj.bound`` of every node's cover (batched prefix greedy; exactly equal)."""
+    if obj.bound_key is None:
+        return np.array([obj.bound(nd.idx) for nd in nodes], dtype=float)
+    assert obj._key_order is not None
+    return batch_greedy_bounds(obj._key_order, [nd.idx for nd in nodes], obj.stats,
+                               obj.from_sums)
+
