@@ -37,6 +37,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
+from rulemip.algorithms.box_search import local_search
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -50,7 +51,6 @@ from rulemip.formulations.box_oracles import (
     n_supports,
     segmentation_bound,
 )
-from rulemip.formulations.box_search import local_search
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
@@ -266,7 +266,7 @@ class BoxSelectionCIP:
             evaluations are refits — within half the time limit, 20 s without one, then
             OA seeded with the enumeration's incumbent; else OA), or ``"bnb"`` (squared loss
             only: best-first branch and bound over boxes with Frank–Wolfe bounds of the
-            node relaxations, :mod:`rulemip.formulations.box_bnb`; its incumbent search
+            node relaxations, :mod:`rulemip.algorithms.box_bnb`; its incumbent search
             uses ``local_search_time``).
         initial_cuts : OA seeding: ``"greedy"`` (z = 0 and the greedy path, default),
             ``"all"`` (also every single box, up to 200) or ``"none"`` (warm start only).
@@ -276,7 +276,7 @@ class BoxSelectionCIP:
         combinatorial_bounds : bound ν below by the combinatorial bounds of
             :meth:`build` (default); off only to measure what they buy.
         local_search_time : cap in seconds (and at most a tenth of the remaining time limit)
-            on the swap local search with 50 kicks (:mod:`rulemip.formulations.box_search`)
+            on the swap local search with 50 kicks (:mod:`rulemip.algorithms.box_search`)
             run from the best seeded point before OA starts; reproducible for a fixed
             ``seed`` whenever the cap is not reached. It improves the incumbent only (bounds
             are untouched). 0 disables it.
@@ -375,8 +375,8 @@ class BoxSelectionCIP:
     def _solve_bnb(self, prob: BoxSelectionProblem, t0: float, remaining: float | None,
                    notes: list[str], warm_start: RuleEnsemble | None, mip_gap: float,
                    local_search_time: float, seed: int) -> ExactResult:
-        """Branch and bound over boxes (:mod:`rulemip.formulations.box_bnb`, squared loss)."""
-        from rulemip.formulations.box_bnb import branch_and_bound
+        """Branch and bound over boxes (:mod:`rulemip.algorithms.box_bnb`, squared loss)."""
+        from rulemip.algorithms.box_bnb import branch_and_bound
 
         if not isinstance(prob.oracle, SquaredBoxOracle):
             raise InvalidParameterError(

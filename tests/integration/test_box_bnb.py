@@ -1,4 +1,4 @@
-"""Branch and bound over boxes (rulemip.formulations.box_bnb, squared loss): equals exact
+"""Branch and bound over boxes (rulemip.algorithms.box_bnb, squared loss): equals exact
 enumeration on small random instances, time-limited runs return a valid interval, and the
 linear minimization oracle behind the node bound is exact."""
 
@@ -9,9 +9,9 @@ import time
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_bnb import _Evaluator, _lmo, branch_and_bound
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError
-from rulemip.formulations.box_bnb import _Evaluator, _lmo, branch_and_bound
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.solvers import Limit, TerminationReason
