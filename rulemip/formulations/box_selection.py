@@ -58,7 +58,8 @@ from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
 from rulemip.rules.rule import Rule
-from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.result import Limit, TerminationReason
+from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
 
@@ -89,6 +90,12 @@ class BoxSelectionProblem:
     @property
     def n_boxes(self) -> int:
         return self.boxes.n_boxes
+
+    @property
+    def safe_bound(self) -> float:
+        """A bound valid by construction (the reduction constant: losses are ≥ 0 after
+        it), the fallback when a solver's bound is refuted."""
+        return self.bound_parts["constant"]
 
     # ------------------------------------------------------------------ decoding
     def box_bounds(self, b: int) -> tuple[list[float], list[float]]:
@@ -300,7 +307,7 @@ class BoxSelectionCIP:
         count = n_supports(prob.n_boxes, self.n_rules)
         z_enum: FloatArray | None = None
         if method == "enumerate":
-            return self._solve_enumerate(prob, t0, remaining, notes, count)[0]
+            return self._solve_enumerate(prob, t0, remaining, notes, count, mip_gap)[0]
         if method == "bnb":
             return self._solve_bnb(prob, t0, remaining, notes, warm_start, mip_gap,
                                    local_search_time, seed)
@@ -308,7 +315,8 @@ class BoxSelectionCIP:
             # λ-robust but combinatorial: give it half the time (20 s without a limit),
             # then fall back to OA seeded with its incumbent
             budget = 20.0 if remaining is None else remaining / 2.0
-            res_enum, z_enum = self._solve_enumerate(prob, t0, budget, notes, count)
+            res_enum, z_enum = self._solve_enumerate(prob, t0, budget, notes, count,
+                                                     mip_gap)
             if res_enum.termination is TerminationReason.OPTIMAL:
                 return res_enum
             remaining = None if time_limit is None else \
@@ -342,17 +350,18 @@ class BoxSelectionCIP:
             if abs(risk - res.value) > 1e-7 * max(1.0, abs(risk)):
                 notes.append(f"decoded risk {risk:.12g} differs from the oracle's "
                              f"{res.value:.12g}")
-        lb = min(res.lower_bound, risk) if math.isfinite(risk) else res.lower_bound
-        gap = relative_gap(risk, lb)
-        term, limit = res.termination, res.limit
-        if term is TerminationReason.OPTIMAL and gap > mip_gap + 1e-12:
-            term, limit = TerminationReason.FEASIBLE, Limit.GAP
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=lb, gap=gap, termination=term,
-                           limit=limit, wall_time=time.perf_counter() - t0,
+        verdict = promote(risk, res.lower_bound,
+                          finished=res.termination is TerminationReason.OPTIMAL,
+                          mip_gap=mip_gap, limit=res.limit, fallback_bound=prob.safe_bound,
+                          no_solution=res.termination)
+        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
+                           gap=verdict.gap,
+                           termination=verdict.termination, limit=verdict.limit,
+                           wall_time=time.perf_counter() - t0,
                            iterations=res.iterations, engine="cip", backend=res.backend,
                            backend_version=res.backend_version, n_boxes=prob.n_boxes,
                            n_cells=prob.cells.n_cells, bound_valid=True,
-                           notes=tuple(notes) + res.notes, history=res.history)
+                           notes=tuple(notes) + res.notes + verdict.notes, history=res.history)
 
     def _improve_incumbent(self, prob: BoxSelectionProblem, oa: Any, seconds: float,
                            time_limit: float | None, t0: float, seed: int,
@@ -395,20 +404,21 @@ class BoxSelectionCIP:
         if abs(risk - res.value) > 1e-7 * max(1.0, abs(risk)):
             notes.append(f"decoded risk {risk:.12g} differs from the oracle's "
                          f"{res.value:.12g}")
-        lb = min(max(res.lower_bound, prob.bound), risk)
-        gap = relative_gap(risk, lb)
-        term = TerminationReason.OPTIMAL if res.complete else TerminationReason.FEASIBLE
-        limit = None if res.complete else Limit.TIME
-        if res.complete and gap > mip_gap + 1e-12:
-            term, limit = TerminationReason.FEASIBLE, Limit.GAP
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=lb, gap=gap, termination=term,
-                           limit=limit, wall_time=time.perf_counter() - t0,
+        verdict = promote(risk, max(res.lower_bound, prob.bound), finished=res.complete,
+                          mip_gap=mip_gap, limit=None if res.complete else Limit.TIME,
+                          fallback_bound=prob.safe_bound)
+        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
+                           gap=verdict.gap,
+                           termination=verdict.termination, limit=verdict.limit,
+                           wall_time=time.perf_counter() - t0,
                            iterations=res.nodes, engine="cip", backend="bnb",
                            backend_version="", n_boxes=prob.n_boxes,
-                           n_cells=prob.cells.n_cells, bound_valid=True, notes=tuple(notes))
+                           n_cells=prob.cells.n_cells, bound_valid=True,
+                           notes=tuple(notes) + verdict.notes)
 
     def _solve_enumerate(self, prob: BoxSelectionProblem, t0: float, remaining: float | None,
-                         notes: list[str], count: int) -> tuple[ExactResult, FloatArray]:
+                         notes: list[str], count: int, mip_gap: float = 1e-6
+                         ) -> tuple[ExactResult, FloatArray]:
         deadline = None if remaining is None else time.perf_counter() + remaining
         z, value, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, self.n_rules,
                                                    deadline)
@@ -417,18 +427,17 @@ class BoxSelectionCIP:
                      + ("" if complete else " stopped by the time limit"))
         if abs(risk - value) > 1e-7 * max(1.0, abs(risk)):
             notes.append(f"decoded risk {risk:.12g} differs from the oracle's {value:.12g}")
-        lb = max(lb, prob.bound) if complete else prob.bound
-        lb = min(lb, risk)
-        gap = relative_gap(risk, lb)
-        term = TerminationReason.OPTIMAL if complete else TerminationReason.FEASIBLE
-        limit = None if complete else Limit.TIME
-        if complete and gap > 1e-6:
-            term, limit = TerminationReason.FEASIBLE, Limit.GAP
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=lb, gap=gap, termination=term,
-                           limit=limit, wall_time=time.perf_counter() - t0, iterations=count,
+        verdict = promote(risk, max(lb, prob.bound) if complete else prob.bound,
+                          finished=complete, mip_gap=mip_gap,
+                          limit=None if complete else Limit.TIME,
+                          fallback_bound=prob.safe_bound)
+        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
+                           gap=verdict.gap,
+                           termination=verdict.termination, limit=verdict.limit,
+                           wall_time=time.perf_counter() - t0, iterations=count,
                            engine="cip", backend="enumeration", backend_version="",
                            n_boxes=prob.n_boxes, n_cells=prob.cells.n_cells,
-                           bound_valid=True, notes=tuple(notes)), z
+                           bound_valid=True, notes=tuple(notes) + verdict.notes), z
 
     def _relaxation(self, prob: BoxSelectionProblem, iters: int, remaining: float | None,
                     solver: str, threads: int | None, seed: int, notes: list[str]

@@ -58,12 +58,11 @@ from rulemip.refit import fit_weights
 from rulemip.rules import Condition, Rule, RuleEnsemble
 from rulemip.solvers.base import Capability, SolverBackend, required_capabilities
 from rulemip.solvers.result import (
-    Limit,
     SolveOptions,
     SolveResult,
     TerminationReason,
-    relative_gap,
 )
+from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -96,6 +95,12 @@ class BuiltIntervalCover:
     @property
     def n_cells(self) -> int:
         return self.reduction.n_cells
+
+    @property
+    def safe_bound(self) -> float:
+        """A bound valid by construction: the reduction constant over the total weight
+        (every reduced loss term is ≥ 0), the fallback when a solver's bound is refuted."""
+        return float(self.reduction.constant / self.reduction.total_weight)
 
     def block(self, name: str) -> IntArray:
         return np.asarray(self.model.var(name).ids)
@@ -769,22 +774,13 @@ class IntervalCoverMIP:
         if risk < solver_risk - 1e-9 * max(1.0, abs(solver_risk)):
             notes.append(f"refitting the decoded rules' weights lowered the risk from "
                          f"{solver_risk:.10g} to {risk:.10g}.")
-        gap = relative_gap(risk, lb)
-        tol = max(mip_gap, 1e-6)
-        if res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) \
-                and gap <= tol and built.bound_valid:
-            term, limit = TerminationReason.OPTIMAL, None
-        elif res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
-            term = TerminationReason.FEASIBLE
-            limit = res.limit if res.limit is not None else (Limit.GAP if gap > tol else None)
-            if gap <= tol and not built.bound_valid:
-                notes.append("gap closed, but only within the stated weight box: not a "
-                             "global optimality certificate.")
-        else:
-            term, limit = res.termination, res.limit
-        if risk < lb - 1e-7 * max(1.0, abs(lb)) and built.bound_valid:
-            notes.append(f"recomputed risk {risk:.10g} lies below the lower bound {lb:.10g}: "
-                         "numerical trouble in the solver.")
+        verdict = promote(float(risk), lb, finished=res.termination in (
+            TerminationReason.OPTIMAL, TerminationReason.FEASIBLE), mip_gap=mip_gap,
+            limit=res.limit, bound_valid=built.bound_valid,
+            fallback_bound=built.safe_bound, no_solution=res.termination)
+        notes.extend(verdict.notes)
+        lb, gap, term, limit = (verdict.lower_bound, verdict.gap, verdict.termination,
+                                verdict.limit)
         return ExactResult(ens, float(risk), lb, gap, term, limit, wall_time,
                            int(res.iterations or res.nodes or 0), "mip", res.backend,
                            res.backend_version, 0, built.n_cells, built.bound_valid,
