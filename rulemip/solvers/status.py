@@ -82,7 +82,10 @@ def promote(risk: float, lower_bound: float, *, finished: bool, mip_gap: float,
         term = no_solution if no_solution is not TerminationReason.OPTIMAL \
             else TerminationReason.ERROR
         return Verdict(term, limit, lb, math.inf, bound_valid)
-    refuted = math.isfinite(lb) and risk < lb - REFUTATION_TOL * max(1.0, abs(risk))
+    # an unproved bound (e.g. valid only within a stated weight box) may well lie above a
+    # refitted risk; only a bound claimed valid can be refuted
+    refuted = bound_valid and math.isfinite(lb) \
+        and risk < lb - REFUTATION_TOL * max(1.0, abs(risk))
     if refuted:
         safe = min(float(fallback_bound), risk)
         notes.append(f"bound refuted: the recomputed risk {risk:.12g} lies below the "
