@@ -49,9 +49,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from rulemip.exceptions import InvalidParameterError, UnsupportedCapabilityError
+from rulemip.exceptions import InvalidParameterError
 from rulemip.model.mip_model import MIPModel
-from rulemip.solvers.base import Capability, PersistentSolver, get_backend
+from rulemip.solvers.base import (
+    PERSISTENT_MASTER_NEEDS,
+    PersistentSolver,
+    resolve_backend,
+)
 from rulemip.solvers.result import Limit, SolveOptions, TerminationReason, relative_gap
 
 FloatArray = NDArray[np.float64]
@@ -137,11 +141,8 @@ class OuterApproximation:
         self._col_lb = sf.col_lower[self._zcols].astype(float)
         self._col_ub = sf.col_upper[self._zcols].astype(float)
         self._zint = sf.integrality[self._zcols].astype(bool) & (not self.options.relax)
-        backend = get_backend(self.options.solver)
-        if Capability.PERSISTENT not in backend.capabilities:
-            raise UnsupportedCapabilityError(
-                f"solver {self.options.solver!r} has no persistent models; outer "
-                "approximation needs one (use 'highs').")
+        backend = resolve_backend(self.options.solver, PERSISTENT_MASTER_NEEDS,
+                                  outer_approximation=False)[0]
         self._backend_name = backend.name
         self._backend_version = backend.version()
         base = dataclasses.replace(sf, c=np.zeros(sf.n_cols), Q=None, offset=0.0,

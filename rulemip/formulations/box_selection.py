@@ -58,6 +58,7 @@ from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
 from rulemip.rules.rule import Rule
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, resolve_backend
 from rulemip.solvers.result import Limit, TerminationReason
 from rulemip.solvers.status import promote
 
@@ -295,14 +296,18 @@ class BoxSelectionCIP:
         t0 = time.perf_counter()
         check_nonneg_float(time_limit, "time_limit", allow_none=True)
         check_nonneg_float(mip_gap, "mip_gap")
+        if method not in ("auto", "oa", "enumerate", "bnb"):
+            raise InvalidParameterError(
+                f"`method` must be 'auto', 'oa', 'enumerate' or 'bnb'; got {method!r}.")
+        if method in ("auto", "oa"):
+            # outer approximation may be needed: refuse a master that cannot serve before
+            # any work (not after an enumeration ran out of time)
+            resolve_backend(solver, PERSISTENT_MASTER_NEEDS, outer_approximation=False)
         prob = self.build(dataset)
         notes: list[str] = [f"{prob.cells.n_cells} occupied cells, {prob.n_boxes} distinct "
                             "boxes"]
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0),
                                                         0.0)
-        if method not in ("auto", "oa", "enumerate", "bnb"):
-            raise InvalidParameterError(
-                f"`method` must be 'auto', 'oa', 'enumerate' or 'bnb'; got {method!r}.")
         limit_supports = enumeration_limit if self.loss == "squared" else enumeration_limit // 100
         count = n_supports(prob.n_boxes, self.n_rules)
         z_enum: FloatArray | None = None

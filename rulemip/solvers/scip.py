@@ -529,6 +529,7 @@ class ScipBackend:
                               Capability.QUADRATIC_OBJECTIVE, Capability.INDICATOR,
                               Capability.NONLINEAR_LOSS, Capability.PERSISTENT,
                               Capability.MIP_START, Capability.DUAL_BOUND})
+    unsupported_combinations: tuple[frozenset[Capability], ...] = ()
     install_hint = "pip install 'pyscipopt>=5.0,<7'"
 
     def available(self) -> bool:
