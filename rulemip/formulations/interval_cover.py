@@ -31,17 +31,14 @@ through :mod:`rulemip.algorithms.tangent_cuts`), the ridge part a diagonal quadr
 from __future__ import annotations
 
 import math
-import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
-from rulemip.algorithms.tangent_cuts import native_support, solve_model
-from rulemip.algorithms.tangent_cuts import resolve_backend as _resolve
 from rulemip.data import Dataset, candidate_thresholds, threshold_groups
 from rulemip.exceptions import FormulationError, InvalidParameterError
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
@@ -51,18 +48,11 @@ from rulemip.formulations.interval_cover_bounds import (
     prove_bounds,
     sublevel_interval,
 )
-from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.model import MIPModel
 from rulemip.refit import fit_weights
 from rulemip.rules import Condition, Rule, RuleEnsemble
-from rulemip.solvers.base import Capability, SolverBackend, required_capabilities
-from rulemip.solvers.result import (
-    SolveOptions,
-    SolveResult,
-    TerminationReason,
-)
-from rulemip.solvers.status import promote
+from rulemip.solvers.base import Capability, SolverBackend
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -718,22 +708,18 @@ class IntervalCoverMIP:
                                reference_risk=reference_risk)
         return built
 
-    # ------------------------------------------------------------------ solving
-    def solve(self, dataset: Dataset, *, solver: str | SolverBackend = "auto",
-              warm_start: RuleEnsemble | None = None, time_limit: float | None = None,
-              mip_gap: float = 1e-6, callback: Callable[[dict[str, Any]], Any] | None = None,
-              seed: int = 0, threads: int | None = None, verbose: bool = False
-              ) -> ExactResult:
-        """Build, solve and decode; returns an :class:`ExactResult`.
+    # ------------------------------------------------------------------ the protocol
+    #: the name of this formulation in results (:class:`~rulemip.formulations.protocol.Formulation`)
+    engine = "mip"
 
-        ``solver`` is a backend name, ``"auto"`` (a backend that takes the loss natively —
-        SCIP — if installed, else HiGHS with tangent cuts) or a backend object. Backends
-        without native support for the loss (or for a quadratic objective with integers)
-        are driven by the tangent-cut outer approximation of
-        :mod:`rulemip.algorithms.tangent_cuts`.
-        """
-        t0 = time.perf_counter()
-        backend, native = resolve_backend(solver, self)
+    def needs(self) -> set[Capability]:
+        """Capabilities of the big-M model (what a backend must take natively)."""
+        return self.capabilities("bigm")
+
+    def build_model(self, dataset: Dataset, *, backend: SolverBackend, native: bool,
+                    warm_start: RuleEnsemble | None = None) -> BuiltIntervalCover:
+        """:meth:`build_for` with the weight box proved against the warm start's risk
+        (a probe model encodes the warm start to get it)."""
         ref = None
         probe = None
         if warm_start is not None:
@@ -744,47 +730,23 @@ class IntervalCoverMIP:
         built = self.build_for(dataset, backend, native, reference_risk=ref)
         if probe is not None:
             built.notes.extend(n for n in probe.notes if n.startswith("warm start"))
-        start = self.encode(built, warm_start) if warm_start is not None else None
-        opts = SolveOptions(time_limit=None if time_limit is None else
-                            max(time_limit - (time.perf_counter() - t0), 0.0),
-                            mip_gap=mip_gap, threads=threads, seed=seed, verbose=verbose,
-                            callback=_wrap_callback(callback))
-        res = solve_built(self, built, backend, opts, start)
-        return self.to_result(built, res, wall_time=time.perf_counter() - t0,
-                              mip_gap=mip_gap)
+        return built
 
-    def to_result(self, built: BuiltIntervalCover, res: SolveResult, *, wall_time: float,
-                  mip_gap: float = 1e-6) -> ExactResult:
-        """Decode a solve into an :class:`ExactResult` (risk recomputed from the data)."""
-        notes = list(built.notes) + list(res.notes)
-        history = tuple(getattr(res, "history", ()) or ())
-        lb = float(res.bounds.dual)
-        if res.x is None:
-            return ExactResult(None, math.inf, lb, math.inf,
-                               res.termination if res.termination is not
-                               TerminationReason.OPTIMAL else TerminationReason.ERROR,
-                               res.limit, wall_time, int(res.iterations or res.nodes or 0),
-                               "mip", res.backend, res.backend_version, 0, built.n_cells,
-                               built.bound_valid, tuple(notes), history)
-        ens, risk, solver_risk = self.decode(built, res.x)
-        obj = float(res.bounds.primal)
-        if math.isfinite(obj) and abs(obj - solver_risk) > 1e-6 * max(1.0, abs(obj)):
-            notes.append(f"solver objective {obj:.10g} differs from the risk of its solution "
-                         f"recomputed from the data {solver_risk:.10g}.")
+    def encode_start(self, built: BuiltIntervalCover, ensemble: RuleEnsemble
+                     ) -> FloatArray | None:
+        """:meth:`encode`, or ``None`` when the ensemble has no feasible encoding."""
+        x = self.encode(built, ensemble)
+        return None if np.isnan(x).any() else x
+
+    def decode_solution(self, built: BuiltIntervalCover, x: FloatArray
+                        ) -> tuple[RuleEnsemble, float, list[str]]:
+        """:meth:`decode` with refitted weights, and notes on what refitting changed."""
+        ens, risk, solver_risk = self.decode(built, x)
+        notes = []
         if risk < solver_risk - 1e-9 * max(1.0, abs(solver_risk)):
             notes.append(f"refitting the decoded rules' weights lowered the risk from "
                          f"{solver_risk:.10g} to {risk:.10g}.")
-        verdict = promote(float(risk), lb, finished=res.termination in (
-            TerminationReason.OPTIMAL, TerminationReason.FEASIBLE), mip_gap=mip_gap,
-            limit=res.limit, bound_valid=built.bound_valid,
-            fallback_bound=built.safe_bound, no_solution=res.termination)
-        notes.extend(verdict.notes)
-        lb, gap, term, limit = (verdict.lower_bound, verdict.gap, verdict.termination,
-                                verdict.limit)
-        return ExactResult(ens, float(risk), lb, gap, term, limit, wall_time,
-                           int(res.iterations or res.nodes or 0), "mip", res.backend,
-                           res.backend_version, 0, built.n_cells, built.bound_valid,
-                           tuple(notes), history)
+        return ens, float(risk), notes
 
 
 # ---------------------------------------------------------------------- helpers
@@ -798,41 +760,5 @@ def _add_coo(model: MIPModel, name: str, rows: IntArray, cols: IntArray, vals: F
     model.add_constraints(name, matrix=A, lower=lower, upper=upper)
 
 
-def _wrap_callback(callback: Callable[[dict[str, Any]], Any] | None
-                   ) -> Callable[[dict[str, Any]], Any] | None:
-    if callback is None:
-        return None
-
-    def cb(info: dict[str, Any]) -> Any:
-        out = dict(info)
-        out.setdefault("ub", info.get("primal", math.inf))
-        out.setdefault("lb", info.get("dual", -math.inf))
-        out.setdefault("iteration", info.get("nodes", 0))
-        return callback(out)
-
-    return cb
-
-
-def resolve_backend(solver: str | SolverBackend, problem: IntervalCoverMIP
-                    ) -> tuple[SolverBackend, bool]:
-    """The backend for ``solver`` and whether it takes ``problem``'s model natively
-    (loss terms, ridge with integers); otherwise the tangent-cut driver runs it."""
-    return _resolve(solver, problem.capabilities("bigm"))
-
-
-def solve_built(problem: IntervalCoverMIP, built: BuiltIntervalCover, backend: SolverBackend,
-                options: SolveOptions, start: FloatArray | None) -> SolveResult:
-    """Solve a built model on ``backend``: natively, or by the tangent-cut driver
-    (:mod:`rulemip.algorithms.tangent_cuts`) with :meth:`IntervalCoverMIP.polish` as the
-    polishing step."""
-    sf = built.model.to_standard_form()
-    if native_support(backend, required_capabilities(sf)):
-        # stop a little inside the requested gap so that the recomputed risk (refit
-        # weights, original data) still meets `mip_gap` in to_result
-        options = replace(options, mip_gap=0.1 * options.mip_gap)
-    return solve_model(sf, backend, options, start=start,
-                       polish=lambda x: problem.polish(built, x))
-
-
 __all__ = ["BuiltIntervalCover", "FixedRules", "IntervalCoverMIP", "max_det01",
-           "resolve_backend", "solve_built", "sublevel_interval"]
+           "sublevel_interval"]

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.exceptions import InvalidParameterError, UnsupportedCapabilityError
 from rulemip.solvers import base
 from rulemip.solvers.base import (
@@ -121,5 +122,5 @@ def test_cip_refuses_a_master_without_persistent_models_before_any_work(
     monkeypatch.setattr(BoxSelectionCIP, "build", no_build)
     ds = Dataset.from_arrays(np.arange(8.0).reshape(-1, 1), np.arange(8.0))
     with pytest.raises(UnsupportedCapabilityError, match="persistent"):
-        BoxSelectionCIP(2, reg=0.1).solve(ds, solver=solver)
+        solve_box_selection(BoxSelectionCIP(2, reg=0.1), ds, solver=solver)
     assert unsupported(get_backend(solver), PERSISTENT_MASTER_NEEDS) is not None
