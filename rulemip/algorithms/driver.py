@@ -19,6 +19,7 @@ from the data, and a bound the recomputed risk refutes is never reported as prov
 
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import time
@@ -336,13 +337,10 @@ def _solve_cip(dataset: Dataset, n_rules: int, *, loss: str, reg: float, fit_int
                                callback=callback, seed=seed, method=method)
 
 
-def _solve_cip_bnb(dataset: Dataset, n_rules: int, **kwargs: Any) -> ExactResult:
-    return _solve_cip(dataset, n_rules, method="bnb", **kwargs)
-
-
 register_method("cip", _solve_cip, needs_positive_reg=True,
                 description="box-selection CIP: enumeration, then outer approximation")
-register_method("cip-bnb", _solve_cip_bnb, needs_positive_reg=True, losses=("squared",),
+register_method("cip-bnb", functools.partial(_solve_cip, method="bnb"),
+                needs_positive_reg=True, losses=("squared",),
                 description="box-selection CIP by branch and bound over boxes")
 register_formulation("mip", IntervalCoverMIP,
                      description="interval-cover MIP: native or tangent-cut OA")

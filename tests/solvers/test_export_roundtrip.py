@@ -22,6 +22,8 @@ from rulemip.testing.conformance import (
 
 pytestmark = pytest.mark.solver
 
+WRITERS = {"lp": write_lp, "mps": write_mps}
+
 
 def _squared_loss_model():
     m = MIPModel("squared_loss")
@@ -57,7 +59,7 @@ def test_file_read_by_highs_has_the_direct_optimum(case: str, fmt: str, tmp_path
         direct = get_backend("scip").solve(sf)
     assert direct.is_optimal
     path = tmp_path / f"{case}.{fmt}"
-    getattr(sf, f"write_{fmt}")(path)
+    WRITERS[fmt](sf, path)
     h = _read_and_solve(path)
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     obj = h.getInfo().objective_function_value
@@ -79,7 +81,7 @@ def test_infeasible_model_stays_infeasible(tmp_path) -> None:
     highspy = pytest.importorskip("highspy")
     for fmt in ("lp", "mps"):
         path = tmp_path / f"inf.{fmt}"
-        getattr(infeasible_model(), f"write_{fmt}")(path)
+        WRITERS[fmt](infeasible_model(), path)
         assert _read_and_solve(path).getModelStatus() == highspy.HighsModelStatus.kInfeasible
 
 
