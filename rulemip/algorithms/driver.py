@@ -34,7 +34,7 @@ from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.algorithms.tangent_cuts import solve_model
 from rulemip.budget import Budget
 from rulemip.data import Dataset
-from rulemip.exceptions import InvalidParameterError
+from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
 from rulemip.formulations.interval_cover import IntervalCoverMIP
@@ -67,6 +67,12 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.
+
+    Raises
+    ------
+    SolverError
+        when the backend fails in a way that is not a limit; its ``result`` attribute is an
+        :class:`ExactResult` with the best model known (the warm start, if any).
     """
     t0 = time.perf_counter()
     clock = Budget.coerce(budget, time_limit)
@@ -76,7 +82,16 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     start = formulation.encode_start(built, warm_start) if warm_start is not None else None
     opts = SolveOptions(time_limit=clock.remaining(), mip_gap=mip_gap, threads=threads,
                         seed=seed, verbose=verbose, callback=_wrap_callback(callback))
-    res = solve_built(formulation, built, backend, opts, start)
+    try:
+        res = solve_built(formulation, built, backend, opts, start)
+    except SolverError as exc:
+        # a backend fault: surface it, carrying the best model known (the warm start)
+        nothing = SolveResult(TerminationReason.ERROR, backend=backend.name,
+                              notes=(f"backend fault: {exc}",))
+        exc.result = result_from_solve(  # type: ignore[attr-defined]
+            formulation, built, nothing, wall_time=time.perf_counter() - t0,
+            mip_gap=mip_gap, start=start)
+        raise
     return result_from_solve(formulation, built, res, wall_time=time.perf_counter() - t0,
                              mip_gap=mip_gap, start=start)
 

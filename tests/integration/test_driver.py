@@ -14,7 +14,7 @@ from rulemip.algorithms import driver
 from rulemip.algorithms.driver import ENGINES, register_method, solve, solve_exact
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
-from rulemip.exceptions import InvalidParameterError
+from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
@@ -127,3 +127,21 @@ def test_a_wrong_claim_of_an_engine_is_withdrawn() -> None:
     assert res.ensemble is not None
     assert res.risk == pytest.approx(res.ensemble.risk(ds.X, ds.y, reg=0.1), rel=1e-12)
     assert res.lower_bound == 0.0
+
+
+class Faulty(NothingFound):
+    def solve(self, model: Any, options: Any = None, start: Any = None) -> SolveResult:
+        raise SolverError("SCIP returned no status.")
+
+
+def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 3)
+    warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
+                        0.0, "squared")
+    with pytest.raises(SolverError, match="no status") as info:
+        solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=Faulty(),  # type: ignore[arg-type]
+              warm_start=warm)
+    best = info.value.result  # type: ignore[attr-defined]
+    assert best.ensemble is not None and best.termination is TerminationReason.FEASIBLE
+    assert best.risk == pytest.approx(best.ensemble.risk(ds.X, ds.y, reg=0.01), rel=1e-9)
