@@ -41,7 +41,14 @@ from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.protocol import BuiltModel, Formulation
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
-from rulemip.solvers.base import SolverBackend, required_capabilities, resolve_backend, supports
+from rulemip.solvers.base import (
+    PERSISTENT_MASTER_NEEDS,
+    Capability,
+    SolverBackend,
+    required_capabilities,
+    resolve_backend,
+    supports,
+)
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 from rulemip.solvers.status import REFUTATION_TOL, promote
 
@@ -175,6 +182,9 @@ class MethodSpec:
     needs_positive_reg: bool = False
     losses: tuple[str, ...] | None = None  # None: every loss
     description: str = ""
+    #: what the engine needs from its solver, given ``(loss, reg)``, with whether outer
+    #: approximation may serve (checked by :func:`check_solver` before any work)
+    solver_needs: Callable[[str, float], tuple[set[Capability], bool]] | None = None
 
     def accepted(self) -> set[str] | None:
         """Keyword names the function takes (``None``: it takes ``**kwargs``)."""
@@ -189,14 +199,16 @@ _METHODS: dict[str, MethodSpec] = {}
 
 def register_method(name: str, function: Method, *, needs_positive_reg: bool = False,
                     losses: Sequence[str] | None = None, description: str = "",
-                    replace: bool = False) -> None:
+                    solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
+                    | None = None, replace: bool = False) -> None:
     """Make ``function`` available as ``engine=name`` in :func:`solve_exact`.
 
     ``function(dataset, n_rules, *, loss, reg, fit_intercept, thresholds, max_rule_length,
     solver, time_limit, budget, mip_gap, warm_start, seed, callback) -> ExactResult``; it
     receives only the keywords its signature names, so e.g. a column-generation engine
     without ``solver``/``mip_gap`` registers as it is. ``needs_positive_reg`` and
-    ``losses`` are checked before it is called.
+    ``losses`` are checked before it is called, and ``solver_needs(loss, reg) -> (needs,
+    outer_approximation)`` lets :func:`check_solver` refuse an unable solver up front.
     """
     if not isinstance(name, str) or not name or name == "auto":
         raise InvalidParameterError(
@@ -207,7 +219,8 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
     if not callable(function):
         raise InvalidParameterError(f"`function` must be callable; got {function!r}.")
     _METHODS[name] = MethodSpec(name, function, needs_positive_reg,
-                                None if losses is None else tuple(losses), description)
+                                None if losses is None else tuple(losses), description,
+                                solver_needs)
 
 
 def register_formulation(name: str, factory: Callable[..., Formulation], *,
@@ -229,9 +242,13 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
         return solve(formulation, dataset, solver=solver, budget=budget, mip_gap=mip_gap,
                      warm_start=warm_start, callback=callback, seed=seed)
 
+    def solver_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
+        return factory(1, loss=loss, reg=reg, fit_intercept=True, thresholds=None,
+                       max_rule_length=None).needs(), True
+
     register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
                     description=description or f"formulation {name!r} solved by the driver",
-                    replace=replace)
+                    solver_needs=solver_needs, replace=replace)
 
 
 def method_spec(name: str) -> MethodSpec:
@@ -287,6 +304,18 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
     return "mip"
 
 
+def check_solver(engine: str, solver: str, *, loss: str = "squared", reg: float = 1e-3
+                 ) -> None:
+    """Refuse, before any work (warm starts included), a ``solver`` the chosen ``engine``
+    cannot use: :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
+    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy."""
+    spec = method_spec(engine)
+    if spec.solver_needs is None:
+        return
+    needs, oa = spec.solver_needs(loss, reg)
+    resolve_backend(solver, needs, outer_approximation=oa)
+
+
 def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
                 fit_intercept: bool = True, thresholds: Sequence[FloatArray],
                 max_rule_length: int | None = None, engine: str = "auto",
@@ -300,6 +329,7 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     clock = Budget.coerce(budget, time_limit)
     chosen = choose_engine(engine, reg, thresholds, max_rule_length)
     spec = method_spec(chosen)
+    check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:
         raise InvalidParameterError(
             f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
@@ -352,7 +382,11 @@ def _solve_cip(dataset: Dataset, n_rules: int, *, loss: str, reg: float, fit_int
                                callback=callback, seed=seed, method=method)
 
 
-register_method("cip", _solve_cip, needs_positive_reg=True,
+def _cip_master_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
+    return set(PERSISTENT_MASTER_NEEDS), False
+
+
+register_method("cip", _solve_cip, needs_positive_reg=True, solver_needs=_cip_master_needs,
                 description="box-selection CIP: enumeration, then outer approximation")
 register_method("cip-bnb", functools.partial(_solve_cip, method="bnb"),
                 needs_positive_reg=True, losses=("squared",),
@@ -361,6 +395,6 @@ register_formulation("mip", IntervalCoverMIP,
                      description="interval-cover MIP: native or tangent-cut OA")
 
 
-__all__ = ["ENGINES", "MethodSpec", "checked", "choose_engine", "method_spec",
+__all__ = ["ENGINES", "MethodSpec", "check_solver", "checked", "choose_engine", "method_spec",
            "register_formulation", "register_method", "result_from_solve", "solve",
            "solve_built", "solve_exact"]

@@ -145,3 +145,23 @@ def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
     best = info.value.result  # type: ignore[attr-defined]
     assert best.ensemble is not None and best.termination is TerminationReason.FEASIBLE
     assert best.risk == pytest.approx(best.ensemble.risk(ds.X, ds.y, reg=0.01), rel=1e-9)
+
+
+def test_unable_solvers_are_refused_before_any_work() -> None:
+    from rulemip.algorithms.driver import check_solver
+    from rulemip.exceptions import UnsupportedCapabilityError
+    from rulemip.solvers import available_backends
+
+    check_solver("cip", "highs")
+    check_solver("mip", "highs", loss="logistic", reg=0.1)  # tangent cuts
+    check_solver("cip-bnb", "auto")
+    if "cbc" in available_backends():
+        with pytest.raises(UnsupportedCapabilityError, match="persistent"):
+            check_solver("cip", "cbc")
+    if "cpsat" in available_backends():
+        with pytest.raises(UnsupportedCapabilityError, match="master"):
+            check_solver("mip", "cpsat", loss="logistic", reg=0.1)
+        ds = _data()
+        with pytest.raises(UnsupportedCapabilityError):
+            solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
+                        engine="cip", solver="cpsat")
