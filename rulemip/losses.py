@@ -21,8 +21,10 @@ SPEC §2a (one weighted point per occupied grid cell) is exact.
 from __future__ import annotations
 
 import abc
+import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -61,6 +63,13 @@ class Loss(abc.ABC):
     @abc.abstractmethod
     def gradient(self, f: FloatArray, y: FloatArray) -> FloatArray:
         r"""Elementwise :math:`g_i = \partial l(f_i, y_i)/\partial f_i`."""
+
+    @abc.abstractmethod
+    def expression(self, f: Any, y: float, exp: Callable[[Any], Any],
+                   log: Callable[[Any], Any]) -> Any:
+        """:math:`l(f, y)` as a symbolic expression of a modelling variable ``f`` (one
+        label ``y``), built with the modelling library's ``exp`` and ``log`` — the one
+        place the formulas are written for exporters and solver interfaces."""
 
     @abc.abstractmethod
     def hessian(self, f: FloatArray, y: FloatArray) -> FloatArray:
@@ -126,6 +135,10 @@ class SquaredLoss(Loss):
         d = f - y
         return np.asarray(d * d, dtype=float)
 
+    def expression(self, f: Any, y: float, exp: Callable[[Any], Any],
+                   log: Callable[[Any], Any]) -> Any:
+        return (f - y) * (f - y)
+
     def gradient(self, f: FloatArray, y: FloatArray) -> FloatArray:
         return np.asarray(2.0 * (f - y), dtype=float)
 
@@ -150,6 +163,10 @@ class LogisticLoss(Loss):
 
     def value(self, f: FloatArray, y: FloatArray) -> FloatArray:
         return np.asarray(np.logaddexp(0.0, -y * f), dtype=float)
+
+    def expression(self, f: Any, y: float, exp: Callable[[Any], Any],
+                   log: Callable[[Any], Any]) -> Any:
+        return log(1.0 + exp(-y * f))
 
     def gradient(self, f: FloatArray, y: FloatArray) -> FloatArray:
         return np.asarray(-y * _sigmoid(-y * f), dtype=float)
@@ -192,6 +209,11 @@ class PoissonLoss(Loss):
         y = np.asarray(y, dtype=float)
         ylogy = np.where(y > 0, y * np.log(np.where(y > 0, y, 1.0)), 0.0)
         return np.asarray(ylogy - y * f - y + np.exp(np.minimum(f, _EXP_CLIP)), dtype=float)
+
+    def expression(self, f: Any, y: float, exp: Callable[[Any], Any],
+                   log: Callable[[Any], Any]) -> Any:
+        const = (y * math.log(y) if y > 0 else 0.0) - y  # y log y − y, a number
+        return exp(f) - y * f + const
 
     def gradient(self, f: FloatArray, y: FloatArray) -> FloatArray:
         return np.asarray(np.exp(np.minimum(f, _EXP_CLIP)) - y, dtype=float)

@@ -41,7 +41,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -49,9 +49,13 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from rulemip.exceptions import InvalidParameterError, UnsupportedCapabilityError
+from rulemip.exceptions import InvalidParameterError
 from rulemip.model.mip_model import MIPModel
-from rulemip.solvers.base import Capability, PersistentSolver, get_backend
+from rulemip.solvers.base import (
+    PERSISTENT_MASTER_NEEDS,
+    PersistentSolver,
+    resolve_backend,
+)
 from rulemip.solvers.result import Limit, SolveOptions, TerminationReason, relative_gap
 
 FloatArray = NDArray[np.float64]
@@ -81,6 +85,10 @@ class OAOptions:
     callback: Callable[[dict[str, Any]], None] | None = None
     adaptive_master_gap: bool = True
     master_extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+    #: adaptive schedule only: start at ``gap_factor`` × the outer gap (capped at 0.1)
+    #: instead of 0.1 — for callers that start with a tight heuristic incumbent
+    master_gap_from_bounds: bool = False
+    gap_factor: float = 0.25
 
 
 @dataclass(frozen=True)
@@ -123,12 +131,17 @@ class OuterApproximation:
     z_block : name of the variable block q is a function of.
     options : :class:`OAOptions`.
     lower_bound_hint : a *proved* lower bound on min q (bounds ν below).
+    heuristic : per-iteration hook: called with each new master point (while time is
+        left), returns further feasible points (e.g. by local search); each gets a cut
+        and may become the incumbent. Their number is ``heuristic_cuts`` in the history.
     """
 
     def __init__(self, oracle: ConvexOracle, feasible: MIPModel, z_block: str = "z",
-                 options: OAOptions | None = None, lower_bound_hint: float = -math.inf
+                 options: OAOptions | None = None, lower_bound_hint: float = -math.inf,
+                 heuristic: Callable[[FloatArray], Sequence[FloatArray]] | None = None
                  ) -> None:
         self.oracle = oracle
+        self.heuristic = heuristic
         self.options = options if options is not None else OAOptions()
         _check_options(self.options)
         sf = feasible.to_standard_form()
@@ -137,11 +150,8 @@ class OuterApproximation:
         self._col_lb = sf.col_lower[self._zcols].astype(float)
         self._col_ub = sf.col_upper[self._zcols].astype(float)
         self._zint = sf.integrality[self._zcols].astype(bool) & (not self.options.relax)
-        backend = get_backend(self.options.solver)
-        if Capability.PERSISTENT not in backend.capabilities:
-            raise UnsupportedCapabilityError(
-                f"solver {self.options.solver!r} has no persistent models; outer "
-                "approximation needs one (use 'highs').")
+        backend = resolve_backend(self.options.solver, PERSISTENT_MASTER_NEEDS,
+                                  outer_approximation=False)[0]
         self._backend_name = backend.name
         self._backend_version = backend.version()
         base = dataclasses.replace(sf, c=np.zeros(sf.n_cols), Q=None, offset=0.0,
@@ -262,9 +272,12 @@ class OuterApproximation:
                 return self._result(TerminationReason.NO_SOLUTION_FOUND, Limit.TIME, lb, 0,
                                     history, notes)
             self.add_cut_at(z0)
-        master_gap = max(opts.rel_tol / 2.0, 1e-9)
+        floor = max(opts.rel_tol / 2.0, 1e-9)
+        master_gap = floor
         if opts.adaptive_master_gap:
             master_gap = 0.1
+            if opts.master_gap_from_bounds:
+                master_gap = max(floor, min(0.1, opts.gap_factor * relative_gap(self._ub, lb)))
         it = 0
         while True:
             if self._done(lb):
@@ -300,15 +313,21 @@ class OuterApproximation:
                              0.25 * (opts.abs_tol + opts.rel_tol * abs(db)))
                 lb = max(lb, db - margin)
             new_point = False
+            n_heuristic = 0
             if res.x is not None:
                 zh = self._round(res.x[self._zcols])
                 if self._key(zh) not in self._seen:
                     self.add_cut_at(zh)
                     new_point = True
+                    if self.heuristic is not None and (self._remaining() or 1.0) > 0:
+                        for z in self.heuristic(zh):
+                            self.add_cut_at(z)
+                            n_heuristic += 1
             entry = {"iteration": it, "time": time.perf_counter() - self._t_start,
                      "ub": self._ub, "lb": lb, "gap": relative_gap(self._ub, lb),
                      "n_cuts": self.n_cuts, "master_time": res.wall_time,
-                     "master_gap": master_gap, "master_status": res.termination.value}
+                     "master_gap": master_gap, "master_status": res.termination.value,
+                     "heuristic_cuts": n_heuristic}
             history.append(entry)
             if opts.callback is not None:
                 opts.callback(dict(entry))
@@ -321,9 +340,9 @@ class OuterApproximation:
                              f"({res.raw_status}) and no point.")
                 break
             if opts.adaptive_master_gap:
-                floor = max(opts.rel_tol / 2.0, 1e-9)
                 if new_point:
-                    master_gap = max(floor, min(master_gap, 0.25 * relative_gap(self._ub, lb)))
+                    master_gap = max(floor, min(master_gap,
+                                                opts.gap_factor * relative_gap(self._ub, lb)))
                 else:
                     # a repeated point proves LB ≥ U − master_gap·|U|; tighten the master
                     master_gap = max(floor, master_gap / 10.0)

@@ -57,7 +57,7 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP, pruning_feasible_model
 from rulemip.model import MIPModel
-from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.result import TerminationReason
 
 __all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
 
@@ -365,85 +365,25 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
         notes.append(f"LP relaxation: {r_lp.iterations} LP masters, bound "
                      f"{r_lp.lower_bound:.10g}, {time.perf_counter() - t0:.2f} s")
 
-    # ---- integer masters, one at a time
+    # ---- integer masters: the outer-approximation engine with its hooks (master gaps from
+    # the outer gap, local search from every new master point)
     rem = remaining()
-    base = dataclasses.replace(opts, adaptive_master_gap=False, max_iter=1, callback=None,
-                               time_limit=None if rem is None else max(rem, 0.0))
-    oa = OuterApproximation(orc, feas, options=base, lower_bound_hint=lb)
+
+    def local_search_hook(zh: FloatArray) -> list[FloatArray]:
+        return [orc.point(st.S) for st in _local_search(
+            orc, conf, a, K, orc.state(np.flatnonzero(zh > 0.5)))]
+
+    int_opts = dataclasses.replace(
+        opts, adaptive_master_gap=True, master_gap_from_bounds=True, gap_factor=_GAP_FACTOR,
+        master_extra={**_MASTER_DEFAULTS, **opts.master_extra},
+        time_limit=None if rem is None else max(rem, 0.0))
+    oa = OuterApproximation(orc, feas, options=int_opts, lower_bound_hint=lb,
+                            heuristic=local_search_hook if local_search else None)
     for z, v, g in first:
         oa.add_cut(v, g, z)
     for z, v, g in relaxed:
         oa.add_cut(v, g, z, incumbent=False)
-    points = [z for z, _, _ in first] + [z for z, _, _ in relaxed]
-
-    def done(lb_: float) -> bool:
-        return oa.upper_bound - lb_ <= opts.abs_tol + opts.rel_tol * abs(oa.upper_bound)
-
-    floor = max(opts.rel_tol / 2.0, 1e-9)
-    master_gap = max(floor, min(0.1, _GAP_FACTOR * relative_gap(oa.upper_bound, lb)))
-    history: list[dict[str, Any]] = []
-    term: TerminationReason | None = None
-    limit: Limit | None = None
-    last: OAResult | None = None
-    it = 0
-    while True:
-        if done(lb):
-            term = TerminationReason.OPTIMAL
-            break
-        if it >= opts.max_iter:
-            term, limit = TerminationReason.FEASIBLE, Limit.ITERATION
-            break
-        rem = remaining()
-        if rem is not None and rem <= 0:
-            term, limit = TerminationReason.FEASIBLE, Limit.TIME
-            break
-        it += 1
-        extra = {**_MASTER_DEFAULTS, **opts.master_extra, "mip_rel_gap": master_gap}
-        oa.options = dataclasses.replace(base, master_extra=extra)
-        oa.lower_bound_hint = lb
-        n_before = oa.n_cuts
-        last = oa.run()
-        if last.history:
-            lb = max(lb, float(last.history[-1]["lb"]))
-        new_point = oa.n_cuts > n_before
-        if new_point:
-            points.append(last.cut_points[-1])
-        n_ls = 0
-        if new_point and local_search and (remaining() or 1.0) > 0:
-            zh = last.cut_points[-1]
-            for s in _local_search(orc, conf, a, K, orc.state(np.flatnonzero(zh > 0.5))):
-                points.append(orc.point(s.S))
-                oa.add_cut_at(points[-1])
-                n_ls += 1
-        entry = {"iteration": it, "time": time.perf_counter() - t0, "ub": oa.upper_bound,
-                 "lb": lb, "gap": relative_gap(oa.upper_bound, lb), "n_cuts": oa.n_cuts,
-                 "master_time": last.history[-1]["master_time"] if last.history else 0.0,
-                 "master_gap": master_gap, "local_search_cuts": n_ls}
-        history.append(entry)
-        if opts.callback is not None:
-            opts.callback(dict(entry))
-        if last.termination in (TerminationReason.INFEASIBLE, TerminationReason.NUMERICAL_ERROR,
-                                TerminationReason.NO_SOLUTION_FOUND):
-            term = last.termination
-            notes.extend(last.notes)
-            break
-        if last.limit is Limit.TIME:
-            term, limit = TerminationReason.FEASIBLE, Limit.TIME
-            if done(lb):
-                term, limit = TerminationReason.OPTIMAL, None
-            break
-        if new_point:
-            master_gap = max(floor, min(master_gap, _GAP_FACTOR * relative_gap(oa.upper_bound, lb)))
-        else:  # a repeated point proves LB ≥ U − master_gap·|U|: tighten the master
-            master_gap = max(floor, master_gap / 10.0)
-    z_best = oa.incumbent
-    ub = oa.upper_bound
-    lb_out = min(lb, ub)
-    res = OAResult(z=z_best, value=ub, lower_bound=lb_out, gap=relative_gap(ub, lb_out),
-                   termination=term, limit=limit, iterations=it, n_cuts=oa.n_cuts,
-                   wall_time=time.perf_counter() - t0, history=tuple(history),
-                   cut_points=tuple(points),
-                   backend=last.backend if last is not None else "",
-                   backend_version=last.backend_version if last is not None else "",
-                   notes=tuple(notes))
+    last = oa.run()
+    res = dataclasses.replace(last, wall_time=time.perf_counter() - t0,
+                              notes=tuple(notes) + last.notes)
     return res, cip

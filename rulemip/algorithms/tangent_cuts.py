@@ -40,7 +40,6 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import (
-    BackendUnavailableError,
     InvalidParameterError,
     UnsupportedCapabilityError,
 )
@@ -49,9 +48,10 @@ from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import (
     Capability,
     SolverBackend,
-    backend_names,
     get_backend,
     required_capabilities,
+    resolve_backend,
+    supports,
 )
 from rulemip.solvers.result import (
     Limit,
@@ -486,40 +486,9 @@ class TangentCutBackend:
 
 # ---------------------------------------------------------------------- dispatch
 def native_support(backend: SolverBackend, caps: set[Capability]) -> bool:
-    """True when ``backend`` takes a model needing ``caps`` as it is (capabilities and
-    the backend's ``unsupported_combinations``, e.g. HiGHS: no integers with ``Q``)."""
-    if not caps <= set(backend.capabilities):
-        return False
-    combos = getattr(backend, "unsupported_combinations", ())
-    return not any(set(combo) <= caps for combo in combos)
-
-
-def resolve_backend(solver: str | SolverBackend, needs: set[Capability]
-                    ) -> tuple[SolverBackend, bool]:
-    """The backend for ``solver`` and whether it takes a model needing ``needs`` natively.
-
-    ``"auto"`` prefers the first installed backend (registry order) with native support,
-    else the first persistent MILP backend, driven by :func:`solve_with_tangent_cuts`.
-    """
-    if not isinstance(solver, str):
-        return solver, native_support(solver, needs)
-    if solver != "auto":
-        b = get_backend(solver)
-        return b, native_support(b, needs)
-    milp = None
-    for name in backend_names():
-        try:
-            b = get_backend(name)
-        except ImportError:
-            continue
-        if native_support(b, needs):
-            return b, True
-        if milp is None and {Capability.PERSISTENT, Capability.INTEGER} <= set(b.capabilities):
-            milp = b
-    if milp is None:
-        raise BackendUnavailableError(
-            "no installed backend can solve this model; install highspy or pyscipopt.")
-    return milp, False
+    """True when ``backend`` takes a model needing ``caps`` as it is
+    (:func:`rulemip.solvers.base.supports`)."""
+    return supports(backend, caps)
 
 
 def solve_model(model: StandardForm, backend: SolverBackend, options: SolveOptions, *,

@@ -120,7 +120,7 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
     """``[(R_b(k), f_k) for k = 1..k_max]`` of one variant (one boosting run: the k-rule
     model of a boosting run is its state after k rounds)."""
     if variant == MIP_BOOSTING:
-        from rulemip.formulations.single_rule import mip_boosting
+        from rulemip.algorithms.mip_boosting import mip_boosting
 
         rounds = mip_boosting(ds, k_max, loss=problem.loss, reg=problem.reg,
                               fit_intercept=problem.fit_intercept,
@@ -167,7 +167,7 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
                callback: Callable[[dict[str, Any]], None] | None = None
                ) -> tuple[Any, Certificate]:
     """The exact engine at one k, with its certificate."""
-    from rulemip.formulations.engines import choose_engine, solve_exact
+    from rulemip.algorithms.driver import choose_engine, solve_exact
 
     ths = problem.threshold_arrays()
     engine = choose_engine(solve.engine, problem.reg, ths, problem.max_rule_length)

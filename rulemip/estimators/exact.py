@@ -34,9 +34,9 @@ from rulemip._validation import (
     check_nonneg_float,
     check_positive_int,
 )
+from rulemip.algorithms.driver import ENGINES, choose_engine, solve_exact
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
-from rulemip.formulations.engines import ENGINES, choose_engine, solve_exact
 
 WARM_STARTS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
 

@@ -40,6 +40,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import FormulationError, InvalidParameterError
+from rulemip.losses import get_loss
 from rulemip.model.standard_form import StandardForm, as_standard_form
 
 if TYPE_CHECKING:
@@ -649,20 +650,12 @@ def to_pyomo(model: StandardForm | MIPModel) -> Any:
 
 
 def _loss_expression(pe: Any, loss: str, fs: list[Any], y: NDArray[np.float64]) -> Any:
-    n = len(fs)
-    if loss == "squared":
-        return pe.Expression(range(n), rule=lambda m, i: (fs[i] - float(y[i])) ** 2)
-    if loss == "logistic":
-        return pe.Expression(range(n), rule=lambda m, i: pe.log(
-            1.0 + pe.exp(-float(y[i]) * fs[i])))
-    if loss == "poisson":
-        def poisson(m: Any, i: int) -> Any:
-            yi = float(y[i])
-            const = (yi * math.log(yi) if yi > 0 else 0.0) - yi
-            return pe.exp(fs[i]) - yi * fs[i] + const
-        return pe.Expression(range(n), rule=poisson)
-    raise FormulationError(
-        f"loss term must be 'squared', 'logistic' or 'poisson'; got {loss!r}.")
+    if loss not in ("squared", "logistic", "poisson"):
+        raise FormulationError(
+            f"loss term must be 'squared', 'logistic' or 'poisson'; got {loss!r}.")
+    lo = get_loss(loss)
+    return pe.Expression(range(len(fs)), rule=lambda m, i: lo.expression(
+        fs[i], float(y[i]), pe.exp, pe.log))
 
 
 def column_values(pyomo_model: Any) -> NDArray[np.float64]:

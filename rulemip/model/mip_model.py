@@ -8,7 +8,7 @@ rows over the same variables::
     m = formulation.build(dataset).model           # a MIPModel
     z = m.var("z")                                 # integer array of column ids, shape (n, k)
     m.add_constraints("at_most_5_covered", rows=[{int(c): 1.0 for c in z[:, 0]}], upper=5)
-    m.write_mps("model.mps"); pyomo_model = m.to_pyomo()
+    write_mps(m, "model.mps"); pyomo_model = to_pyomo(m)   # rulemip.model.export
 
 Rows are stored as COO triplets and assembled once by :meth:`to_standard_form`.
 """
@@ -16,7 +16,6 @@ Rows are stored as COO triplets and assembled once by :meth:`to_standard_form`.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -254,26 +253,6 @@ class MIPModel:
         return StandardForm(c, A, rlo, rhi, lb, ub, ints, Q, float(self.offset), col_names,
                             row_names, tuple(self.indicators), self.name,
                             tuple(self.loss_terms))
-
-    # ------------------------------------------------------------------ export
-    def write_lp(self, path: str | os.PathLike[str]) -> None:
-        """Write the model in CPLEX LP format (see :func:`rulemip.model.export.write_lp`)."""
-        from rulemip.model.export import write_lp
-
-        write_lp(self.to_standard_form(), path)
-
-    def write_mps(self, path: str | os.PathLike[str]) -> None:
-        """Write the model in free MPS format (see :func:`rulemip.model.export.write_mps`)."""
-        from rulemip.model.export import write_mps
-
-        write_mps(self.to_standard_form(), path)
-
-    def to_pyomo(self) -> Any:
-        """The model as a Pyomo ``ConcreteModel`` with one indexed ``Var`` / ``Constraint``
-        per block (see :func:`rulemip.model.export.to_pyomo`)."""
-        from rulemip.model.export import to_pyomo
-
-        return to_pyomo(self.to_standard_form())
 
 
 def _names(blocks: Mapping[str, Block]) -> list[str]:

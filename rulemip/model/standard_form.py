@@ -16,7 +16,6 @@ positive semidefinite (the objective convex). Everything is a plain array, so a
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -130,25 +129,6 @@ class StandardForm:
             else:
                 viol.append(abs(lhs - ind.rhs))
         return max(viol)
-
-    # ------------------------------------------------------------------ export
-    def write_lp(self, path: str | os.PathLike[str]) -> None:
-        """Write the model in CPLEX LP format (see :func:`rulemip.model.export.write_lp`)."""
-        from rulemip.model.export import write_lp
-
-        write_lp(self, path)
-
-    def write_mps(self, path: str | os.PathLike[str]) -> None:
-        """Write the model in free MPS format (see :func:`rulemip.model.export.write_mps`)."""
-        from rulemip.model.export import write_mps
-
-        write_mps(self, path)
-
-    def to_pyomo(self) -> Any:
-        """The model as a Pyomo ``ConcreteModel`` (see :func:`rulemip.model.export.to_pyomo`)."""
-        from rulemip.model.export import to_pyomo
-
-        return to_pyomo(self)
 
 
 def as_standard_form(model: Any) -> StandardForm:

@@ -1,8 +1,11 @@
 """Backend protocol, capabilities and the registry behind ``solver="auto"``.
 
 A backend module (``highs.py``, ``scip.py``, ...) defines one class implementing
-:class:`SolverBackend` and registers it with :func:`register`. Backends import their solver
-package lazily inside methods, so listing and checking availability never fails.
+:class:`SolverBackend`; built-ins are listed in the registry below, other packages add theirs
+with :func:`register` or the ``rulemip.backends`` entry-point group. Backends import their
+solver package lazily inside methods, so listing and checking availability never fails.
+:func:`resolve_backend` is the only place that turns a ``solver=`` argument into a backend
+(``docs/howto/backends.md``).
 """
 
 from __future__ import annotations
@@ -92,16 +95,33 @@ class PersistentSolver(Protocol):
     def n_cols(self) -> int: ...
 
 
+class DeclaresCapabilities(Protocol):
+    """The declarations a refusal is decided from (every backend has them)."""
+
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def capabilities(self) -> frozenset[Capability]: ...
+
+    @property
+    def unsupported_combinations(self) -> tuple[frozenset[Capability], ...]: ...
+
+
 class SolverBackend(Protocol):
     """One solver library behind one interface.
 
-    A backend may also define ``unsupported_combinations``: capability sets it has
-    individually but cannot combine (HiGHS: ``{INTEGER, QUADRATIC_OBJECTIVE}``, no MIQP);
-    :func:`select_backend` honours it.
+    Capabilities and refusals are declared here, once, and read by every caller through
+    :func:`supports` / :func:`check_supported` / :func:`resolve_backend`:
+
+    * ``capabilities`` — what the backend takes natively;
+    * ``unsupported_combinations`` — capability sets it has individually but cannot
+      combine (HiGHS: ``{INTEGER, QUADRATIC_OBJECTIVE}``, no MIQP); ``()`` when none.
     """
 
     name: str
     capabilities: frozenset[Capability]
+    unsupported_combinations: tuple[frozenset[Capability], ...]
     install_hint: str
 
     def available(self) -> bool: ...
@@ -116,6 +136,10 @@ class SolverBackend(Protocol):
 
 
 # ---------------------------------------------------------------------- registry
+#: entry-point group through which an installed package contributes backends: each entry
+#: point ``name = "package.module:BackendClass"`` is registered under ``name``
+ENTRY_POINT_GROUP = "rulemip.backends"
+
 # name -> (module path, class name); order is the preference of ``solver="auto"``
 _BACKEND_MODULES: dict[str, tuple[str, str]] = {
     "highs": ("rulemip.solvers.highs", "HighsBackend"),
@@ -125,10 +149,57 @@ _BACKEND_MODULES: dict[str, tuple[str, str]] = {
     "pyomo": ("rulemip.solvers.pyomo", "PyomoBackend"),
 }
 _INSTANCES: dict[str, SolverBackend] = {}
+_ENTRY_POINTS_LOADED = False
+
+#: the default backend per problem class (used by ``solver="auto"`` before registry order):
+#: LPs and MILPs go to HiGHS; models with loss terms or a quadratic objective with
+#: integers (MIQP) go to SCIP, which takes them natively; without SCIP such models are
+#: solved by tangent-cut outer approximation on the first persistent MILP backend.
+DEFAULT_BACKENDS: dict[str, str] = {"milp": "highs", "nonlinear": "scip"}
+
+
+def register(name: str, target: str | type, *, replace: bool = False) -> None:
+    """Make a backend available as ``solver=name``.
+
+    ``target`` is the backend class or ``"package.module:ClassName"`` (imported lazily, on
+    first use). Built-in names cannot be replaced unless ``replace=True``. Third-party
+    packages register through the :data:`ENTRY_POINT_GROUP` entry-point group instead of
+    calling this at import time.
+    """
+    if not isinstance(name, str) or not name or ":" in name or name == "auto":
+        raise InvalidParameterError(
+            f"a backend name must be a non-empty string without ':' other than 'auto'; "
+            f"got {name!r}.")
+    if name in _BACKEND_MODULES and not replace:
+        raise InvalidParameterError(
+            f"solver backend {name!r} is already registered; pass replace=True to override.")
+    if isinstance(target, str):
+        module, colon, cls = target.partition(":")
+        if not colon or not module or not cls:
+            raise InvalidParameterError(
+                f"`target` must be a class or 'package.module:ClassName'; got {target!r}.")
+        _BACKEND_MODULES[name] = (module, cls)
+    else:
+        _BACKEND_MODULES[name] = (target.__module__, target.__qualname__)
+    _INSTANCES.pop(name, None)
+
+
+def _load_entry_points() -> None:
+    """Register the backends of installed plugins (once)."""
+    global _ENTRY_POINTS_LOADED
+    if _ENTRY_POINTS_LOADED:
+        return
+    _ENTRY_POINTS_LOADED = True
+    from importlib.metadata import entry_points
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP):
+        if ep.name not in _BACKEND_MODULES:
+            register(ep.name, ep.value)
 
 
 def backend_names() -> list[str]:
-    """All backends rulemip knows (installed or not)."""
+    """All backends rulemip knows (installed or not), built-ins first, then plugins."""
+    _load_entry_points()
     return list(_BACKEND_MODULES)
 
 
@@ -139,6 +210,7 @@ def get_backend(name: str, **kwargs: Any) -> SolverBackend:
     the colon is passed to the backend class as ``solver=`` (only backends that wrap other
     solvers, such as ``pyomo``, accept one). Extra ``kwargs`` go to the backend class too.
     """
+    _load_entry_points()
     base, colon, sub = name.partition(":") if isinstance(name, str) else (name, "", "")
     if base not in _BACKEND_MODULES or (colon and not sub):
         raise InvalidParameterError(
@@ -172,7 +244,8 @@ def get_backend(name: str, **kwargs: Any) -> SolverBackend:
 def available_backends() -> list[str]:
     """Names of the backends that can be used in this environment."""
     out = []
-    for name, (module, cls) in _BACKEND_MODULES.items():
+    for name in backend_names():
+        module, cls = _BACKEND_MODULES[name]
         try:
             backend = getattr(importlib.import_module(module), cls)()
         except ImportError:
@@ -182,46 +255,131 @@ def available_backends() -> list[str]:
     return out
 
 
-def select_backend(solver: str, needs: Iterable[Capability]) -> SolverBackend:
-    """Resolve ``solver`` (a name or ``"auto"``) to a backend that has ``needs``.
+# ---------------------------------------------------------------------- capabilities
+#: how a refusal names a capability (one table for every backend's message)
+CAPABILITY_TEXT: dict[Capability, str] = {
+    Capability.LP: "continuous columns (the backend is integer-only)",
+    Capability.INTEGER: "integer columns",
+    Capability.QUADRATIC_OBJECTIVE: "a quadratic objective",
+    Capability.INDICATOR: "indicator constraints",
+    Capability.NONLINEAR_LOSS: "separable loss terms (logistic/Poisson/squared)",
+    Capability.PERSISTENT: "persistent models (outer-approximation masters)",
+    Capability.MIP_START: "MIP starts",
+    Capability.DUAL_BOUND: "a MIP dual bound",
+}
+_COMBINATION_TEXT = {
+    frozenset({Capability.INTEGER, Capability.QUADRATIC_OBJECTIVE}):
+        "a quadratic objective with integer variables (MIQP)",
+}
 
-    ``"auto"`` picks the first available backend in registry order with every needed
-    capability; a named backend lacking one raises :class:`UnsupportedCapabilityError`.
+#: what outer approximation over box multiplicities (the k-rule CIP, tree pruning) needs
+#: from its master: a MILP that grows by rows and re-solves warm
+PERSISTENT_MASTER_NEEDS = frozenset({Capability.LP, Capability.INTEGER,
+                                     Capability.PERSISTENT})
+
+
+def linear_master_needs(needs: Iterable[Capability]) -> frozenset[Capability]:
+    """What the master of tangent-cut outer approximation needs for a model needing
+    ``needs``: its linear part (loss terms and the quadratic become cuts on continuous
+    epigraph columns)."""
+    return frozenset((set(needs) - {Capability.NONLINEAR_LOSS,
+                                    Capability.QUADRATIC_OBJECTIVE}) | {Capability.LP})
+
+
+def unsupported(backend: DeclaresCapabilities, needs: Iterable[Capability]) -> str | None:
+    """Why ``backend`` cannot take a model needing ``needs`` natively (``None``: it can).
+
+    Reads only the declared ``capabilities`` and ``unsupported_combinations``.
     """
     need = set(needs)
+    missing = need - set(backend.capabilities)
+    if missing:
+        return ", ".join(CAPABILITY_TEXT[c] for c in sorted(missing))
+    for combo in backend.unsupported_combinations:
+        if set(combo) <= need:
+            return _COMBINATION_TEXT.get(frozenset(combo), " with ".join(
+                CAPABILITY_TEXT[c] for c in sorted(combo)))
+    return None
+
+
+def supports(backend: DeclaresCapabilities, needs: Iterable[Capability]) -> bool:
+    """True when ``backend`` takes a model needing ``needs`` as it is."""
+    return unsupported(backend, needs) is None
+
+
+def check_supported(backend: DeclaresCapabilities, model: StandardForm, remedy: str = "") -> None:
+    """Raise :class:`UnsupportedCapabilityError` when ``backend`` cannot take ``model``
+    (what every backend's ``solve``/``persistent`` calls first)."""
+    why = unsupported(backend, required_capabilities(model))
+    if why is not None:
+        raise UnsupportedCapabilityError(
+            f"solver {backend.name!r} cannot handle {why}; "
+            + (remedy or "use solver='scip', or the outer-approximation (tangent-cut) "
+               "driver with a MILP backend."))
+
+
+def resolve_backend(solver: str | SolverBackend, needs: Iterable[Capability], *,
+                    outer_approximation: bool = True) -> tuple[SolverBackend, bool]:
+    """The one backend resolver: ``(backend, native)`` for a model needing ``needs``.
+
+    ``native`` says whether the backend takes the model as it is; otherwise (only with
+    ``outer_approximation=True``) it serves as the master of tangent-cut outer
+    approximation, which needs :func:`linear_master_needs`. A backend that can do neither
+    is refused here, before any work, with :class:`UnsupportedCapabilityError`.
+
+    ``"auto"`` tries the default backend of the problem class (:data:`DEFAULT_BACKENDS`)
+    first, then registry order: a native backend, else a persistent master, else any
+    master.
+    """
+    need = set(needs)
+    master_need = linear_master_needs(need) if outer_approximation else None
+    if not isinstance(solver, str):
+        return solver, _refuse_or_native(solver, need, master_need)
     if solver != "auto":
         backend = get_backend(solver)
-        missing = need - set(backend.capabilities)
-        if missing:
-            raise UnsupportedCapabilityError(
-                f"solver {solver!r} lacks {sorted(c.value for c in missing)} needed by this "
-                "model; choose another `solver` or 'auto'.")
-        clash = _unsupported_combination(backend, need)
-        if clash:
-            raise UnsupportedCapabilityError(
-                f"solver {solver!r} cannot combine {sorted(c.value for c in clash)} (e.g. "
-                "HiGHS has no MIQP); choose another `solver` or 'auto'.")
-        return backend
-    for name in _BACKEND_MODULES:
+        return backend, _refuse_or_native(backend, need, master_need)
+    nonlinear = Capability.NONLINEAR_LOSS in need or {
+        Capability.INTEGER, Capability.QUADRATIC_OBJECTIVE} <= need
+    preferred = DEFAULT_BACKENDS["nonlinear" if nonlinear else "milp"]
+    order = [preferred] + [n for n in backend_names() if n != preferred]
+    masters: list[SolverBackend] = []
+    for name in order:
         try:
             backend = get_backend(name)
         except (BackendUnavailableError, ImportError):
             continue
-        if need <= set(backend.capabilities) and not _unsupported_combination(backend, need):
-            return backend
+        if supports(backend, need):
+            return backend, True
+        if master_need is not None and supports(backend, master_need):
+            masters.append(backend)
+    persistent = [b for b in masters if Capability.PERSISTENT in b.capabilities]
+    if persistent or masters:
+        return (persistent or masters)[0], False
     raise BackendUnavailableError(
-        f"no installed solver backend has {sorted(c.value for c in need)}; install one with "
-        "`pip install 'rulemip[solvers]'` (SCIP, OR-Tools, Pyomo) or `pip install highspy`.")
+        f"no installed solver backend can take a model with "
+        f"{sorted(c.value for c in need)}; install one with `pip install highspy` or "
+        "`pip install 'rulemip[solvers]'` (SCIP, OR-Tools, Pyomo).")
 
 
-def _unsupported_combination(backend: SolverBackend,
-                             need: set[Capability]) -> frozenset[Capability]:
-    """The first capability set in the backend's optional ``unsupported_combinations``
-    (capabilities it has, but not together) that ``need`` contains; empty if none."""
-    for combo in getattr(backend, "unsupported_combinations", ()):
-        if set(combo) <= need:
-            return frozenset(combo)
-    return frozenset()
+def _refuse_or_native(backend: SolverBackend, need: set[Capability],
+                      master_need: frozenset[Capability] | None) -> bool:
+    why = unsupported(backend, need)
+    if why is None:
+        return True
+    if master_need is not None:
+        lacking = unsupported(backend, master_need)
+        if lacking is None:
+            return False
+        why = f"{why}, and as an outer-approximation master it lacks {lacking}"
+    raise UnsupportedCapabilityError(
+        f"solver {backend.name!r} cannot handle {why}; choose another `solver` (e.g. "
+        "'scip' natively, or 'highs' with outer approximation) or 'auto'.")
+
+
+def select_backend(solver: str, needs: Iterable[Capability]) -> SolverBackend:
+    """A backend taking a model needing ``needs`` natively (no outer approximation):
+    :func:`resolve_backend` with ``outer_approximation=False``."""
+    return resolve_backend(solver, needs, outer_approximation=False)[0]
 
 
 def module_available(name: str) -> bool:

@@ -42,7 +42,7 @@ from rulemip.solvers._common import (
     make_result,
     reject,
 )
-from rulemip.solvers.base import Capability, module_available
+from rulemip.solvers.base import Capability, check_supported, module_available
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
 __all__ = ["CbcBackend"]
@@ -70,24 +70,12 @@ def _version() -> str:
     return f"{_cbc_solver_version() or 'CBC'} (OR-Tools {ort})"
 
 
-def _check_supported(model: StandardForm) -> None:
-    if model.has_loss_terms:
-        raise reject("cbc", "separable loss terms (logistic/Poisson/squared)",
-                     "use solver='scip' or the outer-approximation (tangent-cut) driver.")
-    if model.has_quadratic:
-        raise reject("cbc", "a quadratic objective",
-                     "use solver='scip' (MIQP) or 'highs' (continuous QP).")
-    if model.indicators:
-        raise reject("cbc", "indicator constraints",
-                     "use solver='scip' or 'cpsat', or linearize them with "
-                     "rulemip.model.export.linearize_indicators (big-M).")
-
-
 class CbcBackend:
     """CBC through OR-Tools' linear-solver wrapper (see the module docstring)."""
 
     name = "cbc"
     capabilities = frozenset({Capability.LP, Capability.INTEGER, Capability.DUAL_BOUND})
+    unsupported_combinations: tuple[frozenset[Capability], ...] = ()
     install_hint = "pip install 'ortools>=9.12,<9.16'"
 
     def available(self) -> bool:
@@ -102,7 +90,7 @@ class CbcBackend:
         from ortools.linear_solver import pywraplp
 
         opts, sf, x0 = check_solve_args(model, options, start)
-        _check_supported(sf)
+        check_supported(self, sf)
         t0 = time.perf_counter()
         solver = pywraplp.Solver.CreateSolver("CBC")
         if solver is None:  # pragma: no cover - checked by available()

@@ -51,7 +51,7 @@ from rulemip.solvers._common import (
     make_result,
     reject,
 )
-from rulemip.solvers.base import Capability, module_available
+from rulemip.solvers.base import Capability, check_supported, module_available
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
 __all__ = ["CpSatBackend", "scale_to_integers"]
@@ -120,15 +120,7 @@ def _scaled_bound(v: float, mult: int, upper: bool) -> int | None:
 
 
 def _check_supported(model: StandardForm) -> None:
-    if model.has_loss_terms:
-        raise reject("cpsat", "separable loss terms (logistic/Poisson/squared)",
-                     "use solver='scip' or the outer-approximation (tangent-cut) driver with a "
-                     "MILP backend.")
-    if model.has_quadratic:
-        raise reject("cpsat", "a quadratic objective", "use solver='scip'.")
-    if not bool(np.all(model.integrality)) or model.n_cols == 0:
-        raise reject("cpsat", "continuous columns (CP-SAT is integer-only)",
-                     "use solver='highs', 'scip' or 'cbc', or declare the columns integer.")
+    check_supported(CpSatBackend(), model)
     lb, ub = model.col_lower, model.col_upper
     bad = ~(np.isfinite(lb) & np.isfinite(ub))
     if bad.any():
@@ -247,6 +239,7 @@ class CpSatBackend:
     name = "cpsat"
     capabilities = frozenset({Capability.INTEGER, Capability.INDICATOR,
                               Capability.MIP_START, Capability.DUAL_BOUND})
+    unsupported_combinations: tuple[frozenset[Capability], ...] = ()
     install_hint = "pip install 'ortools>=9.12,<9.16'"
 
     def available(self) -> bool:

@@ -8,7 +8,7 @@ HiGHS solves
 
 with ``Q = 0`` whenever ``I`` is non-empty: HiGHS has **no MIQP**. A model with a quadratic
 objective *and* integer columns raises :class:`~rulemip.exceptions.UnsupportedCapabilityError`
-(``select_backend`` knows this through :attr:`HighsBackend.unsupported_combinations`), as do
+(declared once in :attr:`HighsBackend.unsupported_combinations`), as do
 indicator constraints and separable loss terms — formulations reach those through big-M
 rows or the outer-approximation driver.
 
@@ -51,7 +51,7 @@ from rulemip.solvers._common import (
     make_result,
     reject,
 )
-from rulemip.solvers.base import Capability, module_available
+from rulemip.solvers.base import Capability, check_supported, module_available
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
 __all__ = ["HighsBackend", "HighsPersistent"]
@@ -69,21 +69,6 @@ def _version() -> str:
         return str(highspy.Highs().version())
 
 
-def _check_supported(model: StandardForm, integer: NDArray[np.bool_] | None = None) -> None:
-    """Raise for the model features HiGHS cannot take."""
-    if model.has_loss_terms:
-        raise reject("highs", "separable loss terms (logistic/Poisson/squared)",
-                     "use solver='scip' or the outer-approximation (tangent-cut) driver.")
-    if model.indicators:
-        raise reject("highs", "indicator constraints",
-                     "use solver='scip' or 'cpsat', or a big-M formulation.")
-    ints = model.integrality if integer is None else integer
-    if model.has_quadratic and bool(np.any(ints)):
-        raise reject("highs", "a quadratic objective with integer variables (MIQP)",
-                     "HiGHS solves continuous QPs only; use solver='scip' or the "
-                     "outer-approximation driver.")
-
-
 class HighsPersistent:
     """A model loaded once into a ``highspy.Highs`` object; grows and re-solves warm.
 
@@ -96,7 +81,7 @@ class HighsPersistent:
         import highspy
 
         model = check_model(model)
-        _check_supported(model)
+        check_supported(HighsBackend(), model)
         self._hs = highspy
         self._h = highspy.Highs()
         self._h.setOptionValue("output_flag", False)
@@ -452,8 +437,8 @@ class HighsBackend:
                               Capability.QUADRATIC_OBJECTIVE, Capability.PERSISTENT,
                               Capability.MIP_START, Capability.DUAL_BOUND})
     #: capability sets HiGHS cannot combine: a quadratic objective only without integers
-    unsupported_combinations = (frozenset({Capability.INTEGER,
-                                           Capability.QUADRATIC_OBJECTIVE}),)
+    unsupported_combinations: tuple[frozenset[Capability], ...] = (
+        frozenset({Capability.INTEGER, Capability.QUADRATIC_OBJECTIVE}),)
     install_hint = "pip install 'highspy>=1.13,<1.15'"
 
     def available(self) -> bool:

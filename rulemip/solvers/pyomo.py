@@ -49,7 +49,7 @@ from rulemip.solvers._common import (
     make_result,
     reject,
 )
-from rulemip.solvers.base import Capability, module_available
+from rulemip.solvers.base import Capability, check_supported, module_available
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
 __all__ = ["DEFAULT_SOLVERS", "OPTION_NAMES", "SOLVER_CAPABILITIES", "PyomoBackend"]
@@ -172,21 +172,6 @@ class PyomoBackend:
                 ver = ""
         return f"Pyomo {pyomo.version.version}; {name} {ver}".strip()
 
-    def _check_supported(self, sf: StandardForm) -> None:
-        caps = self.capabilities
-        name = self.name
-        if sf.has_loss_terms and _C.NONLINEAR_LOSS not in caps:
-            raise reject(name, "separable loss terms (logistic/Poisson/squared)",
-                         "use an NLP/MINLP Pyomo solver ('pyomo:scip', 'pyomo:ipopt'), "
-                         "solver='scip', or the outer-approximation driver.")
-        if sf.has_quadratic and _C.QUADRATIC_OBJECTIVE not in caps:
-            raise reject(name, "a quadratic objective", "use 'pyomo:highs' or solver='scip'.")
-        if sf.is_mip and _C.INTEGER not in caps:
-            raise reject(name, "integer columns", "use a MILP solver ('pyomo:highs').")
-        if sf.is_mip and sf.has_quadratic and self.unsupported_combinations:
-            raise reject(name, "a quadratic objective with integer variables (MIQP)",
-                         "HiGHS has no MIQP; use solver='scip'.")
-
     def solve(self, model: StandardForm, options: SolveOptions | None = None,
               start: NDArray[np.float64] | None = None) -> SolveResult:
         """Build the Pyomo model of ``model``, solve it and report a :class:`SolveResult`."""
@@ -197,7 +182,8 @@ class PyomoBackend:
         if name is None or not _solver_available(name):
             raise reject(self.name, "any model: the solver is not available",
                          f"install one with `{self.install_hint}`.")
-        self._check_supported(sf)
+        check_supported(self, sf, "use an NLP/MINLP Pyomo solver ('pyomo:scip', "
+                        "'pyomo:ipopt'), solver='scip', or the outer-approximation driver.")
         t0 = time.perf_counter()
         pm = to_pyomo(sf)
         opt = pe.SolverFactory(name)

@@ -48,6 +48,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import InvalidParameterError, SolverError
+from rulemip.losses import get_loss
 from rulemip.model.standard_form import IndicatorConstraint, SeparableLoss, StandardForm
 from rulemip.solvers._common import (
     Progress,
@@ -226,13 +227,12 @@ class ScipPersistent:
             theta = m.addVar(name=f"rulemip_loss{k}_{i}", lb=None, ub=None, obj=float(w[i]))
             thetas.append(theta)
             yi = float(y[i])
-            if term.loss == "squared":
-                m.addCons((f - yi) * (f - yi) - theta <= 0.0, name=f"loss{k}_{i}")
-            elif term.loss == "logistic":
+            if term.loss == "logistic":
+                # log(1 + e^u) <= θ in its exponential-cone form (module docstring)
                 m.addCons(ps.exp(-theta) + ps.exp(-yi * f - theta) <= 1.0, name=f"loss{k}_{i}")
-            else:  # poisson: exp(f) - y f + y log y - y
-                const = (yi * math.log(yi) if yi > 0 else 0.0) - yi
-                m.addCons(ps.exp(f) - yi * f + const - theta <= 0.0, name=f"loss{k}_{i}")
+            else:  # squared, poisson: l(f, y) <= θ with the formula of rulemip.losses
+                m.addCons(get_loss(term.loss).expression(f, yi, ps.exp, ps.log) - theta <= 0.0,
+                          name=f"loss{k}_{i}")
 
     def _editable(self) -> None:
         if self._dirty:
@@ -369,8 +369,6 @@ class ScipPersistent:
 
     def _aux_values(self, x: NDArray[np.float64]) -> list[tuple[Any, float]]:
         """Values of the epigraph columns implied by ``x`` (to complete a start)."""
-        from rulemip.losses import get_loss
-
         vals: list[tuple[Any, float]] = []
         if self._zero is not None:
             vals.append((self._zero, 0.0))
@@ -529,6 +527,7 @@ class ScipBackend:
                               Capability.QUADRATIC_OBJECTIVE, Capability.INDICATOR,
                               Capability.NONLINEAR_LOSS, Capability.PERSISTENT,
                               Capability.MIP_START, Capability.DUAL_BOUND})
+    unsupported_combinations: tuple[frozenset[Capability], ...] = ()
     install_hint = "pip install 'pyscipopt>=5.0,<7'"
 
     def available(self) -> bool:

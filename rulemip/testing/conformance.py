@@ -29,7 +29,7 @@ import scipy.sparse as sp
 
 from rulemip.model.mip_model import MIPModel
 from rulemip.model.standard_form import StandardForm
-from rulemip.solvers.base import Capability, SolverBackend, required_capabilities
+from rulemip.solvers.base import Capability, SolverBackend, required_capabilities, supports
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
 __all__ = ["CASES", "ConformanceCase", "backend_claims", "brute_force_integer_optimum",
@@ -339,11 +339,8 @@ CASES: tuple[ConformanceCase, ...] = (
 
 def backend_claims(backend: SolverBackend, case: ConformanceCase) -> bool:
     """True when the backend declares every capability the case needs (and does not list
-    the combination as unsupported)."""
-    need = case.needs()
-    if not need <= set(backend.capabilities):
-        return False
-    return not any(set(c) <= need for c in getattr(backend, "unsupported_combinations", ()))
+    the combination as unsupported): :func:`rulemip.solvers.base.supports`."""
+    return supports(backend, case.needs())
 
 
 def check_case(backend: SolverBackend, case: ConformanceCase,

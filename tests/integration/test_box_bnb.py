@@ -1,4 +1,4 @@
-"""Branch and bound over boxes (rulemip.formulations.box_bnb, squared loss): equals exact
+"""Branch and bound over boxes (rulemip.algorithms.box_bnb, squared loss): equals exact
 enumeration on small random instances, time-limited runs return a valid interval, and the
 linear minimization oracle behind the node bound is exact."""
 
@@ -9,9 +9,10 @@ import time
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_bnb import _Evaluator, _lmo, branch_and_bound
+from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError
-from rulemip.formulations.box_bnb import _Evaluator, _lmo, branch_and_bound
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.solvers import Limit, TerminationReason
@@ -49,8 +50,8 @@ def test_bnb_equals_enumeration(seed):
 def test_solve_bnb_matches_enumerate(k):
     ds = _dataset(7, 2, n=40)
     cip = BoxSelectionCIP(k, reg=0.5, max_thresholds=3)
-    a = cip.solve(ds, method="bnb", local_search_time=0.2)
-    b = cip.solve(ds, method="enumerate")
+    a = solve_box_selection(cip, ds, method="bnb", local_search_time=0.2)
+    b = solve_box_selection(cip, ds, method="enumerate")
     assert a.termination is TerminationReason.OPTIMAL
     assert b.termination is TerminationReason.OPTIMAL
     assert a.backend == "bnb" and a.bound_valid
@@ -71,7 +72,7 @@ def test_time_limited_run_returns_valid_interval():
     assert res.lower_bound <= v_enum * (1 + 1e-9) <= res.value * (1 + 2e-9)
     if not res.complete:
         assert res.lower_bound < res.value
-    out = cip.solve(ds, method="bnb", time_limit=0.3, local_search_time=0.0)
+    out = solve_box_selection(cip, ds, method="bnb", time_limit=0.3, local_search_time=0.0)
     assert out.lower_bound <= v_enum * (1 + 1e-9)
     assert out.risk >= v_enum * (1 - 1e-9)
     if out.termination is not TerminationReason.OPTIMAL:
@@ -84,7 +85,8 @@ def test_bnb_rejects_other_losses():
     y = np.where(rng.random(20) < 0.5, -1.0, 1.0)
     ds = Dataset.from_arrays(X, y, loss="logistic")
     with pytest.raises(InvalidParameterError, match="squared"):
-        BoxSelectionCIP(2, loss="logistic", reg=0.1, max_thresholds=2).solve(ds, method="bnb")
+        solve_box_selection(BoxSelectionCIP(2, loss="logistic", reg=0.1, max_thresholds=2),
+                            ds, method="bnb")
 
 
 def test_evaluator_matches_oracle():

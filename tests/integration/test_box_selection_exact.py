@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.data import Dataset, alternating
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.refit import fit_weights
@@ -41,7 +42,7 @@ def test_cip_equals_brute_force(loss, fit_intercept, d):
         cip = BoxSelectionCIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                               max_thresholds=2)
         for method in ("oa", "enumerate"):
-            res = cip.solve(ds, method=method, time_limit=60)
+            res = solve_box_selection(cip, ds, method=method, time_limit=60)
             assert res.termination is TerminationReason.OPTIMAL, (method, res.notes)
             assert res.risk == pytest.approx(bf.risk, rel=1e-7, abs=1e-9)
             assert res.lower_bound <= bf.risk * (1 + 1e-9) + 1e-12
@@ -61,7 +62,7 @@ def test_alternating_dataset_lemma1(k):
     delta, reg = 0.1, 1e-6
     X, y = alternating(k, delta)
     ds = Dataset.from_arrays(X, y)
-    res = BoxSelectionCIP(k, reg=reg, fit_intercept=False).solve(ds)
+    res = solve_box_selection(BoxSelectionCIP(k, reg=reg, fit_intercept=False), ds)
     assert res.termination is TerminationReason.OPTIMAL
     # Lemma 1's ensemble: one rule covering all points + single-point rules on even points
     n = 2 * k - 1
@@ -78,7 +79,7 @@ def test_time_limit_gives_feasible_with_valid_interval():
     y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=60)
     ds = Dataset.from_arrays(X, y)
     cip = BoxSelectionCIP(3, reg=0.05, max_thresholds=5)
-    res = cip.solve(ds, method="oa", time_limit=1.0)
+    res = solve_box_selection(cip, ds, method="oa", time_limit=1.0)
     assert res.termination in (TerminationReason.FEASIBLE, TerminationReason.OPTIMAL)
     if res.termination is TerminationReason.FEASIBLE:
         assert res.limit is Limit.TIME
@@ -101,6 +102,6 @@ def test_warm_start_from_boosting():
     prob = cip.build(ds)
     zw = prob.encode(warm)
     assert zw.sum() >= 1
-    res = cip.solve(ds, warm_start=warm, method="oa")
+    res = solve_box_selection(cip, ds, warm_start=warm, method="oa")
     assert res.termination is TerminationReason.OPTIMAL
     assert res.risk <= prob.oracle.value_and_gradient(zw)[0] + 1e-12

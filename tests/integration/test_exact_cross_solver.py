@@ -18,6 +18,8 @@ from functools import cache
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.driver import solve
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.interval_cover import IntervalCoverMIP
@@ -62,9 +64,10 @@ def _solve(engine: str, loss: str, d: int, k: int, reg: float) -> ExactResult:
     if engine.startswith("cip"):
         cip = BoxSelectionCIP(k, loss=loss, reg=reg, thresholds=ths)
         method = "enumerate" if engine == "cip-enum" else "oa"
-        return cip.solve(ds, method=method, solver="highs", time_limit=60, mip_gap=1e-7)
+        return solve_box_selection(cip, ds, method=method, solver="highs", time_limit=60,
+                                   mip_gap=1e-7)
     mip = IntervalCoverMIP(k, loss=loss, reg=reg, thresholds=ths)
-    return mip.solve(ds, solver=engine.split(":")[1], time_limit=60, mip_gap=1e-7)
+    return solve(mip, ds, solver=engine.split(":")[1], time_limit=60, mip_gap=1e-7)
 
 
 def _assert_agree(a: ExactResult, b: ExactResult) -> None:
@@ -132,8 +135,8 @@ def test_k_rules_improve_on_fewer_rules() -> None:
     problem than stated."""
     pytest.importorskip("highspy")
     ds, ths = _data("squared", 2), _thresholds("squared", 2)
-    risks = [BoxSelectionCIP(k, reg=10.0, thresholds=ths).solve(ds, method="enumerate").risk
-             for k in (1, 2, 3)]
+    risks = [solve_box_selection(BoxSelectionCIP(k, reg=10.0, thresholds=ths), ds,
+                                 method="enumerate").risk for k in (1, 2, 3)]
     assert risks[0] > risks[1] > risks[2]
     mip2 = _solve("mip:highs", "squared", 2, 2, 10.0)
     assert mip2.risk == pytest.approx(risks[1], rel=RTOL)

@@ -8,9 +8,10 @@ import math
 import numpy as np
 import pytest
 
+from rulemip.algorithms.driver import solve
+from rulemip.algorithms.mip_boosting import boosting_risks, mip_boosting
 from rulemip.data import Dataset, alternating, candidate_thresholds, threshold_groups
 from rulemip.formulations.interval_cover import IntervalCoverMIP
-from rulemip.formulations.single_rule import boosting_risks, mip_boosting
 from rulemip.refit import fit_weights
 
 pytestmark = pytest.mark.solver
@@ -66,7 +67,7 @@ def test_exact_mip_certifies_lemma1_on_alternating_data(backend: str, k: int) ->
     D = _delta(k)
     X, y = alternating(k, D)
     ds = Dataset.from_arrays(X, y)
-    res = IntervalCoverMIP(k, fit_intercept=False, reg=0.0).solve(ds, solver=backend,
+    res = solve(IntervalCoverMIP(k, fit_intercept=False, reg=0.0), ds, solver=backend,
                                                                   time_limit=60)
     # reg = 0, squared loss: the weight box is proved (basic optimal solutions), so this
     # is a global certificate

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from rulemip.model import MIPModel
-from rulemip.model.export import column_values, export_names, to_pyomo
+from rulemip.model.export import column_values, export_names, to_pyomo, write_lp, write_mps
 from rulemip.solvers import get_backend
 from rulemip.testing.conformance import (
     general_integer_model,
@@ -21,6 +21,8 @@ from rulemip.testing.conformance import (
 )
 
 pytestmark = pytest.mark.solver
+
+WRITERS = {"lp": write_lp, "mps": write_mps}
 
 
 def _squared_loss_model():
@@ -57,7 +59,7 @@ def test_file_read_by_highs_has_the_direct_optimum(case: str, fmt: str, tmp_path
         direct = get_backend("scip").solve(sf)
     assert direct.is_optimal
     path = tmp_path / f"{case}.{fmt}"
-    getattr(sf, f"write_{fmt}")(path)
+    WRITERS[fmt](sf, path)
     h = _read_and_solve(path)
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     obj = h.getInfo().objective_function_value
@@ -79,7 +81,7 @@ def test_infeasible_model_stays_infeasible(tmp_path) -> None:
     highspy = pytest.importorskip("highspy")
     for fmt in ("lp", "mps"):
         path = tmp_path / f"inf.{fmt}"
-        getattr(infeasible_model(), f"write_{fmt}")(path)
+        WRITERS[fmt](infeasible_model(), path)
         assert _read_and_solve(path).getModelStatus() == highspy.HighsModelStatus.kInfeasible
 
 
@@ -95,7 +97,7 @@ def test_added_constraint_survives_export(tmp_path) -> None:
     m.add_constraints("at_most_two", rows=[{int(j): 1.0 for j in x.ids}], upper=2.0)
     after = get_backend("highs").solve(m).bounds.primal
     assert after > before  # the new row cuts off the old optimum
-    m.write_mps(tmp_path / "ext.mps")
+    write_mps(m, tmp_path / "ext.mps")
     h = _read_and_solve(tmp_path / "ext.mps")
     assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
     assert h.getInfo().objective_function_value == pytest.approx(after)
@@ -105,7 +107,7 @@ def test_added_constraint_survives_export(tmp_path) -> None:
 def test_lp_indicators_read_by_scip(tmp_path) -> None:
     pyscipopt = pytest.importorskip("pyscipopt")
     path = tmp_path / "ind.lp"
-    indicator_model().write_lp(path)
+    write_lp(indicator_model(), path)
     m = pyscipopt.Model()
     m.hideOutput()
     m.readProblem(str(path))

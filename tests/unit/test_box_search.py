@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_search import local_search
 from rulemip.certify.theory import lemma1_risk, lemma2_risk
 from rulemip.data import Dataset, alternating
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
-from rulemip.formulations.box_search import local_search
 from rulemip.formulations.box_selection import BoxSelectionCIP
 
 

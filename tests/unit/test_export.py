@@ -79,7 +79,7 @@ def test_lp_text_has_sections_bounds_and_indicators(tmp_path) -> None:
 
 def test_lp_writes_ranged_rows_as_two_rows_and_offset(tmp_path) -> None:
     p = tmp_path / "lp.lp"
-    lp_model().write_lp(p)
+    write_lp(lp_model(), p)
     text = p.read_text()
     assert " link_0_lo: x_0 - z >= -1" in text
     assert " link_0_hi: x_0 - z <= 1" in text
@@ -98,7 +98,7 @@ def test_mps_sections_ranges_bounds_and_quadobj(tmp_path) -> None:
     assert " LO BND  x_0  -3" in text and " UP BND  x_0  3" in text
     assert " PL BND  s" in text
     q = tmp_path / "qp.mps"
-    qp_model().write_mps(q)
+    write_mps(qp_model(), q)
     qtext = q.read_text()
     assert "QUADOBJ" in qtext and "v_0  v_0  2" in qtext
     assert "RHS  obj  -5" in qtext  # objective constant 5 = −RHS
@@ -163,7 +163,7 @@ def test_export_rejects_non_models(tmp_path) -> None:
 def test_to_pyomo_blocks_bounds_and_objective(rng) -> None:
     pe = pytest.importorskip("pyomo.environ")
     m = _named_model()
-    pm = m.to_pyomo()
+    pm = to_pyomo(m)
     z = pm.component("z")
     assert isinstance(z, pe.Var) and len(z) == 6 and (1, 2) in z.index_set()
     assert z[1, 2].is_integer() and z[1, 2].lb == 0 and z[1, 2].ub == 1

@@ -46,8 +46,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip.algorithms.box_search import local_search
 from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions
-from rulemip.formulations.box_search import local_search
 
 FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]

@@ -26,19 +26,13 @@ from typing import Any
 import numpy as np
 
 from rulemip._validation import check_choice, check_positive_int
+from rulemip.algorithms.driver import _wrap_callback, result_from_solve, solve_built
 from rulemip.data import Dataset, candidate_thresholds
-from rulemip.formulations.interval_cover import (
-    BuiltIntervalCover,
-    FixedRules,
-    IntervalCoverMIP,
-    _wrap_callback,
-    resolve_backend,
-    solve_built,
-)
+from rulemip.formulations.interval_cover import BuiltIntervalCover, FixedRules, IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
-from rulemip.solvers.base import SolverBackend
+from rulemip.solvers.base import SolverBackend, resolve_backend
 from rulemip.solvers.result import SolveOptions, TerminationReason
 
 VARIANTS = ("stagewise", "corrective")
@@ -105,7 +99,7 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
         problem = IntervalCoverMIP(m, loss=lo.name, reg=reg, fit_intercept=fit_intercept,
                                    thresholds=ths, max_rule_length=max_rule_length,
                                    symmetry_breaking=False, weight_bound=weight_bound)
-        backend, native = resolve_backend(solver, problem)
+        backend, native = resolve_backend(solver, problem.needs())
         if prev_x is not None and prev_built is not None:
             r = np.round(prev_x[prev_built.block("r")])
             p = np.round(prev_x[prev_built.block("p")])
@@ -128,7 +122,7 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
         opts = SolveOptions(time_limit=time_limit_per_round, mip_gap=mip_gap,
                             threads=threads, seed=seed, callback=_wrap_callback(callback))
         res = solve_built(problem, built, backend, opts, start)
-        result = problem.to_result(built, res, wall_time=time.perf_counter() - t0,
+        result = result_from_solve(problem, built, res, wall_time=time.perf_counter() - t0,
                                    mip_gap=mip_gap)
         rounds.append(BoostingRound(m, result.ensemble, result.risk, result.lower_bound,
                                     result.termination, result))

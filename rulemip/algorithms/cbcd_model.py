@@ -1,0 +1,390 @@
+"""The data structures of coordinate-wise block descent (:mod:`rulemip.algorithms.cbcd`):
+trees as path/antichain structures, the problem and fit state, the cut pool and the exact
+outer-approximation master of one tree's block
+(``docs/explanation/tree_pruning_paths.md`` states the math)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+from numpy.typing import ArrayLike, NDArray
+
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.node_matrix import NodeMatrix
+from rulemip.model import MIPModel
+from rulemip.solvers.base import get_backend
+from rulemip.solvers.result import SolveOptions
+
+FloatArray = NDArray[np.float64]
+
+_BLOCK_TOL_MIP = 1e-7     # OA tolerance with MILP masters (their row tolerances are ~1e-7)
+
+# ----------------------------------------------------------------------------- helpers
+def path_clique_matrix(parent: NDArray[np.int64]) -> sp.csr_matrix:
+    """Rows = root-to-leaf paths of the forest ``parent`` (−1 for roots).
+
+    These are the maximal cliques of the conflict graph (node ~ ancestor); since that
+    graph is perfect (a comparability graph), ``{u ∈ [0,1]^m : Σ_{j∈path} u_j ≤ 1}`` is
+    exactly the convex hull of the antichains, and with binary u the rows are equivalent
+    to the pairwise conflicts.
+    """
+    parent = np.asarray(parent, dtype=np.int64)
+    m = parent.shape[0]
+    has_child = np.zeros(m, dtype=bool)
+    has_child[parent[parent >= 0]] = True
+    rows: list[int] = []
+    cols: list[int] = []
+    for k, leaf in enumerate(np.flatnonzero(~has_child)):
+        j = int(leaf)
+        while j >= 0:
+            rows.append(k)
+            cols.append(j)
+            j = int(parent[j])
+    n_leaves = int((~has_child).sum())
+    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_leaves, m))
+
+
+def node_reach(nodes: NodeMatrix, X: ArrayLike, idx: ArrayLike | None = None) -> sp.csc_matrix:
+    """0/1 reach of rows of ``X`` for nodes ``idx`` (default all): x reaches node i iff
+    ``lower_i < x ≤ upper_i`` componentwise (X is rounded to float32 like scikit-learn's
+    ``decision_path``)."""
+    Xv = np.asarray(X, dtype=float)
+    if Xv.ndim != 2 or Xv.shape[1] != nodes.lower.shape[1]:
+        raise InvalidDataError(f"`X_valid` must have shape (n, {nodes.lower.shape[1]}); "
+                               f"got {Xv.shape}.")
+    Xv = Xv.astype(np.float32).astype(float)
+    ids = np.arange(nodes.n_nodes) if idx is None else np.asarray(idx, dtype=np.int64)
+    cols = []
+    for i in ids:
+        lo, up = nodes.lower[i], nodes.upper[i]
+        f = np.flatnonzero(np.isfinite(lo) | np.isfinite(up))
+        ok = np.all((Xv[:, f] > lo[f]) & (Xv[:, f] <= up[f]), axis=1)
+        cols.append(sp.csc_matrix(ok.astype(float).reshape(-1, 1)))
+    if not cols:
+        return sp.csc_matrix((Xv.shape[0], 0))
+    return sp.csc_matrix(sp.hstack(cols, format="csc"))
+
+
+def _enumerate_antichains(children: list[list[int]], roots: list[int], m: int, limit: int
+                          ) -> NDArray[np.bool_] | None:
+    """All antichains (including ∅) as rows of a bool matrix, or None if more than the
+    enumeration limit (count: ``a(i) = 1 + Π_children a(j)``)."""
+    count: dict[int, float] = {}
+
+    def cnt(i: int) -> float:
+        if i not in count:
+            count[i] = 1.0 + math.prod(cnt(j) for j in children[i])
+        return count[i]
+
+    if math.prod(cnt(r) for r in roots) > limit:
+        return None
+
+    def combine(ids: list[int]) -> NDArray[np.bool_]:
+        acc = np.zeros((1, m), dtype=bool)
+        for j in ids:
+            sub = rows(j)
+            acc = (np.repeat(acc, sub.shape[0], axis=0) | np.tile(sub, (acc.shape[0], 1)))
+        return acc
+
+    def rows(i: int) -> NDArray[np.bool_]:
+        single = np.zeros((1, m), dtype=bool)
+        single[0, i] = True
+        return np.vstack([single, combine(children[i])])
+
+    return combine(roots)
+
+
+def _groups(ac: NDArray[np.bool_]) -> list[NDArray[np.int64]]:
+    sizes = ac.sum(axis=1)
+    out = []
+    for k in np.unique(sizes):
+        if k == 0:
+            continue
+        rows = ac[sizes == k]
+        out.append(np.nonzero(rows)[1].reshape(rows.shape[0], int(k)).astype(np.int64))
+    return out
+
+
+def _post_order(children: list[list[int]], roots: list[int]) -> list[int]:
+    order: list[int] = []
+    stack = list(roots)
+    while stack:
+        i = stack.pop()
+        order.append(i)
+        stack.extend(children[i])
+    return order[::-1]
+
+
+class CutPool:
+    """Binary points visited per tree (block-local 0/1 vectors), for cut recycling.
+
+    A point stays feasible for its block whatever the partial residual is, so its cut can
+    be re-evaluated cheaply at every later update of that block (and at later λ).
+    """
+
+    def __init__(self, max_points_per_tree: int = 40) -> None:
+        if max_points_per_tree < 0:
+            raise InvalidParameterError(
+                f"`max_points_per_tree` must be >= 0; got {max_points_per_tree}.")
+        self.max_points = int(max_points_per_tree)
+        self._points: dict[int, list[FloatArray]] = {}
+
+    def points(self, tree: int) -> list[FloatArray]:
+        return list(self._points.get(tree, []))
+
+    def add(self, tree: int, u: FloatArray) -> None:
+        lst = self._points.setdefault(tree, [])
+        key = np.asarray(u, dtype=float).round().tobytes()
+        for p in lst:
+            if p.tobytes() == key:
+                return
+        lst.append(np.asarray(u, dtype=float).round())
+        if len(lst) > self.max_points:
+            del lst[0]
+
+
+@dataclass
+class _Tree:
+    idx: NDArray[np.int64]           # global node indices of the tree
+    parent: NDArray[np.int64]        # tree-local parent (−1 for the root)
+    a: FloatArray
+    MT: sp.csc_matrix                # n × |N_t|
+    MTt: sp.csr_matrix               # its transpose (fast M_tᵀ r)
+    GT: FloatArray                   # M_tᵀ M_t (dense, |N_t| × |N_t|)
+    paths: sp.csr_matrix             # root-to-leaf rows
+    children: list[list[int]]
+    roots: list[int]
+    post: list[int]                  # children before parents
+    antichains: NDArray[np.bool_] | None
+    ac_a: FloatArray | None          # cost of every enumerated antichain
+    ac_groups: list[NDArray[np.int64]] | None = None  # antichains of size s as (count × s)
+
+
+class _Problem:
+    """Static data of problem (4) shared by every λ of a path."""
+
+    def __init__(self, nodes: NodeMatrix, y: ArrayLike, attribute: str, gamma: float,
+                 solver: str, enumeration_limit: int) -> None:
+        if not (isinstance(gamma, int | float) and gamma > 0):
+            raise InvalidParameterError(f"`gamma` must be > 0; got {gamma}.")
+        self.nodes = nodes
+        self.y = np.asarray(y, dtype=float).reshape(-1)
+        self.M = sp.csc_matrix(nodes.M, dtype=float)
+        if self.M.shape[0] != self.y.shape[0]:
+            raise InvalidDataError(f"`y` must have {self.M.shape[0]} entries (rows of the node "
+                                   f"matrix); got {self.y.shape[0]}.")
+        if not np.all(np.isfinite(self.y)):
+            raise InvalidDataError("`y` must be finite.")
+        self.gamma = float(gamma)
+        self.a = nodes.attribute(attribute)  # type: ignore[arg-type]
+        self.Mty = np.asarray(self.M.T @ self.y).ravel()
+        self.yty = float(self.y @ self.y)
+        self.scale = max(0.5 * self.yty, 1e-300)
+        self.solver = solver
+        self._backend: Any = None
+        tree_ids = np.unique(nodes.tree)
+        self.trees: list[_Tree] = []
+        loc = np.full(nodes.n_nodes, -1, dtype=np.int64)
+        for t in tree_ids:
+            idx = np.flatnonzero(nodes.tree == t).astype(np.int64)
+            loc[idx] = np.arange(idx.size)
+            gp = nodes.parent[idx]
+            if np.any((gp >= 0) & (nodes.tree[np.maximum(gp, 0)] != t)):
+                raise InvalidDataError("a node's parent lies in another tree.")
+            par = np.where(gp >= 0, loc[np.maximum(gp, 0)], -1).astype(np.int64)
+            MT = sp.csc_matrix(self.M[:, idx])
+            GT = np.asarray((MT.T @ MT).toarray(), dtype=float)
+            children: list[list[int]] = [[] for _ in range(idx.size)]
+            roots: list[int] = []
+            for j, p in enumerate(par):
+                (children[int(p)] if p >= 0 else roots).append(j)
+            ac = None
+            if enumeration_limit > 0:
+                ac = _enumerate_antichains(children, roots, idx.size, enumeration_limit)
+            at = self.a[idx]
+            self.trees.append(_Tree(idx=idx, parent=par, a=at, MT=MT, MTt=sp.csr_matrix(MT.T),
+                                    GT=GT, children=children, roots=roots,
+                                    post=_post_order(children, roots),
+                                    paths=path_clique_matrix(par), antichains=ac,
+                                    ac_a=None if ac is None else ac.astype(float) @ at,
+                                    ac_groups=None if ac is None else _groups(ac)))
+        self.tree_of = np.empty(nodes.n_nodes, dtype=np.int64)
+        for k, tr in enumerate(self.trees):
+            self.tree_of[tr.idx] = k
+
+    def backend(self) -> Any:
+        if self._backend is None:
+            self._backend = get_backend(self.solver)
+        return self._backend
+
+    def single_gains(self) -> FloatArray:
+        """q(0) − q(e_i) = ½ (M_iᵀy)² / (1/γ + ‖M_i‖²) for every node i."""
+        sq = np.asarray(self.M.multiply(self.M).sum(axis=0)).ravel()
+        return 0.5 * self.Mty ** 2 / (1.0 / self.gamma + sq)
+
+    def lambda_max(self) -> float:
+        """Smallest λ at which z = 0 is block-wise optimal (see :func:`regularization_path`)."""
+        pos = self.a > 0
+        if not pos.any():
+            return 0.0
+        return float(np.max(self.single_gains()[pos] / self.a[pos]))
+
+    def check_feasible(self, z: FloatArray) -> None:
+        par = self.nodes.parent
+        for i in np.flatnonzero(z):
+            p = par[i]
+            while p >= 0:
+                if z[p]:
+                    raise InvalidParameterError(
+                        f"`z0` selects node {int(i)} and its ancestor {int(p)}; a node and "
+                        "its descendants conflict.")
+                p = par[p]
+
+
+class _Fit:
+    """Ridge refit on the support of a binary z: w_S, residual r and q(z)."""
+
+    def __init__(self, prob: _Problem, z: FloatArray) -> None:
+        self.S = np.flatnonzero(z > 0.5)
+        if self.S.size == 0:
+            self.w = np.zeros(0)
+            self.r = prob.y.copy()
+            self.q = 0.5 * prob.yty
+            return
+        MS = prob.M[:, self.S]
+        H = np.asarray((MS.T @ MS).toarray(), dtype=float)
+        H[np.diag_indices_from(H)] += 1.0 / prob.gamma
+        self.w = sla.cho_solve(sla.cho_factor(H), prob.Mty[self.S])
+        self.r = prob.y - MS @ self.w
+        self.q = 0.5 * (prob.yty - float(prob.Mty[self.S] @ self.w))
+
+
+@dataclass
+class _Block:
+    """Block data (q0, c, K) of one tree given the other trees' support (module doc)."""
+
+    q0: float
+    c: FloatArray
+    K: FloatArray
+
+    def value_grad(self, u: FloatArray, gamma: float) -> tuple[float, FloatArray]:
+        U = np.flatnonzero(u > 1e-12)
+        if U.size == 0:
+            return self.q0, -0.5 * gamma * self.c ** 2
+        A = self.K[np.ix_(U, U)].copy()
+        A[np.diag_indices_from(A)] += 1.0 / (gamma * u[U])
+        v = sla.solve(A, self.c[U], assume_a="pos")
+        val = self.q0 - 0.5 * float(self.c[U] @ v)
+        g = -0.5 * gamma * (self.c - self.K[:, U] @ v) ** 2
+        return val, g
+
+
+def _block_data(prob: _Problem, tr: _Tree, S: NDArray[np.int64]) -> _Block:
+    Sp = S[prob.tree_of[S] != prob.tree_of[tr.idx[0]]]
+    if Sp.size == 0:
+        return _Block(0.5 * prob.yty, np.asarray(tr.MTt @ prob.y).ravel(), tr.GT.copy())
+    MSp = prob.M[:, Sp]
+    H = np.asarray((MSp.T @ MSp).toarray(), dtype=float)
+    H[np.diag_indices_from(H)] += 1.0 / prob.gamma
+    cf = sla.cho_factor(H)
+    w = sla.cho_solve(cf, prob.Mty[Sp])
+    r = prob.y - MSp @ w
+    P = np.asarray((MSp.T @ tr.MT).toarray(), dtype=float)
+    K = tr.GT - P.T @ sla.cho_solve(cf, P)
+    K = 0.5 * (K + K.T)
+    q0 = 0.5 * (prob.yty - float(prob.Mty[Sp] @ w))
+    return _Block(q0, np.asarray(tr.MTt @ r).ravel(), K)
+
+
+class _Master:
+    """Exact OA master ``min ν + λ aᵀu`` over a tree's antichains (module doc)."""
+
+    def __init__(self, prob: _Problem, tr: _Tree, lam: float, q0: float) -> None:
+        self.prob, self.tr, self.lam, self.q0 = prob, tr, lam, q0
+        self.alpha: list[float] = []
+        self.beta: list[FloatArray] = []
+        self._mip: Any = None
+        self.n_solves = 0
+
+    def add(self, value: float, grad: FloatArray, u: FloatArray) -> None:
+        self.alpha.append(value - float(grad @ u))
+        self.beta.append(grad.copy())
+        if self._mip is not None:
+            self._add_row(len(self.alpha) - 1)
+
+    def _add_row(self, h: int) -> None:
+        s = self.prob.scale
+        row = np.concatenate([-self.beta[h] / s, [1.0]])
+        self._mip.add_rows(sp.csr_matrix(row.reshape(1, -1)),
+                           np.array([(self.alpha[h] - self.q0) / s]), np.array([math.inf]))
+
+    def solve(self) -> tuple[float, FloatArray]:
+        """Return (lower bound, minimizer u)."""
+        self.n_solves += 1
+        tr, lam = self.tr, self.lam
+        lin = lam * tr.a
+        if len(self.alpha) == 1:
+            best, u = _tree_dp(-(self.beta[0] + lin), tr)
+            return self.alpha[0] - best, u
+        if tr.antichains is not None:
+            A = tr.antichains.astype(float)
+            B = np.column_stack(self.beta)
+            vals = np.max(A @ B + np.asarray(self.alpha), axis=1)
+            assert tr.ac_a is not None
+            vals = vals + lam * tr.ac_a
+            j = int(np.argmin(vals))
+            return float(vals[j]), A[j].copy()
+        return self._solve_mip()
+
+    def _solve_mip(self) -> tuple[float, FloatArray]:
+        tr = self.tr
+        k = tr.idx.size
+        s = self.prob.scale
+        if self._mip is None:
+            model = MIPModel("cbcd_block")
+            u = model.add_variables("u", k, binary=True)
+            nu = model.add_variables("nu", 1, lb=-math.inf)
+            ids = np.asarray(u.ids).ravel()
+            model.add_constraints("paths", matrix=tr.paths, cols=ids, upper=1.0)
+            model.add_objective(ids, self.lam * tr.a / s)
+            model.add_objective(np.asarray(nu.ids).ravel(), np.ones(1))
+            self._mip = self.prob.backend().persistent(model.to_standard_form())
+            for h in range(len(self.alpha)):
+                self._add_row(h)
+        res = self._mip.solve(SolveOptions(mip_gap=1e-9, optimality_tol=0.0,
+                                           extra={"mip_abs_gap": 0.1 * _BLOCK_TOL_MIP}))
+        if res.x is None or not math.isfinite(res.bounds.dual):
+            raise InvalidDataError(f"block master failed ({res.termination.value}, "
+                                   f"{res.raw_status}).")
+        u_new = np.clip(np.rint(res.x[:k]), 0.0, 1.0)
+        return self.q0 + s * float(res.bounds.dual), u_new
+
+
+
+def _tree_dp(profit: FloatArray, tr: _Tree) -> tuple[float, FloatArray]:
+    """max Σ profit_i u_i over the tree's antichains (same recursion as
+    :func:`~rulemip.algorithms.knapsack_conflicts.forest_penalized`, with the tree's
+    post-order precomputed)."""
+    f = np.zeros(profit.shape[0])
+    take = np.zeros(profit.shape[0], dtype=bool)
+    for i in tr.post:
+        below = sum(f[j] for j in tr.children[i]) if tr.children[i] else 0.0
+        if profit[i] > below and profit[i] > 0:
+            take[i] = True
+            f[i] = profit[i]
+        else:
+            f[i] = max(below, 0.0)
+    u = np.zeros(profit.shape[0])
+    stack = list(tr.roots)
+    while stack:
+        i = stack.pop()
+        if take[i]:
+            u[i] = 1.0
+        else:
+            stack.extend(tr.children[i])
+    return float(sum(f[r] for r in tr.roots)), u

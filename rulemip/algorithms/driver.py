@@ -1,0 +1,400 @@
+r"""One driver for the exact k-rule engines, and the registries behind ``engine=``.
+
+:func:`solve` runs any :class:`~rulemip.formulations.protocol.Formulation`: it resolves the
+backend once (:func:`rulemip.solvers.base.resolve_backend`, refusing before any work what
+the backend cannot do), builds the model within the :class:`~rulemip.budget.Budget`, solves
+natively or by tangent-cut outer approximation (:mod:`rulemip.algorithms.tangent_cuts`)
+with the *remaining* time, decodes the incumbent and recomputes its risk from the data, and
+decides the status once (:func:`rulemip.solvers.status.promote`). A limit returns the best
+known model — the warm start when the backend found nothing — never an error.
+
+Engines are *methods* in a registry: :func:`register_method` adds a function with the
+signature of :func:`solve_exact`'s keywords (it receives those it accepts),
+:func:`register_formulation` adds a formulation class solved by :func:`solve`.
+:func:`solve_exact` — the stable entry point of estimators, the command line and gap
+studies — chooses a method and checks what it returned: the ensemble's risk is recomputed
+from the data, and a bound the recomputed risk refutes is never reported as proved.
+``docs/architecture.md`` draws the whole picture.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import math
+import time
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.tangent_cuts import solve_model
+from rulemip.budget import Budget
+from rulemip.data import Dataset
+from rulemip.exceptions import InvalidParameterError, SolverError
+from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
+from rulemip.formulations.interval_cover import IntervalCoverMIP
+from rulemip.formulations.protocol import BuiltModel, Formulation
+from rulemip.formulations.result import ExactResult
+from rulemip.rules import RuleEnsemble
+from rulemip.solvers.base import (
+    PERSISTENT_MASTER_NEEDS,
+    Capability,
+    SolverBackend,
+    required_capabilities,
+    resolve_backend,
+    supports,
+)
+from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
+from rulemip.solvers.status import REFUTATION_TOL, promote
+
+FloatArray = NDArray[np.float64]
+Callback = Callable[[dict[str, Any]], Any]
+Method = Callable[..., ExactResult]
+
+
+# ---------------------------------------------------------------------- the driver
+def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBackend = "auto",
+          budget: Budget | None = None, time_limit: float | None = None,
+          mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
+          callback: Callback | None = None, seed: int = 0, threads: int | None = None,
+          verbose: bool = False) -> ExactResult:
+    """Build, solve and decode ``formulation`` on ``dataset`` (module docstring).
+
+    Parameters
+    ----------
+    solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
+        loss terms — if installed, else a MILP master with tangent cuts) or a backend.
+    budget, time_limit : the time available (``budget`` wins; ``time_limit`` may only
+        shorten it); model building counts.
+    mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
+    warm_start : an ensemble encoded as the start vector, and returned if the backend
+        finds nothing within the limit.
+
+    Raises
+    ------
+    SolverError
+        when the backend fails in a way that is not a limit; its ``result`` attribute is an
+        :class:`ExactResult` with the best model known (the warm start, if any).
+    """
+    t0 = time.perf_counter()
+    clock = Budget.coerce(budget, time_limit)
+    backend, native = resolve_backend(solver, formulation.needs())
+    built = formulation.build_model(dataset, backend=backend, native=native,
+                                    warm_start=warm_start)
+    start = formulation.encode_start(built, warm_start) if warm_start is not None else None
+    opts = SolveOptions(time_limit=clock.remaining(), mip_gap=mip_gap, threads=threads,
+                        seed=seed, verbose=verbose, callback=_wrap_callback(callback))
+    try:
+        res = solve_built(formulation, built, backend, opts, start)
+    except SolverError as exc:
+        # a backend fault: surface it, carrying the best model known (the warm start)
+        nothing = SolveResult(TerminationReason.ERROR, backend=backend.name,
+                              notes=(f"backend fault: {exc}",))
+        exc.result = result_from_solve(  # type: ignore[attr-defined]
+            formulation, built, nothing, wall_time=time.perf_counter() - t0,
+            mip_gap=mip_gap, start=start)
+        raise
+    return result_from_solve(formulation, built, res, wall_time=time.perf_counter() - t0,
+                             mip_gap=mip_gap, start=start)
+
+
+def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,
+                options: SolveOptions, start: FloatArray | None) -> SolveResult:
+    """Solve a built model on ``backend``: natively, or by the tangent-cut driver with the
+    formulation's ``polish`` as the repair step."""
+    sf = built.model.to_standard_form()
+    if supports(backend, required_capabilities(sf)):
+        # stop a little inside the requested gap so that the recomputed risk (refit
+        # weights, original data) still meets `mip_gap`
+        options = replace(options, mip_gap=0.1 * options.mip_gap)
+    return solve_model(sf, backend, options, start=start,
+                       polish=lambda x: formulation.polish(built, x))
+
+
+def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveResult, *,
+                      wall_time: float, mip_gap: float = 1e-6,
+                      start: FloatArray | None = None) -> ExactResult:
+    """Decode a backend's result into an :class:`ExactResult`: the incumbent (or the
+    start when the backend found none), its risk recomputed from the data, one status."""
+    notes = list(built.notes) + list(res.notes)
+    history = tuple(getattr(res, "history", ()) or ())
+    iterations = int(res.iterations or res.nodes or 0)
+    x = res.x
+    finished = res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
+    limit = res.limit
+    if x is None and start is not None:
+        x = start
+        notes.append(f"the backend found no solution ({res.termination.value}); returning "
+                     "the warm start, the best model known.")
+        finished, limit = False, limit if limit is not None else Limit.OTHER
+    if x is None:
+        term = res.termination if res.termination is not TerminationReason.OPTIMAL \
+            else TerminationReason.ERROR
+        return ExactResult(None, math.inf, float(res.bounds.dual), math.inf, term, res.limit,
+                           wall_time, iterations, formulation.engine, res.backend,
+                           res.backend_version, 0, built.n_cells, built.bound_valid,
+                           tuple(notes), history)
+    ens, risk, decode_notes = formulation.decode_solution(built, x)
+    notes.extend(decode_notes)
+    obj = float(res.bounds.primal)
+    if res.x is not None and math.isfinite(obj):
+        solver_risk = built.model.to_standard_form().objective_value(np.asarray(res.x))
+        if abs(obj - solver_risk) > 1e-6 * max(1.0, abs(obj)):
+            notes.append(f"solver objective {obj:.10g} differs from the risk of its "
+                         f"solution recomputed from the data {solver_risk:.10g}.")
+    verdict = promote(float(risk), float(res.bounds.dual), finished=finished, mip_gap=mip_gap,
+                      limit=limit, bound_valid=built.bound_valid,
+                      fallback_bound=built.safe_bound, no_solution=res.termination)
+    notes.extend(verdict.notes)
+    return ExactResult(ens, float(risk), verdict.lower_bound, verdict.gap,
+                       verdict.termination, verdict.limit, wall_time, iterations,
+                       formulation.engine, res.backend, res.backend_version, 0,
+                       built.n_cells, built.bound_valid, tuple(notes), history)
+
+
+def _wrap_callback(callback: Callback | None) -> Callback | None:
+    """Backend progress dicts with the ``ub``/``lb``/``iteration`` keys of OA progress."""
+    if callback is None:
+        return None
+
+    def cb(info: dict[str, Any]) -> Any:
+        out = dict(info)
+        out.setdefault("ub", info.get("primal", math.inf))
+        out.setdefault("lb", info.get("dual", -math.inf))
+        out.setdefault("iteration", info.get("nodes", 0))
+        return callback(out)
+
+    return cb
+
+
+# ---------------------------------------------------------------------- registries
+@dataclass(frozen=True)
+class MethodSpec:
+    """A registered engine: its function and what it requires of the request."""
+
+    name: str
+    function: Method
+    needs_positive_reg: bool = False
+    losses: tuple[str, ...] | None = None  # None: every loss
+    description: str = ""
+    #: what the engine needs from its solver, given ``(loss, reg)``, with whether outer
+    #: approximation may serve (checked by :func:`check_solver` before any work)
+    solver_needs: Callable[[str, float], tuple[set[Capability], bool]] | None = None
+
+    def accepted(self) -> set[str] | None:
+        """Keyword names the function takes (``None``: it takes ``**kwargs``)."""
+        params = inspect.signature(self.function).parameters.values()
+        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
+            return None
+        return {p.name for p in params}
+
+
+_METHODS: dict[str, MethodSpec] = {}
+
+
+def register_method(name: str, function: Method, *, needs_positive_reg: bool = False,
+                    losses: Sequence[str] | None = None, description: str = "",
+                    solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
+                    | None = None, replace: bool = False) -> None:
+    """Make ``function`` available as ``engine=name`` in :func:`solve_exact`.
+
+    ``function(dataset, n_rules, *, loss, reg, fit_intercept, thresholds, max_rule_length,
+    solver, time_limit, budget, mip_gap, warm_start, seed, callback) -> ExactResult``; it
+    receives only the keywords its signature names, so e.g. a column-generation engine
+    without ``solver``/``mip_gap`` registers as it is. ``needs_positive_reg`` and
+    ``losses`` are checked before it is called, and ``solver_needs(loss, reg) -> (needs,
+    outer_approximation)`` lets :func:`check_solver` refuse an unable solver up front.
+    """
+    if not isinstance(name, str) or not name or name == "auto":
+        raise InvalidParameterError(
+            f"an engine name must be a non-empty string other than 'auto'; got {name!r}.")
+    if name in _METHODS and not replace:
+        raise InvalidParameterError(
+            f"engine {name!r} is already registered; pass replace=True to override.")
+    if not callable(function):
+        raise InvalidParameterError(f"`function` must be callable; got {function!r}.")
+    _METHODS[name] = MethodSpec(name, function, needs_positive_reg,
+                                None if losses is None else tuple(losses), description,
+                                solver_needs)
+
+
+def register_formulation(name: str, factory: Callable[..., Formulation], *,
+                         needs_positive_reg: bool = False,
+                         losses: Sequence[str] | None = None, description: str = "",
+                         replace: bool = False) -> None:
+    """Make a formulation available as ``engine=name``, solved by :func:`solve`.
+
+    ``factory(n_rules, loss=, reg=, fit_intercept=, thresholds=, max_rule_length=)``
+    returns the formulation (a formulation class with that constructor qualifies).
+    """
+    def method(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
+               fit_intercept: bool, thresholds: Sequence[FloatArray],
+               max_rule_length: int | None, solver: str, budget: Budget,
+               mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
+               callback: Callback | None) -> ExactResult:
+        formulation = factory(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                              thresholds=list(thresholds), max_rule_length=max_rule_length)
+        return solve(formulation, dataset, solver=solver, budget=budget, mip_gap=mip_gap,
+                     warm_start=warm_start, callback=callback, seed=seed)
+
+    def solver_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
+        return factory(1, loss=loss, reg=reg, fit_intercept=True, thresholds=None,
+                       max_rule_length=None).needs(), True
+
+    register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
+                    description=description or f"formulation {name!r} solved by the driver",
+                    solver_needs=solver_needs, replace=replace)
+
+
+def method_spec(name: str) -> MethodSpec:
+    """The registered engine ``name`` (:class:`~rulemip.exceptions.InvalidParameterError`
+    naming the choices otherwise)."""
+    spec = _METHODS.get(name)
+    if spec is None:
+        raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {name!r}.")
+    return spec
+
+
+class _EngineNames(Sequence[str]):
+    """``"auto"`` and every registered engine, read live from the registry."""
+
+    def _names(self) -> tuple[str, ...]:
+        return ("auto", *_METHODS)
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._names()[i]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._names()
+
+    def __repr__(self) -> str:
+        return repr(self._names())
+
+
+ENGINES: Sequence[str] = _EngineNames()
+
+
+# ---------------------------------------------------------------------- the entry point
+def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
+                  max_rule_length: int | None) -> str:
+    """``"auto"``: the CIP when ``reg > 0`` and at most ``CIP_MAX_BOXES`` candidate boxes,
+    otherwise the MIP. A named engine is checked for applicability."""
+    if engine not in ENGINES:
+        raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
+    if engine != "auto":
+        spec = method_spec(engine)
+        if spec.needs_positive_reg and reg <= 0:
+            raise InvalidParameterError(
+                f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
+                "engine='mip' or a small positive reg such as 1e-6.")
+        return engine
+    if reg > 0 and count_boxes(thresholds, max_rule_length) <= CIP_MAX_BOXES:
+        return "cip"
+    return "mip"
+
+
+def check_solver(engine: str, solver: str, *, loss: str = "squared", reg: float = 1e-3
+                 ) -> None:
+    """Refuse, before any work (warm starts included), a ``solver`` the chosen ``engine``
+    cannot use: :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
+    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy."""
+    spec = method_spec(engine)
+    if spec.solver_needs is None:
+        return
+    needs, oa = spec.solver_needs(loss, reg)
+    resolve_backend(solver, needs, outer_approximation=oa)
+
+
+def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
+                fit_intercept: bool = True, thresholds: Sequence[FloatArray],
+                max_rule_length: int | None = None, engine: str = "auto",
+                solver: str = "auto", time_limit: float | None = None,
+                mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
+                seed: int = 0, callback: Callback | None = None,
+                budget: Budget | None = None) -> ExactResult:
+    """Solve for the best ensemble of at most ``n_rules`` rules over ``thresholds`` with
+    the engine ``engine`` (module docstring); ``budget`` is the fit's time budget
+    (``time_limit`` may only shorten it)."""
+    clock = Budget.coerce(budget, time_limit)
+    chosen = choose_engine(engine, reg, thresholds, max_rule_length)
+    spec = method_spec(chosen)
+    check_solver(chosen, solver, loss=loss, reg=reg)
+    if spec.losses is not None and loss not in spec.losses:
+        raise InvalidParameterError(
+            f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
+            "Use engine='cip' or 'mip'.")
+    offered: dict[str, Any] = {
+        "loss": loss, "reg": reg, "fit_intercept": fit_intercept,
+        "thresholds": list(thresholds), "max_rule_length": max_rule_length,
+        "solver": solver, "time_limit": clock.remaining(), "budget": clock,
+        "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed, "callback": callback}
+    accepted = spec.accepted()
+    kwargs = offered if accepted is None else {k: v for k, v in offered.items()
+                                               if k in accepted}
+    result = spec.function(dataset, n_rules, **kwargs)
+    return checked(result, dataset, reg=reg, mip_gap=mip_gap)
+
+
+def checked(result: ExactResult, dataset: Dataset, *, reg: float,
+            mip_gap: float) -> ExactResult:
+    """``result`` with its ensemble's risk recomputed from the data; a claim of
+    optimality the recomputed risk refutes is withdrawn (:func:`promote`, fallback bound
+    0: :math:`R_\\lambda \\ge 0` for every loss)."""
+    if result.ensemble is None:
+        return result
+    risk = float(result.ensemble.risk(dataset.X, dataset.y, reg=reg,
+                                      sample_weight=dataset.sample_weight))
+    same = abs(risk - result.risk) <= REFUTATION_TOL * max(1.0, abs(risk))
+    if same and (not result.is_optimal or result.lower_bound <= risk):
+        return result
+    verdict = promote(risk, result.lower_bound, finished=result.is_optimal, mip_gap=mip_gap,
+                      limit=result.limit, bound_valid=result.bound_valid, fallback_bound=0.0)
+    recomputed = (f"the engine reported risk {result.risk:.12g}; recomputed from the data "
+                  f"it is {risk:.12g}.",)
+    notes = result.notes if same else result.notes + recomputed
+    term, limit = verdict.termination, verdict.limit
+    if not result.is_optimal:
+        term, limit = result.termination, result.limit
+    return replace(result, risk=risk, lower_bound=verdict.lower_bound, gap=verdict.gap,
+                   termination=term, limit=limit, notes=notes + verdict.notes)
+
+
+# ---------------------------------------------------------------------- built-in engines
+def _solve_cip(dataset: Dataset, n_rules: int, *, loss: str, reg: float, fit_intercept: bool,
+               thresholds: Sequence[FloatArray], max_rule_length: int | None, solver: str,
+               budget: Budget, mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
+               callback: Callback | None, method: str = "auto") -> ExactResult:
+    cip = BoxSelectionCIP(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                          thresholds=list(thresholds), max_rule_length=max_rule_length)
+    return solve_box_selection(cip, dataset, warm_start=warm_start, solver=solver,
+                               time_limit=budget.remaining(), mip_gap=mip_gap,
+                               callback=callback, seed=seed, method=method)
+
+
+def _cip_master_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
+    return set(PERSISTENT_MASTER_NEEDS), False
+
+
+register_method("cip", _solve_cip, needs_positive_reg=True, solver_needs=_cip_master_needs,
+                description="box-selection CIP: enumeration, then outer approximation")
+register_method("cip-bnb", functools.partial(_solve_cip, method="bnb"),
+                needs_positive_reg=True, losses=("squared",),
+                description="box-selection CIP by branch and bound over boxes")
+register_formulation("mip", IntervalCoverMIP,
+                     description="interval-cover MIP: native or tangent-cut OA")
+
+
+__all__ = ["ENGINES", "MethodSpec", "check_solver", "checked", "choose_engine", "method_spec",
+           "register_formulation", "register_method", "result_from_solve", "solve",
+           "solve_built", "solve_exact"]

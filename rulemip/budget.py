@@ -1,0 +1,138 @@
+"""A time (and optional memory) budget threaded through a whole fit.
+
+An estimator creates one :class:`Budget` when ``fit`` starts and hands it down; every loop
+(model building, enumeration, outer approximation, boosting warm starts) asks
+:meth:`Budget.expired` and every backend call receives :meth:`Budget.remaining` — the time
+*left*, not the time limit the user typed. So work done before a solver starts (cells,
+candidate boxes, warm starts) is counted once, and a fit ends within its limit plus the
+time of one indivisible step.
+
+The budget measures wall time with :func:`time.perf_counter`. A memory limit, when given,
+is a cap in bytes for the data structures a loop allocates (e.g. candidate boxes); loops
+that can estimate their allocation call :meth:`Budget.check_memory` before allocating.
+
+Examples
+--------
+>>> b = Budget.from_time_limit(5.0)
+>>> 0.0 < b.remaining() <= 5.0
+True
+>>> Budget.unlimited().remaining() is None
+True
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+
+from rulemip.exceptions import InvalidParameterError, RulemipError
+
+
+class ResourceLimitError(RulemipError, MemoryError):
+    """A loop would allocate more than the budget's memory cap."""
+
+
+def _check_limit(value: float | None, name: str) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or math.isnan(float(value)) or float(value) < 0:
+        raise InvalidParameterError(
+            f"`{name}` must be a nonnegative number of seconds or None; got {value!r}. "
+            "Pass None for no limit.")
+    return float(value)
+
+
+@dataclass(frozen=True)
+class Budget:
+    """A deadline on :func:`time.perf_counter` (``None``: no time limit) and an optional
+    memory cap in bytes.
+
+    Parameters
+    ----------
+    deadline : absolute :func:`time.perf_counter` value at which the budget is spent.
+    memory_bytes : cap on the bytes one loop may allocate (``None``: no cap).
+    started : :func:`time.perf_counter` value when the budget was created.
+    """
+
+    deadline: float | None = None
+    memory_bytes: int | None = None
+    started: float = 0.0
+
+    # ------------------------------------------------------------------ creation
+    @classmethod
+    def from_time_limit(cls, time_limit: float | None, *, memory_bytes: int | None = None
+                        ) -> Budget:
+        """A budget of ``time_limit`` seconds from now (``None``: unlimited)."""
+        limit = _check_limit(time_limit, "time_limit")
+        now = time.perf_counter()
+        if memory_bytes is not None and (isinstance(memory_bytes, bool)
+                                         or not isinstance(memory_bytes, int)
+                                         or memory_bytes <= 0):
+            raise InvalidParameterError(
+                f"`memory_bytes` must be a positive integer or None; got {memory_bytes!r}.")
+        return cls(None if limit is None else now + limit, memory_bytes, now)
+
+    @classmethod
+    def unlimited(cls) -> Budget:
+        """No time limit, no memory cap."""
+        return cls(None, None, time.perf_counter())
+
+    @classmethod
+    def coerce(cls, budget: Budget | None, time_limit: float | None) -> Budget:
+        """``budget`` if given (then ``time_limit`` may only shorten it), else a budget of
+        ``time_limit`` seconds from now."""
+        if budget is None:
+            return cls.from_time_limit(time_limit)
+        if not isinstance(budget, Budget):
+            raise InvalidParameterError(
+                f"`budget` must be a rulemip.budget.Budget or None; got "
+                f"{type(budget).__name__}. Build one with Budget.from_time_limit(seconds).")
+        limit = _check_limit(time_limit, "time_limit")
+        return budget if limit is None else budget.within(limit)
+
+    # ------------------------------------------------------------------ queries
+    def remaining(self) -> float | None:
+        """Seconds left (≥ 0), or ``None`` without a time limit."""
+        if self.deadline is None:
+            return None
+        return max(self.deadline - time.perf_counter(), 0.0)
+
+    def elapsed(self) -> float:
+        """Seconds since the budget was created."""
+        return time.perf_counter() - self.started
+
+    def expired(self) -> bool:
+        """True once the deadline has passed."""
+        return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    # ------------------------------------------------------------------ derived budgets
+    def within(self, seconds: float | None) -> Budget:
+        """A budget ending ``seconds`` from now or at this deadline, whichever is first."""
+        limit = _check_limit(seconds, "seconds")
+        if limit is None:
+            return self
+        end = time.perf_counter() + limit
+        deadline = end if self.deadline is None else min(end, self.deadline)
+        return Budget(deadline, self.memory_bytes, self.started)
+
+    def fraction(self, share: float, *, default: float | None = None) -> Budget:
+        """A budget of ``share`` of the remaining time (``default`` seconds when there is
+        no time limit; ``None``: unlimited)."""
+        if not 0.0 < share <= 1.0:
+            raise InvalidParameterError(f"`share` must lie in (0, 1]; got {share!r}.")
+        left = self.remaining()
+        return self.within(default if left is None else share * left)
+
+    def check_memory(self, n_bytes: int, what: str) -> None:
+        """Raise :class:`ResourceLimitError` if allocating ``n_bytes``
+        for ``what`` would exceed the memory cap."""
+        if self.memory_bytes is not None and n_bytes > self.memory_bytes:
+            raise ResourceLimitError(
+                f"{what} needs about {n_bytes / 2**20:.0f} MiB, over the memory budget of "
+                f"{self.memory_bytes / 2**20:.0f} MiB. Use fewer thresholds "
+                "(`max_thresholds`), a smaller `max_rule_length`, or raise the budget.")
+
+
+__all__ = ["Budget", "ResourceLimitError"]

@@ -1,0 +1,167 @@
+"""The driver: a limit returns the best known model, the registry dispatches, and every
+engine's result is re-checked against the data."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+from rulemip.algorithms import driver
+from rulemip.algorithms.driver import ENGINES, register_method, solve, solve_exact
+from rulemip.budget import Budget
+from rulemip.data import Dataset, candidate_thresholds
+from rulemip.exceptions import InvalidParameterError, SolverError
+from rulemip.formulations.interval_cover import IntervalCoverMIP
+from rulemip.formulations.result import ExactResult
+from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.solvers import Capability, Limit, SolveResult, TerminationReason
+from rulemip.solvers.status import RefutedBoundWarning
+
+
+class NothingFound:
+    """A backend that runs out of time before finding anything (as SCIP did on a 5 s
+    limit with n_rules=8 in the hardening review)."""
+
+    def __init__(self) -> None:
+        # claims every model natively, so the driver calls it directly (no tangent cuts)
+        self.name, self.install_hint = "nothing", "-"
+        self.capabilities = frozenset(Capability) - {Capability.PERSISTENT}
+        self.unsupported_combinations: tuple[frozenset[Capability], ...] = ()
+        self.calls: list[float | None] = []
+
+    def available(self) -> bool:
+        return True
+
+    def version(self) -> str:
+        return "0"
+
+    def solve(self, model: Any, options: Any = None, start: Any = None) -> SolveResult:
+        self.calls.append(None if options is None else options.time_limit)
+        return SolveResult(TerminationReason.NO_SOLUTION_FOUND, limit=Limit.TIME,
+                           backend=self.name)
+
+    def persistent(self, model: Any) -> Any:
+        raise NotImplementedError
+
+
+def _data() -> Dataset:
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(30, 2))
+    return Dataset.from_arrays(X, X[:, 0] + 0.3 * rng.normal(size=30))
+
+
+def test_a_limit_returns_the_warm_start_never_an_error() -> None:
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 3)
+    warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
+                        0.0, "squared")
+    backend = NothingFound()
+    res = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=backend,  # type: ignore[arg-type]
+                warm_start=warm, time_limit=5.0)
+    assert res.ensemble is not None
+    assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME
+    assert any("warm start" in n for n in res.notes)
+    assert res.ensemble.risk(ds.X, ds.y, reg=0.01) == pytest.approx(res.risk, rel=1e-9)
+    # the backend got the time left after building, not the whole limit
+    assert backend.calls and backend.calls[0] is not None and backend.calls[0] <= 5.0
+    without = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=backend)  # type: ignore[arg-type]
+    assert without.ensemble is None
+    assert without.termination is TerminationReason.NO_SOLUTION_FOUND
+
+
+def test_an_expired_budget_reaches_the_backend_as_zero_time() -> None:
+    ds = _data()
+    backend = NothingFound()
+    solve(IntervalCoverMIP(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
+          budget=Budget.from_time_limit(0.0))
+    assert backend.calls == [0.0]
+
+
+def test_registered_method_receives_only_its_keywords() -> None:
+    seen: dict[str, Any] = {}
+
+    def engine(dataset: Dataset, n_rules: int, *, reg: float, thresholds: Any,
+               time_limit: float | None) -> ExactResult:
+        seen.update(reg=reg, time_limit=time_limit, n=n_rules)
+        return solve_exact(dataset, n_rules, reg=reg, thresholds=thresholds, engine="cip")
+
+    register_method("test-engine", engine, needs_positive_reg=True, replace=True)
+    try:
+        assert "test-engine" in ENGINES
+        ds = _data()
+        res = solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
+                          engine="test-engine", time_limit=30.0)
+        assert res.ensemble is not None and seen["n"] == 1 and seen["reg"] == 0.1
+        assert seen["time_limit"] is not None and seen["time_limit"] <= 30.0
+        with pytest.raises(InvalidParameterError, match="reg"):
+            solve_exact(ds, 1, reg=0.0, thresholds=candidate_thresholds(ds.X, 2),
+                        engine="test-engine")
+    finally:
+        driver._METHODS.pop("test-engine", None)
+    assert "test-engine" not in ENGINES
+    with pytest.raises(InvalidParameterError, match="engine"):
+        solve_exact(_data(), 1, thresholds=[np.zeros(1), np.zeros(1)], engine="nope")
+
+
+def test_a_wrong_claim_of_an_engine_is_withdrawn() -> None:
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 2)
+
+    def overclaiming(dataset: Dataset, n_rules: int, **kw: Any) -> ExactResult:
+        res = solve_exact(dataset, n_rules, engine="cip", **kw)
+        # a bound above the risk and a risk that is not the ensemble's
+        return dataclasses.replace(res, lower_bound=res.risk * 1.01, risk=res.risk * 0.9,
+                                   termination=TerminationReason.OPTIMAL, gap=0.0)
+
+    register_method("overclaiming", overclaiming, replace=True)
+    try:
+        with pytest.warns(RefutedBoundWarning):
+            res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="overclaiming")
+    finally:
+        driver._METHODS.pop("overclaiming", None)
+    assert res.termination is not TerminationReason.OPTIMAL
+    assert res.ensemble is not None
+    assert res.risk == pytest.approx(res.ensemble.risk(ds.X, ds.y, reg=0.1), rel=1e-12)
+    assert res.lower_bound == 0.0
+
+
+class Faulty(NothingFound):
+    def solve(self, model: Any, options: Any = None, start: Any = None) -> SolveResult:
+        raise SolverError("SCIP returned no status.")
+
+
+def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 3)
+    warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
+                        0.0, "squared")
+    with pytest.raises(SolverError, match="no status") as info:
+        solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=Faulty(),  # type: ignore[arg-type]
+              warm_start=warm)
+    best = info.value.result  # type: ignore[attr-defined]
+    assert best.ensemble is not None and best.termination is TerminationReason.FEASIBLE
+    assert best.risk == pytest.approx(best.ensemble.risk(ds.X, ds.y, reg=0.01), rel=1e-9)
+
+
+def test_unable_solvers_are_refused_before_any_work() -> None:
+    from rulemip.algorithms.driver import check_solver
+    from rulemip.exceptions import UnsupportedCapabilityError
+    from rulemip.solvers import available_backends
+
+    check_solver("cip", "highs")
+    check_solver("mip", "highs", loss="logistic", reg=0.1)  # tangent cuts
+    check_solver("cip-bnb", "auto")
+    if "cbc" in available_backends():
+        with pytest.raises(UnsupportedCapabilityError, match="persistent"):
+            check_solver("cip", "cbc")
+    if "cpsat" in available_backends():
+        with pytest.raises(UnsupportedCapabilityError, match="master"):
+            check_solver("mip", "cpsat", loss="logistic", reg=0.1)
+        ds = _data()
+        with pytest.raises(UnsupportedCapabilityError):
+            solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
+                        engine="cip", solver="cpsat")
