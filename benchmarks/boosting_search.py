@@ -24,6 +24,7 @@ import time
 WORKLOADS: dict[str, tuple[str, int, str, int | None, dict[str, int]]] = {
     "COB diabetes len<=2": ("diabetes", 5, "ogb", 2, {}),
     "CGB diabetes len<=2": ("diabetes", 5, "gb", 2, {}),
+    "COB diabetes len<=3": ("diabetes", 5, "ogb", 3, {}),
     "COB diabetes unlimited": ("diabetes", 5, "ogb", None, {}),
     "CGB diabetes unlimited": ("diabetes", 5, "gb", None, {}),
     "COB breast cancer len<=3 (logistic)": ("breast_cancer", 5, "ogb", 3, {}),

@@ -68,17 +68,22 @@ class _Frame:
     """Open children of one expansion batch, sorted by increasing priority; the entries
     ``[0, top)`` are still open (taken from the end)."""
 
-    ch: _Children
+    ch: _Children | None        # None once every entry was taken (arrays released)
     top: int
     nbytes: int
     seq: int
     in_heap: bool = True
 
+    @property
+    def children(self) -> _Children:
+        assert self.ch is not None
+        return self.ch
+
     def open_bound(self) -> float:
-        return float(self.ch.bound[: self.top].max()) if self.top else -math.inf
+        return float(self.children.bound[: self.top].max()) if self.top else -math.inf
 
     def priority(self) -> float:
-        return float(self.ch.value[self.top - 1])
+        return float(self.children.value[self.top - 1])
 
 
 def _frame(ch: _Children, seq: int) -> _Frame:
@@ -100,6 +105,7 @@ class _Frontier:
         self.heap: list[tuple[float, int, _Frame]] = []
         self.used = self.peak = 0
         self.seq = 0
+        self.live = 0
         self.rejected: _Frame | None = None
 
     def push(self, ch: _Children) -> bool:
@@ -109,6 +115,7 @@ class _Frontier:
             self.rejected = fr
             return False
         self.seq += 1
+        self.live += 1
         self.frames.append(fr)
         heapq.heappush(self.heap, (-fr.priority(), fr.seq, fr))
         self.used += fr.nbytes
@@ -116,8 +123,17 @@ class _Frontier:
         return True
 
     def _drop(self, fr: _Frame) -> None:
+        """Release an exhausted frame's arrays (the heap and the push-order list may
+        still hold the empty shell until they are compacted)."""
         self.used -= fr.nbytes
         fr.nbytes = 0
+        fr.ch = None
+        self.live -= 1
+        if len(self.frames) > 2 * self.live + 64:
+            self.frames = [f for f in self.frames if f.top]
+        if len(self.heap) > 2 * self.live + 64:
+            self.heap = [e for e in self.heap if e[2].top]
+            heapq.heapify(self.heap)
 
     def next_frame(self) -> _Frame | None:
         depth_first = 4 * self.used > self.budget
@@ -138,7 +154,7 @@ class _Frontier:
             if not fr.in_heap:
                 fr.in_heap = True
                 heapq.heappush(self.heap, (-fr.priority(), fr.seq, fr))
-        elif fr.nbytes:
+        elif fr.ch is not None:
             self._drop(fr)
 
     @property
@@ -254,10 +270,11 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
             chunk = max(1, min(chunk, node_limit - n_expanded))
         nodes: list[_Node] = []
         n_points = 0
+        ch = fr.children
         while fr.top and len(nodes) < chunk and n_points <= batch_points:
             fr.top -= 1
-            if fr.ch.bound[fr.top] > best_val:
-                nodes.append(_materialize(space, fr.ch, fr.top))
+            if ch.bound[fr.top] > best_val:
+                nodes.append(_materialize(space, ch, fr.top))
                 n_points += len(nodes[-1].idx)
         frontier.release(fr)
         if not nodes:

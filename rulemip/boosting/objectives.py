@@ -41,13 +41,19 @@ under the root, SPEC §1): :math:`\|q^{(i)}_\perp\|^2 = \|q^{(i)}\|^2 - \sum_k N
 - xgb: exact and admissible by prefix greedy over the order of ``g / h`` (Boley et al.
   2021).
 - ogb: prefix greedy over the order of ``g_perp`` — a **heuristic**, not admissible
-  ([OGB] §3.3, App. B). Searches that use it report ``certified=False``.
+  ([OGB] §3.3, App. B). Branch-and-bound records the nodes it prunes by their cheap
+  admissible bound, so its reported bound stays valid (:mod:`rulemip.boosting.bnb`).
 
 The search also uses *cheap* admissible child bounds that are themselves functions of
 additive statistics (so they come for free with the children's values): gs — its exact
 bound; gb — :math:`\min(\sqrt{\sum_I w g^2},\ \max(P, N)/\sqrt{w_{\min}})` (Cauchy–Schwarz
 and :math:`\|q'\|_w \ge \sqrt{w_{\min}}`); xgb — :math:`\min(\sqrt{\sum_I w g^2/h},\
-\max(P, N)/\sqrt{\min_i w_i h_i + 2\lambda})`; ogb — none.
+\max(P, N)/\sqrt{\min_i w_i h_i + 2\lambda})`; ogb — :math:`AG/(A + \varepsilon G)` with
+:math:`A = \max(P, N)` of ``w g_perp`` and :math:`G = \|g_\perp\|_w`: since
+:math:`g_\perp \perp_w O`, :math:`|\langle g_\perp, q'\rangle_w| = |\langle g_\perp,
+q'_\perp\rangle_w| \le G\|q'_\perp\|_w`, so the value :math:`a/(\|q'_\perp\| +
+\varepsilon) \le aG/(a + \varepsilon G)`, increasing in :math:`a \le A`. Proofs:
+docs/explanation/boosting.md ("Bounds and certificate").
 """
 
 from __future__ import annotations

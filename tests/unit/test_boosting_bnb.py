@@ -255,3 +255,17 @@ def test_cli_boost_limits_and_certificates(tmp_path, capsys):
     assert code == 0
     doc = json.loads(out.read_text())
     assert doc["certified"] and all(r["status"] == "optimal" for r in doc["rules_search"])
+
+
+def test_progress_is_quiet_by_default_and_shown_when_verbose(monkeypatch, capsys):
+    import rulemip.boosting.bnb as bnb
+
+    monkeypatch.setattr(bnb, "PROGRESS_EVERY", 0.0)
+    X, y = _dataset(4)
+    ds = Dataset.from_arrays(X, y, loss="squared")
+    RuleBooster(n_rules=1, objective="gb", search="bnb", max_rule_length=2).fit(ds)
+    assert capsys.readouterr().err == ""
+    RuleBooster(n_rules=1, objective="gb", search="bnb", max_rule_length=2,
+                verbose=True).fit(ds)
+    err = capsys.readouterr().err
+    assert "rule 1:" in err and "nodes" in err and "bound" in err
