@@ -40,8 +40,9 @@ single-cell boxes of the open cells (all at positions ≥ i by the ordering) fit
 cell exactly, so the node's bound is attained up to the ridge: it becomes a candidate
 incumbent.
 
-Search: depth first (memory :math:`O(kB)`), children pruned against the incumbent
-within ``rel_tol``; the incumbent starts from the swap local search of
+Search: best first while at most ``max_open`` nodes are open, then depth first below the
+popped node (memory ``max_open`` + :math:`O(kB)` nodes); children are pruned against the
+incumbent within ``rel_tol``; the incumbent starts from the swap local search of
 :mod:`rulemip.formulations.box_search` and every visited support is evaluated exactly.
 When the time limit stops the search, the bound is the least bound of the open and pruned
 nodes — still valid.
@@ -49,6 +50,8 @@ nodes — still valid.
 
 from __future__ import annotations
 
+import heapq
+import itertools
 import math
 import time
 from collections.abc import Callable, Sequence
@@ -191,10 +194,15 @@ def _support_point(sb: CellSweepBound, positions: Sequence[int], k: int) -> Floa
 def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], float],
                            incumbent: FloatArray, incumbent_value: float, *,
                            rel_tol: float = 1e-6, deadline: float | None = None,
+                           max_open: int = 200_000,
                            callback: Callable[[dict[str, Any]], None] | None = None
                            ) -> SweepResult:
-    """Depth-first sweep branch and bound (module docstring). ``value(z)`` is the exact
-    risk of multiplicities z over the original box order."""
+    """Sweep branch and bound (module docstring). ``value(z)`` is the exact risk of
+    multiplicities z over the original box order.
+
+    Best first (least bound) while at most ``max_open`` nodes are open — the reported
+    bound then rises steadily; beyond that, the children of the popped node are searched
+    depth first to the end before the next pop (memory ``max_open + O(kB)`` nodes)."""
     t0 = time.perf_counter()
     k, B = sb.k, sb.n_boxes
     best_z, best = np.asarray(incumbent, dtype=float), float(incumbent_value)
@@ -202,33 +210,42 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     def prune_level() -> float:  # the relative gap of rulemip.solvers.relative_gap
         return best - rel_tol * max(abs(best), 1e-10)
 
-    root = sb.constant / sb.W
-    stack: list[tuple[float, tuple[int, ...], int]] = [(root, (), 0)]
+    def offer(positions: tuple[int, ...]) -> None:
+        nonlocal best, best_z
+        z = _support_point(sb, positions, k)
+        v = value(z)
+        if v < best:
+            best, best_z = v, z
+            if callback is not None:
+                callback({"nodes": nodes, "upper_bound": best, "open": len(heap) + len(dive)})
+
+    Node = tuple[float, tuple[int, ...], int]
+    counter = itertools.count()
+    heap: list[tuple[float, int, tuple[int, ...], int]] = [(sb.constant / sb.W, 0, (), 0)]
+    dive: list[Node] = []
     pruned_min, nodes, complete = math.inf, 0, True
-    while stack:
+    while heap or dive:
         if deadline is not None and time.perf_counter() > deadline:
             complete = False
             break
-        bound, F, i = stack.pop()
+        if dive:
+            bound, F, i = dive.pop()
+        else:
+            bound, _, F, i = heapq.heappop(heap)
         if bound >= prune_level():
             pruned_min = min(pruned_min, bound)
             continue
         nodes += 1
         if F:
-            v = value(_support_point(sb, F, k))
-            if v < best:
-                best, best_z = v, _support_point(sb, F, k)
-                if callback is not None:
-                    callback({"nodes": nodes, "upper_bound": best, "open": len(stack)})
+            offer(F)
         r = k - len(F)
         open_cells = np.arange(sb.key[i], sb.n_cells) if i < B else np.zeros(0, np.int64)
         if 0 < len(open_cells) <= r and np.all(sb.single_of_cell[open_cells] >= i):
-            pos = (*F, *sb.single_of_cell[open_cells].tolist())
-            v = value(_support_point(sb, pos, k))
-            if v < best:
-                best, best_z = v, _support_point(sb, pos, k)
-        if r == 0 or i >= B or bound >= prune_level():
-            pruned_min = min(pruned_min, bound) if bound >= prune_level() else pruned_min
+            offer((*F, *sb.single_of_cell[open_cells].tolist()))
+        if bound >= prune_level():
+            pruned_min = min(pruned_min, bound)
+            continue
+        if r == 0 or i >= B:
             continue
         children = np.arange(i, B, dtype=np.int64)
         bounds = np.maximum(sb.residuals(F, children, sb.closed_cells(children, len(F) + 1)),
@@ -236,9 +253,14 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
         keep = bounds < prune_level()
         if not keep.all():
             pruned_min = min(pruned_min, float(bounds[~keep].min()))
-        for j in children[keep][np.argsort(-bounds[keep], kind="stable")]:
-            stack.append((float(bounds[j - i]), (*F, int(j)), int(j) + 1))
-    open_min = min((s[0] for s in stack), default=math.inf)
+        order = children[keep][np.argsort(-bounds[keep], kind="stable")]
+        if dive or len(heap) >= max_open:
+            dive.extend((float(bounds[j - i]), (*F, int(j)), int(j) + 1) for j in order)
+        else:
+            for j in order:
+                heapq.heappush(heap, (float(bounds[j - i]), next(counter), (*F, int(j)),
+                                      int(j) + 1))
+    open_min = min([h[0] for h in heap] + [d[0] for d in dive], default=math.inf)
     lb = min(best, pruned_min, open_min)
     return SweepResult(best_z, best, lb, complete, nodes, time.perf_counter() - t0)
 
