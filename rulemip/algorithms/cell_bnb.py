@@ -304,7 +304,7 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
 
     z0 = prob.encode(warm_start) if warm_start is not None else np.zeros(prob.n_boxes)
     spare = None if time_limit is None else 0.1 * time_limit
-    ls = local_search(prob.oracle, z0, k, time_budget=spare, max_kicks=2 * k,
+    ls = local_search(prob.oracle, z0, k, time_budget=spare, max_kicks=max(prob.n_boxes, 1),
                       seed=seed, target=prob.bound + mip_gap * abs(prob.bound))
     res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
                                  deadline=deadline, callback=callback)
