@@ -8,6 +8,8 @@ without replacement) of the bundled diabetes data (features bmi=2, s5=8, bp=3) o
     python benchmarks/weak_ridge.py                        # everything, 60 s per solve
     python benchmarks/weak_ridge.py --features 1           # one-feature sets only
     python benchmarks/weak_ridge.py --engines cell-bnb auto --sizes 16 30 --time-limit 30
+    python benchmarks/weak_ridge.py --features 2 --sizes 16 30 --ks 3 4 5 6 \
+        --engines cell-bnb auto cip-bnb --time-limit 30
 
 Engines: ``auto`` / ``cip`` / ``cip-bnb`` through :func:`rulemip.formulations.engines.solve_exact`
 and ``cell-bnb`` (:func:`rulemip.algorithms.cell_bnb.solve_cell_bnb`). Every solve asks for
@@ -18,6 +20,7 @@ shared 2-core machine: noisy.
 from __future__ import annotations
 
 import argparse
+import itertools
 import os
 import time
 
@@ -63,24 +66,24 @@ def main() -> None:
     parser.add_argument("--sources", nargs="+", default=["diabetes", "friedman1"])
     parser.add_argument("--features", type=int, nargs="+", default=[1, 2, 3])
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
-    parser.add_argument("--k", type=int, default=10)
+    parser.add_argument("--ks", type=int, nargs="+", default=[10])
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--gap", type=float, default=1e-4)
     args = parser.parse_args()
-    print(f"k = {args.k}, reg = 1e-8, no intercept, requested gap {args.gap:g}, time limit "
+    print(f"reg = 1e-8, no intercept, requested gap {args.gap:g}, time limit "
           f"{args.time_limit:g} s, load {os.getloadavg()[0]:.2f}")
-    print("| data | d | n | cells | boxes | engine | status | time (s) | risk | bound | gap |"
+    print("| data | d | n | cells | boxes | k | engine | status | time (s) | risk | bound | gap |"
           " nodes |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for source in args.sources:
         for d in args.features:
             for n in args.sizes:
                 ds, th = instance(source, n, d)
-                for engine in args.engines:
+                for k, engine in itertools.product(args.ks, args.engines):
                     t = time.perf_counter()
-                    r = solve(engine, ds, th, args.k, args.time_limit, args.gap)
+                    r = solve(engine, ds, th, k, args.time_limit, args.gap)
                     wall = time.perf_counter() - t
-                    print(f"| {source} | {d} | {n} | {r.n_cells} | {r.n_boxes} | {engine} | "
+                    print(f"| {source} | {d} | {n} | {r.n_cells} | {r.n_boxes} | {k} | {engine} | "
                           f"{r.termination.value} | {wall:.3f} | {r.risk:.10g} | "
                           f"{r.lower_bound:.10g} | {r.gap:.2e} | {r.iterations} |", flush=True)
 
