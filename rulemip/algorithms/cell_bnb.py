@@ -44,8 +44,10 @@ Search: best first while at most ``max_open`` nodes are open, then depth first b
 popped node (memory ``max_open`` + :math:`O(kB)` nodes); children are pruned against the
 incumbent within ``rel_tol``; the incumbent starts from the swap local search of
 :mod:`rulemip.formulations.box_search` and every visited support is evaluated exactly.
-When the time limit stops the search, the bound is the least bound of the open and pruned
-nodes — still valid.
+The offered point of a visited support fixes its multiplicities, so with λ > 0 the
+support's own bound (all cells closed, ridge :math:`\lambda/(k-|F|+1)`) also enters the
+reported bound. When the time limit stops the search, the bound is the least bound of the
+open, pruned and visited nodes — still valid.
 """
 
 from __future__ import annotations
@@ -223,7 +225,8 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     counter = itertools.count()
     heap: list[tuple[float, int, tuple[int, ...], int]] = [(sb.constant / sb.W, 0, (), 0)]
     dive: list[Node] = []
-    pruned_min, nodes, complete = math.inf, 0, True
+    pruned_min, visited_min, nodes, complete = math.inf, math.inf, 0, True
+    full = np.array([sb.n_cells], dtype=np.int64)
     while heap or dive:
         if deadline is not None and time.perf_counter() > deadline:
             complete = False
@@ -238,6 +241,10 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
         nodes += 1
         if F:
             offer(F)
+            if sb.reg > 0 and len(F) < k:
+                # the offered point fixes the multiplicities; bound every other choice
+                visited_min = min(visited_min, float(sb.residuals(
+                    F[:-1], np.array(F[-1:], dtype=np.int64), full)[0]))
         r = k - len(F)
         open_cells = np.arange(sb.key[i], sb.n_cells) if i < B else np.zeros(0, np.int64)
         if 0 < len(open_cells) <= r and np.all(sb.single_of_cell[open_cells] >= i):
@@ -261,7 +268,7 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
                 heapq.heappush(heap, (float(bounds[j - i]), next(counter), (*F, int(j)),
                                       int(j) + 1))
     open_min = min([h[0] for h in heap] + [d[0] for d in dive], default=math.inf)
-    lb = min(best, pruned_min, open_min)
+    lb = min(best, pruned_min, open_min, visited_min)
     return SweepResult(best_z, best, lb, complete, nodes, time.perf_counter() - t0)
 
 
