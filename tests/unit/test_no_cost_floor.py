@@ -22,10 +22,11 @@ def _one_feature(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 
 @pytest.mark.parametrize("engine", ["auto", "cip-bnb"])
-def test_at_most_k_cells_is_settled_at_the_cell_means(engine):
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_at_most_k_cells_is_settled_at_the_cell_means(engine, fit_intercept):
     X, y = _one_feature(40, 0)
     th = candidate_thresholds(X, 5)  # 6 cells <= k = 10
-    res = solve_exact(Dataset.from_arrays(X, y), 10, reg=1e-8, fit_intercept=False,
+    res = solve_exact(Dataset.from_arrays(X, y), 10, reg=1e-8, fit_intercept=fit_intercept,
                       thresholds=th, engine=engine, time_limit=60)
     assert res.is_optimal and res.backend == "bound" and res.iterations == 0
     groups = np.searchsorted(th[0], X[:, 0], side="left")
