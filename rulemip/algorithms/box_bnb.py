@@ -183,7 +183,8 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
     B = n_boxes
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)
-    ls = local_search(oracle, z0, k, time_budget=search_time, seed=seed)
+    ls = local_search(oracle, z0, k, time_budget=search_time, max_kicks=max(B, 1),
+                      seed=seed, target=lower_bound_hint)
     best_z, best = ls.z, ls.value
     leaves = 0
 

@@ -116,7 +116,7 @@ class _Search:
 def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
                  time_budget: float | None = 2.0, max_kicks: int | None = None,
                  kick_size: int = 2, n_candidates: int | None = None,
-                 seed: int = 0) -> LocalSearchResult:
+                 seed: int = 0, target: float = -np.inf) -> LocalSearchResult:
     """Improve the support ``z0`` of the box-selection CIP by exact evaluations.
 
     Parameters
@@ -131,6 +131,8 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     kick_size : units moved at random by one kick.
     n_candidates : boxes evaluated exactly per removed unit (default ``max(16, B // 8)``).
     seed : seed of the kicks.
+    target : a proved lower bound on the optimum; kicks stop once ``value`` reaches it
+        (nothing can improve then), so an instance settled by its bound costs no kicks.
 
     Returns
     -------
@@ -161,7 +163,8 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     rng = np.random.default_rng(seed)
     kicks = improvements = 0
     limit = max_kicks if max_kicks is not None else (0 if deadline is None else None)
-    while (limit is None or kicks < limit) and not search.timed_out() and B > 1:
+    while (limit is None or kicks < limit) and not search.timed_out() and B > 1 \
+            and value > target:
         kicks += 1
         trial = z.copy()
         for _ in range(kick_size):
