@@ -28,9 +28,9 @@ import numpy as np
 from sklearn.datasets import load_diabetes, make_friedman1
 
 from rulemip.algorithms.cell_bnb import solve_cell_bnb
+from rulemip.algorithms.driver import solve_exact
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
-from rulemip.algorithms.driver import solve_exact
 from rulemip.formulations.result import ExactResult
 
 FEATURES = {"diabetes": [2, 8, 3], "friedman1": [0, 1, 3]}

@@ -64,9 +64,9 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
+from rulemip.algorithms.box_search import local_search
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
-from rulemip.algorithms.box_search import local_search
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble

@@ -5,11 +5,11 @@ import itertools
 import numpy as np
 import pytest
 
+from rulemip.algorithms.box_search import local_search
+from rulemip.algorithms.driver import solve_exact
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
-from rulemip.algorithms.box_search import local_search
 from rulemip.formulations.box_selection import BoxSelectionCIP
-from rulemip.algorithms.driver import solve_exact
 from rulemip.refit import fit_weights
 from rulemip.testing.brute_force import distinct_boxes
 
