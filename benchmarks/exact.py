@@ -1,4 +1,5 @@
-"""Time to certified optimality of the exact k-rule engines (SPEC §2, §2b), cross-checked.
+"""Time to certified optimality of the exact k-rule engines (docs/explanation/interval_cover.md,
+docs/explanation/box_selection.md), cross-checked.
 
 Rerun (from the repository root; the commands behind every table are listed in
 ``docs/benchmarks/exact.md``)::

@@ -1,4 +1,4 @@
-"""Studies specific to the box-selection CIP (SPEC §2b) — rerun with
+"""Studies specific to the box-selection CIP (docs/explanation/box_selection.md) — rerun with
 
     python benchmarks/exact_cip.py ablation --time-limit 20 > ablation.md
     python benchmarks/exact_cip.py mainjob --time-limit 30 --regs 1 0.01

@@ -1,4 +1,5 @@
-"""Timings of the interval-cover MIP (SPEC §2) on every installed MILP backend (HiGHS +
+"""Timings of the interval-cover MIP (docs/explanation/interval_cover.md) on every installed MILP
+backend (HiGHS +
 tangent cuts, SCIP native, ...; ``exact.mip_backends``) on the paper's toy instances.
 
 Run: ``python benchmarks/interval_cover.py [--time-limit 120] [--quick]``. Prints one line

@@ -1,4 +1,5 @@
-"""Regularization paths by CBCD and relax-and-round for tree pruning ([PRUNE], SPEC §4).
+"""Regularization paths by CBCD and relax-and-round for tree pruning ([PRUNE],
+docs/explanation/tree_pruning.md).
 
 (a) Time a λ path (default 50 values) of CBCD on a gradient-boosting ensemble of 500
     depth-4 trees fitted to friedman1 (n = 5000, noise 1); [PRUNE] reports 45 s on its

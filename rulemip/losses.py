@@ -1,4 +1,4 @@
-r"""The three convex losses of rulemip (SPEC §0) in deviance form.
+r"""The three convex losses of rulemip (docs/explanation/notation.md) in deviance form.
 
 ========  ===================================  ================  ==========================
 name      :math:`l(f, y)`                      labels            inverse link :math:`\mu`
@@ -14,8 +14,8 @@ The regularized empirical risk with optional sample weights :math:`w` (default 1
           \qquad W = \sum_i w_i ,
 
 with the intercept :math:`\beta_0` never penalized. With unit weights ``W = n`` and this is
-exactly SPEC's :math:`R_\lambda`. Weights exist so that the exact cell reduction of
-SPEC §2a (one weighted point per occupied grid cell) is exact.
+exactly the :math:`R_\lambda`. Weights exist so that the exact cell reduction of
+docs/explanation/box_selection.md §1 (one weighted point per occupied grid cell) is exact.
 """
 
 from __future__ import annotations

@@ -1,4 +1,5 @@
-r"""Exact convex refit of rule weights for fixed queries (the corrective update, SPEC §1 eq. 7).
+r"""Exact convex refit of rule weights for fixed queries (the corrective update,
+docs/explanation/boosting.md eq. 7).
 
 Given the query matrix :math:`Q \in \{0,1\}^{n\times k}` solve
 

@@ -1,1 +1,1 @@
-"""rulemip.algorithms (see ARCHITECTURE.md)."""
+"""rulemip.algorithms (see docs/architecture.md)."""

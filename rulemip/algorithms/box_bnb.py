@@ -1,4 +1,5 @@
-r"""Branch and bound over boxes for the squared-loss box-selection CIP (SPEC §2b).
+r"""Branch and bound over boxes for the squared-loss box-selection CIP
+(docs/explanation/box_selection.md).
 
 Problem: :math:`\min\{R(z) : z \in \{0..k\}^B,\ \sum_b z_b \le k\}` with the convex
 :math:`R` of :mod:`rulemip.formulations.box_oracles` (squared loss).

@@ -1,6 +1,6 @@
 r"""Primal heuristic for the box-selection CIP: swap local search with random kicks.
 
-The CIP of SPEC §2b minimizes the convex :math:`R(z)` over multiplicities
+The CIP of docs/explanation/box_selection.md minimizes the convex :math:`R(z)` over multiplicities
 :math:`z \in \{0..k\}^B`, :math:`\sum_b z_b \le k`. Outer approximation proves bounds but
 finds good incumbents slowly when the ridge is small (its cuts overestimate the gain of a
 new box by a factor of about :math:`1 + \text{box weight}/\lambda`), and an incumbent is

@@ -1,6 +1,6 @@
 r"""Cyclic block coordinate descent (CBCD) and regularization paths for tree pruning.
 
-Penalized problem (4) of [PRUNE] (SPEC §4) in its profiled CIP form
+Penalized problem (4) of [PRUNE] (docs/explanation/tree_pruning.md) in its profiled CIP form
 
 .. math:: \min_z\ G(z) = q(z) + \lambda \sum_i a_i z_i,\qquad
           q(z) = \tfrac12 y^\top (I_n + \gamma \textstyle\sum_i z_i M_i M_i^\top)^{-1} y,

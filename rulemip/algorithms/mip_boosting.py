@@ -1,4 +1,5 @@
-r"""MIP-boosting: idealized boosting by the interval-cover MIP ([GAP] §4.1, SPEC §2).
+r"""MIP-boosting: idealized boosting by the interval-cover MIP ([GAP] §4.1,
+docs/explanation/interval_cover.md).
 
 Round :math:`m = 1..k` solves the interval-cover MIP with :math:`m` rules in which rules
 :math:`t < m` are fixed to the previous round's solution (their :math:`r, p, z` columns
@@ -6,7 +7,8 @@ fixed through :meth:`~rulemip.model.MIPModel.set_bounds`); only rule :math:`m` i
 each round adds the single rule that lowers :math:`R_\lambda` the most:
 
 * ``variant="stagewise"``: the earlier weights and the intercept are fixed too (the
-  intercept at the best constant :math:`f^{(0)}`, SPEC §1); round :math:`m` solves
+  intercept at the best constant :math:`f^{(0)}`, docs/explanation/boosting.md); round :math:`m`
+  solves
   :math:`\min_{q, \beta} R_\lambda(f^{(m-1)} + \beta q)` exactly;
 * ``variant="corrective"``: the earlier weights (and the intercept) stay free, so round
   :math:`m` picks the rule that is best *after* re-optimizing all weights.
@@ -68,7 +70,7 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
     Parameters
     ----------
     dataset : the data; n_rules : number of rounds *k*.
-    loss, reg, fit_intercept : the risk :math:`R_\\lambda` (SPEC §0).
+    loss, reg, fit_intercept : the risk :math:`R_\\lambda` (docs/explanation/notation.md).
     thresholds, max_thresholds : the candidate cut points (as in
         :class:`~rulemip.formulations.interval_cover.IntervalCoverMIP`).
     variant : ``"stagewise"`` (earlier weights fixed) or ``"corrective"`` (free).

@@ -93,7 +93,7 @@ class OAOptions:
 
 @dataclass(frozen=True)
 class OAResult:
-    """What :meth:`OuterApproximation.run` returns (bounds valid, SPEC §6)."""
+    """What :meth:`OuterApproximation.run` returns (bounds valid, docs/explanation/solving.md)."""
 
     z: FloatArray | None
     value: float

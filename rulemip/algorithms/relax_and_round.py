@@ -1,4 +1,4 @@
-r"""Relax-and-round for tree pruning ([PRUNE] App. D, Alg. 4; SPEC §4).
+r"""Relax-and-round for tree pruning ([PRUNE] App. D, Alg. 4; docs/explanation/tree_pruning.md).
 
 **Relaxation.**  Replace ``z ∈ {0,1}^m`` by ``z ∈ [0,1]^m`` in CIP (2) (budgeted:
 ``Σ a_i z_i ≤ K``) or in problem (16) (penalized: objective ``q(z) + λ Σ a_i z_i``).  The

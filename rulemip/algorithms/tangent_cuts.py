@@ -1,4 +1,5 @@
-r"""Tangent-cut outer approximation: convex objectives on MILP backends (SPEC §2, §6).
+r"""Tangent-cut outer approximation: convex objectives on MILP backends
+(docs/explanation/interval_cover.md, docs/explanation/solving.md).
 
 A :class:`~rulemip.model.StandardForm` may carry separable convex loss terms
 :math:`s\sum_i w_i\, l(x_{c_i}, y_i)` and a convex quadratic :math:`\tfrac12 x^\top Q x`,

@@ -1,4 +1,5 @@
-"""Rule boosting ([OGB], SPEC §1): objectives gs/gb/xgb/ogb, greedy/beam/branch-and-bound
+"""Rule boosting ([OGB], docs/explanation/boosting.md): objectives gs/gb/xgb/ogb,
+greedy/beam/branch-and-bound
 rule search, stagewise/xgb/corrective weight updates, and :class:`RuleBooster` with the
 presets SGS, SGB, SXB, CGB and COB."""
 

@@ -1,4 +1,5 @@
-r"""Batched prefix sums for the rule search: many covers at once (SPEC §1, [OGB] eq. (10)).
+r"""Batched prefix sums for the rule search: many covers at once (docs/explanation/boosting.md,
+[OGB] eq. (10)).
 
 The search of :mod:`rulemip.boosting.search` needs, for every node (a cover
 :math:`I \subseteq \{1..n\}`) that it expands,

@@ -1,5 +1,5 @@
 r"""The rule booster: sequences :math:`f^{(0)}, \dots, f^{(k)}` of additive rule ensembles
-([OGB] Algorithm 1, SPEC §1).
+([OGB] Algorithm 1, docs/explanation/boosting.md).
 
 Round ``t``: ``g``, ``h`` of the loss at :math:`f^{(t-1)}`; ``q_t`` = the best query for
 the chosen objective (:mod:`rulemip.boosting.objectives`) found by the chosen search
@@ -46,7 +46,8 @@ from rulemip.rules import Rule, RuleEnsemble, conditions_from_box
 
 FloatArray = NDArray[np.float64]
 
-#: The named variants of [OGB]'s experiments (SPEC §1): objective, weight update, search.
+#: The named variants of [OGB]'s experiments (docs/explanation/boosting.md): objective, weight
+#: update, search.
 PRESETS: dict[str, dict[str, str]] = {
     "SGS": {"objective": "gs", "weight_update": "stagewise", "search": "greedy"},
     "SGB": {"objective": "gb", "weight_update": "stagewise", "search": "greedy"},
@@ -111,10 +112,11 @@ class RuleBooster:
     n_rules : int
         Number of boosting rounds *k* (rules added; the intercept is not counted).
     objective : {"gs", "gb", "xgb", "ogb"}
-        Rule objective (SPEC §1): gradient sum, gradient boosting, extreme boosting,
+        Rule objective (docs/explanation/boosting.md): gradient sum, gradient boosting, extreme
+        boosting,
         orthogonal gradient boosting.
     weight_update : {"stagewise", "xgb", "corrective"}
-        Weight update (SPEC §1 eqs. 3, 6, 7).
+        Weight update (docs/explanation/boosting.md eqs. 3, 6, 7).
     search : {"greedy", "beam", "bnb"}
         Rule search: greedy (w = 1), beam (w = ``beam_width``), branch-and-bound (w = ∞).
     beam_width : int
@@ -125,7 +127,8 @@ class RuleBooster:
         At most this many candidate thresholds per feature, at quantiles (None = all
         midpoints between distinct values).
     reg : float
-        Ridge :math:`\lambda \ge 0` of :math:`R_\lambda` (SPEC §0 convention; the xgb
+        Ridge :math:`\lambda \ge 0` of :math:`R_\lambda` (docs/explanation/notation.md convention;
+        the xgb
         objective and update use the paper's :math:`\lambda` = ``2 * reg``).
     epsilon : float
         :math:`\varepsilon > 0` of obj_ogb.

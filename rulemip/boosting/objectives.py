@@ -1,9 +1,12 @@
-r"""Rule-boosting objectives, their prefix values and their bounds (SPEC §1, [OGB] §2–3).
+r"""Rule-boosting objectives, their prefix values and their bounds (docs/explanation/boosting.md,
+[OGB] §2–3).
 
-Notation (SPEC §0): ``g`` and ``h`` are the gradient and Hessian diagonal of the per-point
+Notation (docs/explanation/notation.md): ``g`` and ``h`` are the gradient and Hessian diagonal of
+the per-point
 loss :math:`l` at the current ensemble, ``w`` optional point weights (default 1, so that
 :math:`\langle u, v\rangle_w = \sum_i w_i u_i v_i` is the ordinary inner product),
-:math:`\lambda` = ``reg`` in the convention of :math:`R_\lambda` (SPEC §0). For a query
+:math:`\lambda` = ``reg`` in the convention of :math:`R_\lambda` (docs/explanation/notation.md).
+For a query
 vector :math:`q \in \{0,1\}^n`:
 
 - gradient sum        :math:`\mathrm{obj}_{gs}(q) = |\langle g, q\rangle_w|`
@@ -20,7 +23,7 @@ model of :math:`n R_\lambda(f + \beta q) = \sum_i l(f_i + \beta q_i) + \lambda\b
 \text{const}` has curvature :math:`h^T q + 2\lambda`; its minimizer is
 :math:`\beta = -g^Tq/(h^Tq + 2\lambda)` and the decrease it predicts is
 :math:`(g^Tq)^2 / (2(h^Tq + 2\lambda))`. So the paper's :math:`\lambda` is ``2 * reg``;
-we keep one convention (SPEC's) and use ``2 * reg`` in the objective and in the update
+we keep one convention (docs/explanation/notation.md) and use ``2 * reg`` in the objective and in the update
 (:func:`rulemip.boosting.weights.xgb_weight`). For squared loss and ``reg = 0`` this is
 the exact line search and ``obj_xgb`` ranks queries like ``obj_gb``.
 
@@ -30,7 +33,8 @@ Every objective here is a function of **additive statistics**: the value of a qu
 Hence the values of all prefixes of an ordered sub-selection :math:`\sigma` (the *prefix
 value problem*, [OGB] eq. (10)) are ``F(cumsum(stats[sigma]))`` — vectorized, O(c·l) for
 ``c`` statistics. For ogb this is exactly Algorithm 3 / Prop. 3 (with ``i`` — not ``i²`` —
-under the root, SPEC §1): :math:`\|q^{(i)}_\perp\|^2 = \|q^{(i)}\|^2 - \sum_k N_{k,i}^2`,
+under the root, docs/explanation/boosting.md): :math:`\|q^{(i)}_\perp\|^2 = \|q^{(i)}\|^2 - \sum_k
+N_{k,i}^2`,
 :math:`N_{k,i} = \sum_{j \le i} w_{\sigma(j)} o_{k,\sigma(j)}`.
 
 **Bounds** ``bnd(q) >= max{obj(q') : q' <= q}`` (selectability-unaware, [OGB] eq. (9)):
@@ -303,7 +307,8 @@ def make_objective(name: str, g: FloatArray, h: FloatArray | None = None, *,
     g, h : gradient and Hessian diagonal of the per-point loss at the current model
         (``h`` only for xgb).
     weights : point weights ``w`` (default ones).
-    reg : :math:`\\lambda` of :math:`R_\\lambda` (SPEC convention; xgb uses ``2 * reg``).
+    reg : :math:`\\lambda` of :math:`R_\\lambda` (convention of docs/explanation/notation.md; xgb
+        uses ``2 * reg``).
     epsilon : :math:`\\varepsilon > 0` of obj_ogb.
     basis : orthonormal basis of the selected queries (ogb; ``None`` = empty).
     """

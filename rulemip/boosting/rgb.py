@@ -1,4 +1,4 @@
-r"""Regularized gradient boosting (RGB), [RGB] Algorithm 1 (SPEC §5).
+r"""Regularized gradient boosting (RGB), [RGB] Algorithm 1 (docs/explanation/rgb.md).
 
 Model and objective
 -------------------

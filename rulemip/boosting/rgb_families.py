@@ -1,4 +1,4 @@
-r"""Families of regularized regression trees for RGB ([RGB] §3–§5, SPEC §5).
+r"""Families of regularized regression trees for RGB ([RGB] §3–§5, docs/explanation/rgb.md).
 
 A family :math:`\mathcal H_k = \mathcal H_{n_k, \lambda_k, q}` holds the binary regression
 trees with at most :math:`n_k` internal nodes (:math:`n_k + 1` leaves) whose leaf-value
@@ -29,7 +29,8 @@ Sampling distributions over the grid (Randomized Coordinate Descent, [RGB] §4.2
 :math:`C_k \le \lambda_k^2 \max_i C_\Phi(y_i)`; [RGB] Lemma 4 and (26) state the linear form
 :math:`C_k \le \lambda_k \max_i C_\Phi(y_i)` and hence :math:`p_k \propto \lambda_k` (its
 proof uses :math:`\sum_l \eta_l w_l^2 \le \|w\|_2 \max_l \eta_l`, which drops a square).
-``sampling="lambda"`` (default, the paper's (26) and SPEC §5) draws :math:`p_k \propto
+``sampling="lambda"`` (default, the paper's (26) and docs/explanation/rgb.md) draws :math:`p_k
+\propto
 \lambda_k`; ``"lambda_squared"`` draws with the corrected bound :math:`p_k \propto
 \lambda_k^2`; ``"uniform"`` draws :math:`p_k = 1/K` (Lu & Mazumder 2018). In every case
 the factor :math:`\max_i C_\Phi(y_i)` cancels in the normalization.

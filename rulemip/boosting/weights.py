@@ -1,7 +1,7 @@
-r"""Weight updates of rule boosting (SPEC §1, [OGB] eqs. (3), (6), (7)).
+r"""Weight updates of rule boosting (docs/explanation/boosting.md, [OGB] eqs. (3), (6), (7)).
 
 With :math:`R_\lambda(f) = \frac1W\sum_i w_i l(f_i, y_i) + \frac{\lambda}{W}\|\beta\|^2`
-(SPEC §0; ``W = n`` for unit weights):
+(docs/explanation/notation.md; ``W = n`` for unit weights):
 
 - **stagewise** (eq. 3): earlier weights frozen,
   :math:`\beta_t = \arg\min_\beta R_\lambda(f^{(t-1)} + \beta q_t)` — a one-dimensional
@@ -12,7 +12,7 @@ With :math:`R_\lambda(f) = \frac1W\sum_i w_i l(f_i, y_i) + \frac{\lambda}{W}\|\b
 - **xgb** (eq. 6): one Newton step on that problem,
   :math:`\beta_t = -\langle q, g\rangle_w / (\langle q, h\rangle_w + 2\lambda)`. The
   paper's formula has ":math:`+\lambda`"; with the per-point loss derivatives ``g``, ``h``
-  and SPEC's penalty :math:`(\lambda/n)\beta^2` the Newton step has :math:`2\lambda`
+  and the penalty :math:`(\lambda/n)\beta^2` the Newton step has :math:`2\lambda`
   (:math:`\partial^2/\partial\beta^2` of :math:`\lambda\beta^2`), i.e. the paper's
   :math:`\lambda` is ``2 * reg``. For squared loss it equals the stagewise step.
 - **corrective** (eq. 7): all weights (and the intercept) re-optimized jointly,
@@ -45,7 +45,7 @@ def stagewise_weight(q: FloatArray, f: FloatArray, y: FloatArray, loss: str | Lo
 def xgb_weight(q: FloatArray, g: FloatArray, h: FloatArray, reg: float = 0.0,
                sample_weight: FloatArray | None = None) -> float:
     r"""Closed-form Newton weight :math:`-\langle q, g\rangle_w/(\langle q, h\rangle_w +
-    2\lambda)` (eq. 6 in SPEC's λ convention, see module docstring)."""
+    2\lambda)` (eq. 6 in the λ convention, see module docstring)."""
     q = np.asarray(q, dtype=float)
     w = np.ones(len(q)) if sample_weight is None else np.asarray(sample_weight, dtype=float)
     num = float(np.dot(w * q, g))

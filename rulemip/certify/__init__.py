@@ -1,4 +1,5 @@
-"""Certificates, verification and approximation-gap studies (SPEC §3, §6)."""
+"""Certificates, verification and approximation-gap studies (docs/explanation/gaps.md,
+docs/explanation/solving.md)."""
 
 from __future__ import annotations
 

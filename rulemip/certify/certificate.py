@@ -1,4 +1,5 @@
-r"""Re-checkable certificates of exact (or bounded) k-rule ensembles (SPEC §3, §6).
+r"""Re-checkable certificates of exact (or bounded) k-rule ensembles (docs/explanation/gaps.md,
+docs/explanation/solving.md).
 
 A certificate records *what was claimed*: the data fingerprint, the rule ensemble with its
 weights, the regularized risk :math:`UB = R_\lambda(f)` of that ensemble, a lower bound

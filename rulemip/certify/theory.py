@@ -1,4 +1,4 @@
-r"""The worst-case theory of boosting's approximation gap ([GAP] §3, SPEC §3).
+r"""The worst-case theory of boosting's approximation gap ([GAP] §3, docs/explanation/gaps.md).
 
 All risks are mean squared errors without intercept and without ridge, on the alternating
 dataset :math:`D(k, \Delta)` (``rulemip.data.alternating``): ``n = 2k - 1`` points

@@ -1,4 +1,4 @@
-"""``rulemip boost``: fit a rule-boosting model on a CSV file (SPEC §1)."""
+"""``rulemip boost``: fit a rule-boosting model on a CSV file (docs/explanation/boosting.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""``rulemip prune``: extract a compact rule set from a tree ensemble ([PRUNE], SPEC §4).
+"""``rulemip prune``: extract a compact rule set from a tree ensemble ([PRUNE],
+docs/explanation/tree_pruning.md).
 
 Fits a gradient-boosting (default) or random-forest ensemble on a CSV file, selects nodes
 as rules with :class:`~rulemip.estimators.tree_rules.TreeRuleExtractor` and prints the

@@ -9,7 +9,7 @@ from rulemip._validation import check_nonneg_float, check_positive_int
 
 
 def alternating(k: int, delta: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    r"""The alternating dataset :math:`D(k, \Delta)` of [GAP] §3 (SPEC §3).
+    r"""The alternating dataset :math:`D(k, \Delta)` of [GAP] §3 (docs/explanation/gaps.md).
 
     ``n = 2k - 1`` points on one feature, :math:`x_i = i`,
     :math:`y_i = (-1)^{i-1}(1 - (i-1)\Delta)` for :math:`i = 1..n`.

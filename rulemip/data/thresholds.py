@@ -1,4 +1,5 @@
-r"""Candidate thresholds and threshold groups (SPEC §1 "Thresholds", §2 ties and bins).
+r"""Candidate thresholds and threshold groups (candidate thresholds:
+docs/explanation/boosting.md; ties and bins: docs/explanation/interval_cover.md).
 
 For feature ``j`` with sorted distinct values :math:`v_1 < \dots < v_m`, the full set of
 candidate thresholds is the midpoints :math:`(v_a + v_{a+1})/2`. With

@@ -1,4 +1,5 @@
-"""scikit-learn estimators for rule boosting ([OGB], SPEC §1): regression (squared or
+"""scikit-learn estimators for rule boosting ([OGB], docs/explanation/boosting.md): regression
+(squared or
 Poisson loss) and binary classification (logistic loss)."""
 
 from __future__ import annotations
@@ -28,9 +29,11 @@ _PARAM_DOC = """
     n_rules : int, default=10
         Number of rules *k* (boosting rounds; the intercept is not counted).
     objective : {"gs", "gb", "xgb", "ogb"} or None, default=None
-        Rule objective (SPEC §1). None: from ``preset`` (default preset COB: "ogb").
+        Rule objective (docs/explanation/boosting.md). None: from ``preset`` (default preset COB:
+        "ogb").
     weight_update : {"stagewise", "xgb", "corrective"} or None, default=None
-        Weight update (SPEC §1 eqs. 3, 6, 7). None: from ``preset`` ("corrective").
+        Weight update (docs/explanation/boosting.md eqs. 3, 6, 7). None: from ``preset``
+        ("corrective").
     search : {"greedy", "beam", "bnb"} or None, default=None
         Rule search: greedy, beam of width ``beam_width``, branch-and-bound. None: from
         ``preset``, or "greedy" without a preset (branch-and-bound over long rules can
@@ -43,7 +46,7 @@ _PARAM_DOC = """
     max_thresholds : int or None, default=None
         At most this many quantile thresholds per feature (None: all midpoints).
     reg : float, default=0.0
-        Ridge λ of R_λ = (1/n) Σ l + (λ/n)‖β‖² (SPEC §0).
+        Ridge λ of R_λ = (1/n) Σ l + (λ/n)‖β‖² (docs/explanation/notation.md).
     epsilon : float, default=1e-3
         ε > 0 of the ogb objective.
     fit_intercept : bool, default=True
@@ -65,7 +68,8 @@ _PARAM_DOC = """
         Print the progress of long rule searches (nodes, best value, bound) to stderr.
     preset : {"SGS", "SGB", "SXB", "CGB", "COB"} or None, default=None
         Named variant filling in ``objective``, ``weight_update`` and ``search``
-        (SPEC §1). Explicit values of those three take precedence only when they agree
+        (docs/explanation/boosting.md). Explicit values of those three take precedence only when
+        they agree
         with the preset; a conflicting explicit value raises ``InvalidParameterError``.
         With ``preset=None`` unset choices default to ogb + corrective + greedy.
 """

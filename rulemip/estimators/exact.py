@@ -1,4 +1,5 @@
-r"""Certified-optimal k-rule ensembles as scikit-learn estimators (SPEC §2, §2b, §6).
+r"""Certified-optimal k-rule ensembles as scikit-learn estimators (the math:
+docs/explanation/interval_cover.md, box_selection.md and solving.md).
 
 ``ExactRuleEnsembleRegressor`` / ``ExactRuleEnsembleClassifier`` learn the additive rule
 ensemble of at most ``n_rules`` rules (*k* in [GAP]) minimizing the regularized risk

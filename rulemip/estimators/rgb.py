@@ -1,4 +1,4 @@
-r"""scikit-learn estimators for regularized gradient boosting ([RGB], SPEC §5).
+r"""scikit-learn estimators for regularized gradient boosting ([RGB], docs/explanation/rgb.md).
 
 :class:`RGBClassifier` (logistic loss) and :class:`RGBRegressor` (squared or Poisson loss)
 run [RGB] Algorithm 1 as implemented in :mod:`rulemip.boosting.rgb`; the math is in

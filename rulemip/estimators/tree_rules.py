@@ -1,4 +1,5 @@
-r"""TreeRuleExtractor: compact rule sets from a tree ensemble ([PRUNE], SPEC §4).
+r"""TreeRuleExtractor: compact rule sets from a tree ensemble ([PRUNE],
+docs/explanation/tree_pruning.md).
 
 Fits (or takes, ``prefit=True``) a tree ensemble, extracts every node as a candidate rule
 (:func:`~rulemip.formulations.node_matrix.extract_nodes`), centers and scales y

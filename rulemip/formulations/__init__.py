@@ -1,1 +1,1 @@
-"""rulemip.formulations (see ARCHITECTURE.md)."""
+"""rulemip.formulations (see docs/architecture.md)."""

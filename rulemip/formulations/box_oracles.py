@@ -1,4 +1,5 @@
-r"""Value-and-gradient oracles of the box-selection CIP (SPEC §2b) and its candidate boxes.
+r"""Value-and-gradient oracles of the box-selection CIP (docs/explanation/box_selection.md) and its
+candidate boxes.
 
 For multiplicities :math:`z \in \{0..k\}^B` of the candidate boxes (columns
 :math:`q_b` of the reduced data, weights :math:`W_p`, :math:`D = \mathrm{diag}(W)`) the
@@ -23,7 +24,7 @@ a maximum of functions affine in z (the constraint only with an intercept), henc
 :math:`\partial R/\partial z_b = -(q_b^\top a)^2/(4\lambda W)`, and the tangent plane at any
 :math:`z^h \ge 0` (boundary included) underestimates :math:`R` on the whole orthant. For
 squared loss :math:`a = -2 D r` with the residual r and this is
-:math:`-(q_b^\top D r)^2/(\lambda W)` — SPEC's :math:`-(\gamma/2)(q_b^\top r)^2` for the
+:math:`-(q_b^\top D r)^2/(\lambda W)` — the :math:`-(\gamma/2)(q_b^\top r)^2` for the
 loss :math:`\tfrac12(f-y)^2`, rescaled to :math:`l = (f - y)^2` and :math:`R_\lambda`.
 """
 

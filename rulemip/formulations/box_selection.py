@@ -1,8 +1,10 @@
-r"""The best k-rule ensemble as a convex integer program over candidate boxes (SPEC §2b).
+r"""The best k-rule ensemble as a convex integer program over candidate boxes
+(docs/explanation/box_selection.md).
 
 Model
 -----
-Sets: reduced points p (one per occupied grid cell, SPEC §2a, two for logistic), candidate
+Sets: reduced points p (one per occupied grid cell, docs/explanation/box_selection.md §1, two for
+logistic), candidate
 boxes b ∈ B (runs of consecutive threshold groups per feature, at most
 ``max_rule_length`` restricted features, one per distinct cover of the cells; the
 all-covering box only without intercept).
@@ -14,10 +16,12 @@ Constraints: :math:`\sum_b z_b \le k` (``n_rules`` = *k* of [GAP]).
 Objective: :math:`R(z)`, the least regularized risk :math:`R_\lambda` of an ensemble made of
 :math:`z_b` copies of every box b (see :mod:`rulemip.formulations.box_oracles`), convex in
 z, with gradient :math:`\partial R/\partial z_b = -(q_b^\top a)^2/(4\lambda W)`.
-:math:`\gamma = 1/\lambda` in SPEC's notation; :math:`\lambda` is ``reg`` of the package
+:math:`\gamma = 1/\lambda` in the notation of docs/explanation/notation.md; :math:`\lambda` is
+``reg`` of the package
 convention :math:`R_\lambda = (\sum_i w_i l_i + \lambda\|\beta\|^2)/W`.
 
-It has the same optimum as the interval-cover MIP of SPEC §2 over the same thresholds
+It has the same optimum as the interval-cover MIP of docs/explanation/interval_cover.md over the
+same thresholds
 (every rule of that MIP is a box here; identical rules share a box with multiplicity).
 The solve is outer approximation (:mod:`rulemip.algorithms.outer_approximation`,
 [PRUNE] Alg. 1) seeded with cheap cuts, plus the combinatorial lower bounds of
@@ -157,7 +161,8 @@ class BoxSelectionCIP:
     ----------
     n_rules : k, the number of rules (*k* in [GAP]); the intercept is not counted.
     loss : ``"squared"``, ``"logistic"`` or ``"poisson"``.
-    reg : ridge :math:`\\lambda > 0` of :math:`R_\\lambda` (``γ = 1/λ`` of SPEC §2b).
+    reg : ridge :math:`\\lambda > 0` of :math:`R_\\lambda` (``γ = 1/λ`` of
+        docs/explanation/box_selection.md).
     fit_intercept : unpenalized background rule; without it the all-covering box is a rule.
     thresholds : cut points per feature; default :func:`rulemip.data.candidate_thresholds`
         with ``max_thresholds``.

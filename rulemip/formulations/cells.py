@@ -1,4 +1,4 @@
-r"""Exact data reduction by grid cells (SPEC §2a).
+r"""Exact data reduction by grid cells (docs/explanation/box_selection.md §1).
 
 Fix candidate cut points :math:`t_{j,1} < \dots < t_{j,g_j}` per feature. Two rows that fall
 into the same threshold group on every feature (the same *cell* of the grid) are covered by

@@ -1,6 +1,8 @@
-r"""The interval-cover MIP for the best k-rule ensemble ([GAP] §4.1, SPEC §2).
+r"""The interval-cover MIP for the best k-rule ensemble ([GAP] §4.1,
+docs/explanation/interval_cover.md).
 
-Model (after the exact cell reduction of SPEC §2a; ``docs/explanation/interval_cover.md``
+Model (after the exact cell reduction of docs/explanation/box_selection.md §1;
+``docs/explanation/interval_cover.md``
 has the proofs). Sets: rules :math:`t \in T = \{1..k\}`, features :math:`j \in J`, occupied
 cells :math:`c \in C` (one per occupied grid cell), reduced loss points :math:`p \in P` with
 cell :math:`c(p)`, label :math:`y_p`, weight :math:`W_p`, and for every feature the occupied
@@ -61,7 +63,7 @@ BIGM_LIMIT = 1e4  # "auto" uses big-M up to this proved weight bound
 
 
 class IntervalCoverMIP(IntervalCoverCodec):
-    """The interval-cover MIP of [GAP] §4.1 (module docstring; SPEC §2).
+    """The interval-cover MIP of [GAP] §4.1 (module docstring; docs/explanation/interval_cover.md).
 
     Parameters
     ----------
@@ -90,7 +92,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
     contiguity_cuts : bool
         Add [GAP]'s contiguity inequalities (implied by the r/p encoding) as rows.
     cell_reduction : bool
-        Run on the occupied cells (SPEC §2a) instead of the rows.
+        Run on the occupied cells (docs/explanation/box_selection.md §1) instead of the rows.
     """
 
     def __init__(self, n_rules: int, *, loss: str = "squared", reg: float = 0.0,

@@ -1,4 +1,4 @@
-r"""Proved bounds for the interval-cover MIP (SPEC §2; proofs in
+r"""Proved bounds for the interval-cover MIP (docs/explanation/interval_cover.md; proofs in
 ``docs/explanation/interval_cover.md`` §3).
 
 Every optimal solution has :math:`R_\lambda \le R_{ref}` for the objective :math:`R_{ref}`
@@ -102,7 +102,8 @@ def sublevel_interval(loss: str, y: FloatArray, level: FloatArray
 
 @dataclass(frozen=True)
 class FixedRules:
-    """Rules held fixed in a model (MIP-boosting, SPEC §2): the first ``len(r)`` rules.
+    """Rules held fixed in a model (MIP-boosting, docs/explanation/interval_cover.md): the first
+    ``len(r)`` rules.
 
     ``r``, ``p`` : (k_fixed, S) 0/1 group encodings of their intervals (S = total number of
     occupied groups over the features, in the layout of the built model); ``weights`` :

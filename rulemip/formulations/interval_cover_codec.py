@@ -251,7 +251,8 @@ class IntervalCoverCodec:
     # ------------------------------------------------------------------ encoding
     def encode(self, built: BuiltIntervalCover, ensemble: RuleEnsemble, *,
                refit: bool = True) -> FloatArray:
-        """A start vector for ``built`` from any rule ensemble (warm starts, SPEC §2).
+        """A start vector for ``built`` from any rule ensemble (warm starts,
+        docs/explanation/interval_cover.md).
 
         Each rule's interval on feature ``j`` becomes the run of occupied groups whose rows
         it covers; a bound that is not one of the model's cut points splits a group, and

@@ -1,4 +1,4 @@
-"""Node extraction from fitted tree ensembles ([PRUNE] §2, SPEC §4).
+"""Node extraction from fitted tree ensembles ([PRUNE] §2, docs/explanation/tree_pruning.md).
 
 Every node i of every tree is a candidate rule: the conjunction of the split
 conditions on the root-to-node path, each of the form ``lower < x_j <= upper``

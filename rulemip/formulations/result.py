@@ -1,5 +1,6 @@
-"""``ExactResult``: what an exact k-rule engine returns (the CIP of SPEC §2b and the
-interval-cover MIP of SPEC §2 share it).
+"""``ExactResult``: what an exact k-rule engine returns (the CIP of
+docs/explanation/box_selection.md and the
+interval-cover MIP of docs/explanation/interval_cover.md share it).
 
 ``risk`` is the regularized risk :math:`R_\\lambda` of the decoded ensemble recomputed from
 the data (the upper bound), ``lower_bound`` a valid lower bound on :math:`\\min R_\\lambda`

@@ -1,4 +1,5 @@
-"""Rule/depth pruning of tree ensembles: CIP (2) oracle and feasibility model (SPEC §4).
+"""Rule/depth pruning of tree ensembles: CIP (2) oracle and feasibility model
+(docs/explanation/tree_pruning.md).
 
 For node vectors M (n × m, sparse) and γ > 0,
 
@@ -128,7 +129,7 @@ class TreePruningMIPSolution:
 
 
 class TreePruningMIP:
-    r"""Problem (1) of [PRUNE] as a solver-neutral convex MIQP (SPEC §4).
+    r"""Problem (1) of [PRUNE] as a solver-neutral convex MIQP (docs/explanation/tree_pruning.md).
 
     .. math::
 

@@ -1,6 +1,7 @@
 """A condition on one feature: the interval ``lower < x_j <= upper``.
 
-Rules are conjunctions of such intervals (SPEC §0). A finite bound is one *proposition*
+Rules are conjunctions of such intervals (docs/explanation/notation.md). A finite bound is one
+*proposition*
 (``x_j > lower`` or ``x_j <= upper``), so an interval with both bounds has length 2. On an
 indicator column of a categorical level (``colour == red``, values 0/1) the condition
 ``0.5 < x`` reads ``colour == red`` and ``x <= 0.5`` reads ``colour != red``.

@@ -1,4 +1,5 @@
-r"""Additive rule ensembles :math:`f(x) = \beta_0 + \sum_t \beta_t q_t(x)` (SPEC §0)."""
+r"""Additive rule ensembles :math:`f(x) = \beta_0 + \sum_t \beta_t q_t(x)`
+(docs/explanation/notation.md)."""
 
 from __future__ import annotations
 

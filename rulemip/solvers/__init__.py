@@ -1,4 +1,4 @@
-"""Solver backends behind one protocol, and the result contract (ARCHITECTURE.md)."""
+"""Solver backends behind one protocol, and the result contract (docs/architecture.md)."""
 
 from rulemip.solvers.base import (
     Capability,

@@ -1,6 +1,6 @@
 """Helpers shared by the backend modules: option checks, start vectors, status rules.
 
-The status rules implement SPEC §6 once for every backend:
+The status rules implement docs/explanation/solving.md once for every backend:
 
 * ``OPTIMAL`` only when the solver finished *and* rulemip's relative gap
   ``(UB − LB)/max(|UB|, 1e-10)`` is at most ``options.optimality_tol``;

@@ -8,7 +8,8 @@ offset ``c_0``. CBC takes no quadratic objective, indicator constraints or loss 
 (:class:`~rulemip.exceptions.UnsupportedCapabilityError`; formulations use big-M rows or
 the outer-approximation driver).
 
-Status rules (SPEC §6): ``OPTIMAL`` when CBC reports optimal and rulemip's relative gap
+Status rules (docs/explanation/solving.md): ``OPTIMAL`` when CBC reports optimal and rulemip's
+relative gap
 between the incumbent and CBC's best bound (``Objective().BestBound()``) is within
 ``optimality_tol``; a solve stopped by ``time_limit`` is ``FEASIBLE``/``NO_SOLUTION_FOUND``
 with ``Limit.TIME`` (``pywraplp`` reports only "feasible"/"not solved", so the limit is

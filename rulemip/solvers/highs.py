@@ -12,7 +12,8 @@ objective *and* integer columns raises :class:`~rulemip.exceptions.UnsupportedCa
 indicator constraints and separable loss terms — formulations reach those through big-M
 rows or the outer-approximation driver.
 
-Status rules (SPEC §6): ``OPTIMAL`` only when HiGHS finished and rulemip's relative gap is
+Status rules (docs/explanation/solving.md): ``OPTIMAL`` only when HiGHS finished and rulemip's
+relative gap is
 within ``optimality_tol``; HiGHS stopping at ``mip_rel_gap = options.mip_gap`` above that
 is ``FEASIBLE`` with ``Limit.GAP``. HiGHS's absolute gap criterion (``mip_abs_gap``,
 default ``1e-6`` in HiGHS) is set to 0 so that it cannot end a solve whose relative gap is

@@ -1,1 +1,1 @@
-"""rulemip.testing (see ARCHITECTURE.md)."""
+"""rulemip.testing (see docs/architecture.md)."""

@@ -109,7 +109,8 @@ def brute_force_pruning(nodes: Any, value: Any, cost: FloatArray,
     over every feasible selection, for tiny ensembles.
 
     Feasible: no node selected together with one of its descendants (the correct (1a) of
-    SPEC §4) — within each tree an antichain of the node forest — and, with ``budget``,
+    docs/explanation/tree_pruning.md) — within each tree an antichain of the node forest — and,
+    with ``budget``,
     :math:`a^\top z \le K` (1b). ``nodes`` is a
     :class:`~rulemip.formulations.node_matrix.NodeMatrix`, ``value(z)`` the convex q,
     ``cost`` the attribute vector a. Returns ``(optimum, z*)`` (first minimizer found).

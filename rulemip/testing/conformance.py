@@ -4,7 +4,8 @@ must pass (plain functions, reusable from any test runner).
 Each :class:`ConformanceCase` builds a :class:`~rulemip.model.StandardForm` whose optimum is
 known in closed form or by brute-force enumeration *computed here*, independently of any
 solver. :func:`check_case` solves it with one backend and asserts the result contract
-(SPEC §6): termination, objective within ``rel_tol``, the returned ``x`` feasible
+(docs/explanation/solving.md): termination, objective within ``rel_tol``, the returned ``x``
+feasible
 (``StandardForm.max_violation <= 1e-6``) and with the reported objective, and a dual bound
 that never exceeds the primal. :func:`check_persistent_rows` checks that adding rows one at a
 time to a persistent solver and re-solving matches a fresh solve.

@@ -1,5 +1,5 @@
 """BoxSelectionCIP end to end: equals brute force on tiny instances (all losses, with and
-without intercept), D(k, Δ) of SPEC §3, time limits, warm starts."""
+without intercept), D(k, Δ) of docs/explanation/gaps.md, time limits, warm starts."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Convergence and bound validity of the exact pruning algorithm (prune_exact, SPEC §4)."""
+"""Convergence and bound validity of the exact pruning algorithm (prune_exact,
+docs/explanation/tree_pruning.md)."""
 
 
 import numpy as np

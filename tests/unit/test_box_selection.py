@@ -1,5 +1,5 @@
 """Box-selection CIP pieces that need no solver: boxes, oracles, gradients, bounds,
-decoding, enumeration (SPEC §2b)."""
+decoding, enumeration (docs/explanation/box_selection.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Exactness of the grid-cell reduction (SPEC §2a): risks on full and reduced data agree."""
+"""Exactness of the grid-cell reduction (docs/explanation/box_selection.md §1): risks on full and
+reduced data agree."""
 
 from __future__ import annotations
 
