@@ -24,8 +24,8 @@ model of :math:`n R_\lambda(f + \beta q) = \sum_i l(f_i + \beta q_i) + \lambda\b
 :math:`\beta = -g^Tq/(h^Tq + 2\lambda)` and the decrease it predicts is
 :math:`(g^Tq)^2 / (2(h^Tq + 2\lambda))`. So the paper's :math:`\lambda` is ``2 * reg``;
 we keep one convention (docs/explanation/notation.md) and use ``2 * reg`` in the objective
-and in the update (:func:`rulemip.boosting.weights.xgb_weight`). For squared loss and ``reg = 0`` this is
-the exact line search and ``obj_xgb`` ranks queries like ``obj_gb``.
+and in the update (:func:`rulemip.boosting.weights.xgb_weight`). For squared loss and
+``reg = 0`` this is the exact line search and ``obj_xgb`` ranks queries like ``obj_gb``.
 
 Every objective here is a function of **additive statistics**: the value of a query is
 ``F(sum of stats[i] over covered i)`` for a per-point statistic matrix ``stats``
