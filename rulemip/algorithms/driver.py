@@ -343,7 +343,37 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     kwargs = offered if accepted is None else {k: v for k, v in offered.items()
                                                if k in accepted}
     result = spec.function(dataset, n_rules, **kwargs)
-    return checked(result, dataset, reg=reg, mip_gap=mip_gap)
+    result = checked(result, dataset, reg=reg, mip_gap=mip_gap)
+    return at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap)
+
+
+def at_least_warm_start(result: ExactResult, dataset: Dataset,
+                        warm_start: RuleEnsemble | None, *, reg: float,
+                        mip_gap: float) -> ExactResult:
+    r"""Never return a model worse than the warm start, nor a bound below 0.
+
+    An engine stopped by a limit may hold an incumbent worse than the warm start it was
+    given (or none): the warm start, a feasible ensemble over the same candidate set, is
+    then the incumbent. :math:`R_\lambda \ge 0` for every loss, so a bound below 0 (a
+    solver's ``-1e20`` for "unknown", say) is raised to 0. The status is decided again by
+    :func:`promote`."""
+    lb = result.lower_bound if math.isfinite(result.lower_bound) else 0.0
+    lb = max(lb, 0.0)
+    ensemble, risk, notes = result.ensemble, result.risk, result.notes
+    if warm_start is not None:
+        warm_risk = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
+                                          sample_weight=dataset.sample_weight))
+        if ensemble is None or warm_risk < risk - REFUTATION_TOL * max(1.0, abs(risk)):
+            ensemble, risk = warm_start, warm_risk
+            notes = notes + (f"the warm start (risk {warm_risk:.10g}) is better than what "
+                             "the engine found; it is the incumbent",)
+    if ensemble is result.ensemble and lb == result.lower_bound:
+        return result
+    verdict = promote(risk, lb, finished=result.is_optimal, mip_gap=mip_gap,
+                      limit=result.limit, bound_valid=result.bound_valid, fallback_bound=0.0)
+    return replace(result, ensemble=ensemble, risk=risk, lower_bound=verdict.lower_bound,
+                   gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
+                   notes=notes + verdict.notes)
 
 
 def checked(result: ExactResult, dataset: Dataset, *, reg: float,

@@ -35,11 +35,15 @@ from rulemip._validation import (
     check_nonneg_float,
     check_positive_int,
 )
-from rulemip.algorithms.driver import ENGINES, choose_engine, solve_exact
+from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 
 WARM_STARTS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
+#: share of the fit's remaining time the boosting warm start may use; the exact engine gets
+#: the rest (a warm start stopped by its share keeps the rules found so far)
+WARM_START_SHARE = 0.3
 
 
 class _ExactBase(BaseEstimator):
@@ -100,33 +104,45 @@ class _ExactBase(BaseEstimator):
                 f"got {len(ths)}.")
         return ths
 
-    def _warm_start_model(self, ds: Dataset) -> Any:
+    def _warm_start_model(self, ds: Dataset, thresholds: list[np.ndarray],
+                          budget: Budget) -> Any:
+        """The boosting warm start on the problem's own candidate thresholds, within
+        :data:`WARM_START_SHARE` of the fit's remaining time (a limit there keeps the rules
+        found so far; the exact engine gets the rest)."""
         if self.warm_start is None:
             return None
         from rulemip.boosting import RuleBooster
 
+        remaining = budget.remaining()
         booster = RuleBooster.from_preset(
             self.warm_start, n_rules=self.n_rules, loss=self.loss, reg=self.reg,
-            fit_intercept=self.fit_intercept, max_thresholds=self.max_thresholds,
-            max_rule_length=self.max_rule_length)
-        booster.fit(ds)
+            fit_intercept=self.fit_intercept, thresholds=thresholds,
+            max_rule_length=self.max_rule_length,
+            time_limit=None if remaining is None else WARM_START_SHARE * remaining)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", SolveLimitWarning)
+            booster.fit(ds)
+        self.warm_start_limited_ = bool(getattr(booster, "limit_reached_", False)) or any(
+            issubclass(w.category, SolveLimitWarning) for w in caught)
         self.boosting_risk_ = float(booster.risk_path_[-1])
         return booster.ensembles_[-1]
 
     def _fit_dataset(self, ds: Dataset) -> None:
+        budget = Budget.from_time_limit(self.time_limit)
         self._validate_params_()
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length)
+        check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
-        start = self._warm_start_model(ds)
+        self.warm_start_limited_ = False
+        start = self._warm_start_model(ds, thresholds, budget)
         callback = _progress_printer() if self.verbose else None
         seed = 0 if self.random_state is None else int(self.random_state)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
                              max_rule_length=self.max_rule_length, engine=engine,
-                             solver=self.solver, time_limit=self.time_limit,
-                             mip_gap=self.mip_gap, warm_start=start, seed=seed,
-                             callback=callback)
+                             solver=self.solver, mip_gap=self.mip_gap, warm_start=start,
+                             seed=seed, callback=callback, budget=budget)
         self.result_ = result
         self.engine_ = engine
         self.thresholds_ = thresholds

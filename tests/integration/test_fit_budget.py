@@ -1,0 +1,80 @@
+"""One time budget per exact fit: the warm start runs inside it, on the problem's own
+candidate set, and the result is never worse than the warm start nor bounded below 0."""
+
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_diabetes
+
+from rulemip import ExactRuleEnsembleRegressor
+from rulemip.algorithms.driver import at_least_warm_start
+from rulemip.data import Dataset
+from rulemip.formulations.result import ExactResult
+from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.solvers.result import Limit, TerminationReason
+
+
+def _result(ensemble, risk, lb, term=TerminationReason.FEASIBLE):
+    return ExactResult(ensemble=ensemble, risk=risk, lower_bound=lb, gap=1.0,
+                       termination=term, limit=Limit.TIME, wall_time=0.0, iterations=0,
+                       engine="mip", backend="highs", backend_version="", n_boxes=0,
+                       n_cells=0, bound_valid=True, notes=())
+
+
+def _data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = np.where(X[:, 0] > 0, 3.0, -1.0) + 0.1 * rng.normal(size=30)
+    return Dataset.from_arrays(X, y, loss="squared")
+
+
+def test_warm_start_replaces_a_worse_incumbent_and_bound_is_floored_at_zero():
+    ds = _data()
+    good = RuleEnsemble([Rule([Condition(0, lower=0.0)], 4.0)], intercept=-1.0)
+    bad = RuleEnsemble([], intercept=0.0)
+    bad_risk = float(bad.risk(ds.X, ds.y, reg=0.1))
+    good_risk = float(good.risk(ds.X, ds.y, reg=0.1))
+    assert good_risk < bad_risk
+    out = at_least_warm_start(_result(bad, bad_risk, -1e20), ds, good, reg=0.1, mip_gap=1e-6)
+    assert out.ensemble is good and out.risk == pytest.approx(good_risk)
+    assert out.lower_bound == 0.0
+    assert out.termination is TerminationReason.FEASIBLE
+    # no incumbent at all: the warm start is returned
+    none = at_least_warm_start(_result(None, float("inf"), -np.inf,
+                                       TerminationReason.NO_SOLUTION_FOUND),
+                               ds, good, reg=0.1, mip_gap=1e-6)
+    assert none.ensemble is good and none.lower_bound == 0.0
+    # a better incumbent is kept as it is
+    kept = _result(good, good_risk, 0.5 * good_risk)
+    assert at_least_warm_start(kept, ds, bad, reg=0.1, mip_gap=1e-6) is kept
+
+
+def test_warm_start_uses_the_explicit_thresholds():
+    ds = _data()
+    th = [np.array([0.25]), np.array([-0.5])]
+    model = ExactRuleEnsembleRegressor(n_rules=2, reg=0.1, thresholds=th, time_limit=30)
+    model.fit(ds.X, ds.y)
+    cuts = {(c.feature, v) for r in model.rules_.rules for c in r.conditions
+            for v in (c.lower, c.upper) if np.isfinite(v)}
+    assert cuts <= {(0, 0.25), (1, -0.5)}
+    assert model.result_.risk <= model.boosting_risk_ + 1e-9
+
+
+@pytest.mark.slow
+def test_five_second_budget_on_full_diabetes():
+    X, y = load_diabetes(return_X_y=True)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = ExactRuleEnsembleRegressor(n_rules=3, time_limit=5).fit(X, y)
+    elapsed = time.perf_counter() - t0
+    res = model.result_
+    assert elapsed <= 7.0 + 3.0  # max(10 %, 2 s) slack, plus start-up of the solver libs
+    assert res.ensemble is not None
+    assert 0.0 <= res.lower_bound <= res.risk
+    assert res.risk <= model.boosting_risk_ + 1e-9
+    assert np.isclose(res.risk, model.rules_.risk(X, y, reg=model.reg))
