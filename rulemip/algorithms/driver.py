@@ -365,7 +365,8 @@ def at_least_warm_start(result: ExactResult, dataset: Dataset,
                                           sample_weight=dataset.sample_weight))
         if ensemble is None or warm_risk < risk - REFUTATION_TOL * max(1.0, abs(risk)):
             ensemble, risk = warm_start, warm_risk
-            notes = (*notes, f"the warm start (risk {warm_risk:.10g}) is better than what " "the engine found; it is the incumbent")
+            notes = (*notes, f"the warm start (risk {warm_risk:.10g}) is better than what "
+                     "the engine found; it is the incumbent")
     if ensemble is result.ensemble and lb == result.lower_bound:
         return result
     verdict = promote(risk, lb, finished=result.is_optimal, mip_gap=mip_gap,
