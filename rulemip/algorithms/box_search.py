@@ -100,6 +100,8 @@ class _Search:
                 for c in cand:
                     if c == b:
                         continue
+                    if self.timed_out():  # one evaluation may cost milliseconds on many boxes
+                        break
                     trial = reduced.copy()
                     trial[c] += 1.0
                     v, _ = self.evaluate(trial)
