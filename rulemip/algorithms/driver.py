@@ -31,6 +31,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.cell_bnb import solve_cell_bnb
 from rulemip.algorithms.tangent_cuts import solve_model
 from rulemip.budget import Budget
 from rulemip.data import Dataset
@@ -423,6 +424,9 @@ register_method("cip-bnb", functools.partial(_solve_cip, method="bnb"),
                 description="box-selection CIP by branch and bound over boxes")
 register_formulation("mip", IntervalCoverMIP,
                      description="interval-cover MIP: native or tangent-cut OA")
+register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
+                description="cell-sweep branch and bound: a bound valid at reg = 0 exactly "
+                            "(docs/explanation/cell_sweep_bound.md)")
 
 
 __all__ = ["ENGINES", "MethodSpec", "check_solver", "checked", "choose_engine", "method_spec",
