@@ -61,6 +61,15 @@ def add_data_arguments(parser: Any, *, required: bool = True) -> None:
                         help="name of the column to predict.")
 
 
+def add_engine_arguments(parser: Any) -> None:
+    """``--engine``: the exact engines of ``rulemip fit`` and ``rulemip gap``."""
+    parser.add_argument(
+        "--engine", choices=["auto", "cip", "cip-bnb", "cell-bnb", "mip"], default="auto",
+        help="exact engine: convex integer program over boxes (cip; cip-bnb = by branch and "
+             "bound, squared loss), cell-sweep branch and bound (cell-bnb: squared loss, any "
+             "reg >= 0), or interval-cover MIP")
+
+
 def add_max_thresholds_argument(parser: Any, default: int | str) -> None:
     """``--max-thresholds`` with one meaning in every command (see
     :func:`parse_max_thresholds`)."""

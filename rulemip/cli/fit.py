@@ -15,6 +15,7 @@ from typing import Any
 
 from rulemip.cli._common import (
     add_data_arguments,
+    add_engine_arguments,
     add_max_thresholds_argument,
     check_output_path,
     parse_max_thresholds,
@@ -45,11 +46,7 @@ def register(sub: Any) -> None:
                    help="maximum number of features one rule may restrict")
     p.add_argument("--no-intercept", action="store_true",
                    help="no background rule; an all-covering rule may be one of the K")
-    p.add_argument("--engine", choices=["auto", "cip", "cip-bnb", "cell-bnb", "mip"],
-                   default="auto",
-                   help="exact engine: convex integer program over boxes (cip; cip-bnb = by "
-                        "branch and bound, squared loss), cell-sweep branch and bound "
-                        "(cell-bnb: squared loss, any reg >= 0), or interval-cover MIP")
+    add_engine_arguments(p)
     p.add_argument("--solver", default="auto",
                    help="backend: auto, highs, scip, cpsat, cbc, pyomo")
     p.add_argument("--time-limit", type=float, default=120.0,

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rulemip.cli._common import (
+    add_engine_arguments,
     add_max_thresholds_argument,
     check_output_dir,
     parse_max_thresholds,
@@ -39,11 +40,7 @@ def register(sub: Any) -> None:
     p.add_argument("--max-rule-length", type=int, default=None,
                    help="maximum number of features one rule may restrict (default: no "
                         "limit)")
-    p.add_argument("--engine", choices=["auto", "cip", "cip-bnb", "cell-bnb", "mip"],
-                   default="auto",
-                   help="exact engine: convex integer program over boxes (cip; cip-bnb = by "
-                        "branch and bound, squared loss), cell-sweep branch and bound "
-                        "(cell-bnb: squared loss, any reg >= 0), or interval-cover MIP")
+    add_engine_arguments(p)
     p.add_argument("--solver", default="auto",
                    help="backend: auto, highs, scip, cpsat, cbc, pyomo or pyomo:NAME")
     p.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact solve")
