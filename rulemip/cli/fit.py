@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
         n_rules=args.n_rules, reg=args.reg, fit_intercept=not args.no_intercept,
         max_thresholds=max_thresholds,
         max_rule_length=args.max_rule_length, engine=args.engine, solver=args.solver,
-        time_limit=args.time_limit, mip_gap=args.mip_gap, warm_start=warm,
+        time_limit=args.time_limit, mip_gap=args.mip_gap, init=warm,
         random_state=args.seed, verbose=False)
     est: Any = (ExactRuleEnsembleClassifier(**kwargs) if args.loss == "logistic"
                 else ExactRuleEnsembleRegressor(loss=args.loss, **kwargs))

@@ -22,9 +22,42 @@ from numpy.typing import NDArray
 from rulemip._validation import check_positive_int
 
 
-def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None = None
-                       ) -> NDArray[np.float64]:
-    """Candidate cut points of one feature (sorted, strictly between distinct values)."""
+def weighted_quantile(values: NDArray[np.float64], weights: NDArray[np.float64],
+                      probs: NDArray[np.float64]) -> NDArray[np.float64]:
+    """numpy's ``"linear"`` quantile of the sample in which row i is repeated
+    :math:`w_i` times, for any non-negative weights.
+
+    Sorted, the repeated sample has :math:`N=\\sum_i w_i` entries; entry m (0-based) is
+    the value of the row whose cumulative weight range :math:`[W_{i-1}, W_i)` contains m.
+    The p-quantile interpolates linearly between entries :math:`\\lfloor h\\rfloor` and
+    :math:`\\lfloor h\\rfloor+1` at :math:`h=(N-1)p` — for unit weights exactly
+    ``np.quantile``; for integer weights exactly the quantile of the repeated rows.
+    """
+    order = np.argsort(values, kind="stable")
+    v, w = values[order], weights[order]
+    keep = w > 0
+    v, w = v[keep], w[keep]
+    cum = np.cumsum(w)
+    h = (cum[-1] - 1.0) * np.asarray(probs, dtype=float)
+    lo = np.floor(h)
+
+    def entry(m: NDArray[np.float64]) -> NDArray[np.float64]:
+        return v[np.minimum(np.searchsorted(cum, m, side="right"), len(v) - 1)]
+
+    a, b = entry(lo), entry(lo + 1.0)
+    return a + (h - lo) * (b - a)
+
+
+def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None = None,
+                       weights: NDArray[np.float64] | None = None) -> NDArray[np.float64]:
+    """Candidate cut points of one feature (sorted, strictly between distinct values).
+
+    With row ``weights`` rows of weight 0 are ignored and the quantiles are those of the
+    sample with row i repeated :math:`w_i` times (:func:`weighted_quantile`), so weights
+    and repeated rows give the same cut points.
+    """
+    if weights is not None:
+        values = values[np.asarray(weights) > 0]
     distinct = np.unique(values)
     if len(distinct) < 2:
         return np.empty(0)
@@ -32,7 +65,11 @@ def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None =
     if max_thresholds is None or len(mids) <= max_thresholds:
         return mids
     probs = np.arange(1, max_thresholds + 1) / (max_thresholds + 1)
-    qs = np.quantile(values, probs)
+    if weights is None:
+        qs = np.quantile(values, probs)
+    else:
+        w = np.asarray(weights, dtype=float)
+        qs = weighted_quantile(values, w[w > 0], probs)
     # snap each quantile to the midpoint closest to it; ties of data make duplicates
     idx = np.clip(np.searchsorted(mids, qs), 0, len(mids) - 1)
     left = np.clip(idx - 1, 0, len(mids) - 1)
@@ -40,11 +77,14 @@ def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None =
     return np.unique(mids[pick])
 
 
-def candidate_thresholds(X: NDArray[np.float64], max_thresholds: int | None = None
+def candidate_thresholds(X: NDArray[np.float64], max_thresholds: int | None = None,
+                         sample_weight: NDArray[np.float64] | None = None
                          ) -> list[NDArray[np.float64]]:
-    """Cut points for every column of ``X`` (list of sorted arrays)."""
+    """Cut points for every column of ``X`` (list of sorted arrays); ``sample_weight``
+    as in :func:`feature_thresholds`."""
     check_positive_int(max_thresholds, "max_thresholds", allow_none=True)
-    return [feature_thresholds(X[:, j], max_thresholds) for j in range(X.shape[1])]
+    return [feature_thresholds(X[:, j], max_thresholds, sample_weight)
+            for j in range(X.shape[1])]
 
 
 def threshold_groups(X: NDArray[np.float64], thresholds: Sequence[NDArray[np.float64]]

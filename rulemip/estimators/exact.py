@@ -28,7 +28,6 @@ from typing import Any
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.validation import check_is_fitted
 
 from rulemip._validation import (
     check_choice,
@@ -38,9 +37,13 @@ from rulemip._validation import (
 from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
+from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+from rulemip.losses import get_loss
 
-WARM_STARTS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
+#: values of ``init``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
+INITS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
+WARM_STARTS = INITS  # the former name of INITS (``warm_start`` held a preset until 0.3)
 #: share of the fit's remaining time the boosting warm start may use; the exact engine gets
 #: the rest (a warm start stopped by its share keeps the rules found so far)
 WARM_START_SHARE = 0.3
@@ -53,7 +56,7 @@ class _ExactBase(BaseEstimator):
                  fit_intercept: bool = True, max_thresholds: int | None = 8,
                  thresholds: Any = None, max_rule_length: int | None = None,
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
-                 mip_gap: float = 1e-6, warm_start: str | None = "COB",
+                 mip_gap: float = 1e-6, init: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False) -> None:
         self.n_rules = n_rules
         self.loss = loss
@@ -66,6 +69,7 @@ class _ExactBase(BaseEstimator):
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
+        self.init = init
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -81,10 +85,7 @@ class _ExactBase(BaseEstimator):
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True,
                            strictly_positive=True)
         check_nonneg_float(self.mip_gap, "mip_gap")
-        if self.warm_start not in WARM_STARTS:
-            raise InvalidParameterError(
-                f"`warm_start` must be None or a boosting preset {WARM_STARTS[1:]}; "
-                f"got {self.warm_start!r}.")
+        self._init_preset()
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
         if self.solver != "auto":
@@ -94,9 +95,53 @@ class _ExactBase(BaseEstimator):
             # when the chosen engine would not have needed a solver (exact enumeration)
             get_backend(self.solver.split(":", 1)[0])
 
+    def _init_preset(self) -> str | None:
+        """The boosting preset of the first incumbent: ``init``, or — deprecated — a
+        preset name or None given as ``warm_start`` (which now has scikit-learn's meaning:
+        reuse the previous fit)."""
+        if self.warm_start is None or isinstance(self.warm_start, str):
+            warnings.warn(
+                f"`warm_start={self.warm_start!r}` as a boosting preset is deprecated and "
+                f"will be removed; use `init={self.warm_start!r}` (`warm_start` is now "
+                "scikit-learn's boolean: start from the previous fit).", FutureWarning,
+                stacklevel=4)
+            preset = self.warm_start
+        elif isinstance(self.warm_start, bool | np.bool_):
+            preset = self.init
+        else:
+            raise InvalidParameterError(
+                f"`warm_start` must be True or False; got {self.warm_start!r}.")
+        if preset not in INITS:
+            raise InvalidParameterError(
+                f"`init` must be None or a boosting preset {INITS[1:]}; got {preset!r}.")
+        return preset
+
+    def _previous_fit(self, ds: Dataset, thresholds: list[np.ndarray]) -> Any:
+        """With ``warm_start=True``: the previous fit's rules as a first incumbent, when
+        they use the same features, at most ``n_rules`` rules and only cut points of the
+        current candidate set (else None: it is not a point of this problem)."""
+        if self.warm_start is not True or not hasattr(self, "rules_"):
+            return None
+        prev = self.rules_
+        same_columns = prev.encoder is not None and \
+            prev.encoder.feature_names == ds.feature_names
+        if not same_columns or len(prev.rules) > self.n_rules \
+                or prev.loss != self.loss:
+            return None
+        for rule in prev.rules:
+            for c in rule.conditions:
+                for v in (c.lower, c.upper):
+                    if math.isfinite(v) and not np.any(np.isclose(thresholds[c.feature], v,
+                                                                  rtol=0, atol=1e-12)):
+                        return None
+        if self.max_rule_length is not None and any(
+                r.length > self.max_rule_length for r in prev.rules):
+            return None
+        return prev
+
     def _thresholds_for(self, ds: Dataset) -> list[np.ndarray]:
         if self.thresholds is None:
-            return candidate_thresholds(ds.X, self.max_thresholds)
+            return candidate_thresholds(ds.X, self.max_thresholds, ds.sample_weight)
         ths = [np.unique(np.asarray(t, dtype=float)) for t in self.thresholds]
         if len(ths) != ds.d:
             raise InvalidParameterError(
@@ -109,13 +154,14 @@ class _ExactBase(BaseEstimator):
         """The boosting warm start on the problem's own candidate thresholds, within
         :data:`WARM_START_SHARE` of the fit's remaining time (a limit there keeps the rules
         found so far; the exact engine gets the rest)."""
-        if self.warm_start is None:
+        preset = self._init_preset()
+        if preset is None:
             return None
         from rulemip.boosting import RuleBooster
 
         remaining = budget.remaining()
         booster = RuleBooster.from_preset(
-            self.warm_start, n_rules=self.n_rules, loss=self.loss, reg=self.reg,
+            preset, n_rules=self.n_rules, loss=self.loss, reg=self.reg,
             fit_intercept=self.fit_intercept, thresholds=thresholds,
             max_rule_length=self.max_rule_length,
             time_limit=None if remaining is None else WARM_START_SHARE * remaining)
@@ -135,7 +181,12 @@ class _ExactBase(BaseEstimator):
         check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
+        previous = self._previous_fit(ds, thresholds)
         start = self._warm_start_model(ds, thresholds, budget)
+        self.init_source_ = None if start is None else self._init_preset()
+        if previous is not None and (start is None or _risk(previous, ds, self.reg)
+                                     < _risk(start, ds, self.reg)):
+            start, self.init_source_ = previous, "previous fit"
         callback = _progress_printer() if self.verbose else None
         seed = 0 if self.random_state is None else int(self.random_state)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
@@ -169,19 +220,25 @@ class _ExactBase(BaseEstimator):
             bound_valid=result.bound_valid, engine=engine, backend=result.backend,
             backend_version=result.backend_version,
             options={"time_limit": self.time_limit, "mip_gap": self.mip_gap,
-                     "warm_start": self.warm_start, "seed": seed,
+                     "init": self._init_preset(), "seed": seed,
                      "max_thresholds": self.max_thresholds},
             wall_time=result.wall_time, max_rule_length=self.max_rule_length,
             notes=tuple(result.notes))
-        self.n_features_in_ = ds.d
 
-    def _encode(self, X: Any) -> np.ndarray:
-        check_is_fitted(self, "rules_")
-        return self.rules_.encode(X)
-
-    def decision_function(self, X: Any) -> np.ndarray:
+    def _decision(self, X: Any) -> np.ndarray:
         """:math:`f(x)` on the link scale."""
-        return self.rules_.decision_function_encoded(self._encode(X))
+        Xf = predict_matrix(self, X)  # checks that the estimator is fitted
+        return self.rules_.decision_function_encoded(Xf)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = True  # DataFrame columns are one-hot encoded
+        return tags
+
+
+def _risk(ensemble: Any, ds: Dataset, reg: float) -> float:
+    return float(ensemble.risk(ds.X, ds.y, reg=reg, sample_weight=ds.sample_weight))
 
 
 def _with_encoder(ensemble: Any, ds: Dataset) -> Any:
@@ -240,8 +297,15 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Seconds; the incumbent and a valid bound are returned when it is hit.
     mip_gap : float, default 1e-6
         Relative gap at which the solve stops and reports optimality.
-    warm_start : boosting preset or None, default "COB"
-        Boosting ensemble used as the first incumbent.
+    init : boosting preset or None, default "COB"
+        Boosting preset ({"SGS", "SGB", "SXB", "CGB", "COB"}) whose ensemble, fitted on
+        the problem's own candidate thresholds within 30 % of the time budget, is the
+        first incumbent; None: none.
+    warm_start : bool, default False
+        scikit-learn's meaning: with True, a refit also offers the previous fit's rules
+        as the first incumbent (when they are a point of the new problem; the better of
+        them and ``init`` is used). A boosting preset given here (the meaning before 0.3)
+        still works with a ``FutureWarning``: pass it as ``init``.
     random_state : int or None
         Seed passed to the solver.
     verbose : bool
@@ -253,21 +317,33 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     result_ : ExactResult
     certificate_ : Certificate
     boosting_risk_ : float
-        Training risk of the warm-start boosting model (nan without warm start).
+        Training risk of the ``init`` boosting model (nan without one).
+    init_source_ : str or None
+        Where the first incumbent came from: the ``init`` preset, ``"previous fit"``
+        (``warm_start=True``) or None.
     """
 
     _loss_choices = ("squared", "poisson")
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleRegressor:
         self._validate_params_()
-        ds = Dataset.from_arrays(X, y, loss=self.loss, sample_weight=sample_weight)
+        ds = fit_dataset(self, X, y, loss=self.loss, sample_weight=sample_weight)
         self._fit_dataset(ds)
         return self
 
     def predict(self, X: Any) -> np.ndarray:
         """Mean response :math:`\\mu(f(x))`."""
-        check_is_fitted(self, "rules_")
-        return self.rules_.predict(X)
+        f = self._decision(X)  # checks that the estimator is fitted
+        return get_loss(self.rules_.loss).inverse_link(f)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        # a model of a few rules is deliberately coarse: scikit-learn's R² > 0.5 check
+        # on its generic data does not apply (a k-rule fit is certified, not flexible)
+        tags.regressor_tags.poor_score = True
+        if self.loss == "poisson":
+            tags.target_tags.positive_only = True
+        return tags
 
 
 class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
@@ -283,27 +359,39 @@ class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
                  fit_intercept: bool = True, max_thresholds: int | None = 8,
                  thresholds: Any = None, max_rule_length: int | None = None,
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
-                 mip_gap: float = 1e-6, warm_start: str | None = "COB",
+                 mip_gap: float = 1e-6, init: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False) -> None:
         super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                          max_thresholds=max_thresholds, thresholds=thresholds,
                          max_rule_length=max_rule_length, engine=engine, solver=solver,
-                         time_limit=time_limit, mip_gap=mip_gap, warm_start=warm_start,
+                         time_limit=time_limit, mip_gap=mip_gap, init=init,
+                         warm_start=warm_start,
                          random_state=random_state, verbose=verbose)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleClassifier:
         self._validate_params_()
-        ds = Dataset.from_arrays(X, y, loss="logistic", sample_weight=sample_weight)
+        if y is not None:
+            binary_labels(self, y)
+        ds = fit_dataset(self, X, y, loss="logistic", sample_weight=sample_weight)
         self.classes_ = np.asarray(ds.classes)
         self._fit_dataset(ds)
         return self
 
+    def decision_function(self, X: Any) -> np.ndarray:
+        """:math:`f(x)`, the log-odds of ``classes_[1]``."""
+        return self._decision(X)
+
     def predict_proba(self, X: Any) -> np.ndarray:
-        p = self.rules_.predict(X) if hasattr(self, "rules_") else None
-        check_is_fitted(self, "rules_")
-        assert p is not None
-        return np.column_stack([1.0 - p, p])
+        """Columns: probability of ``classes_[0]`` and of ``classes_[1]``."""
+        p1 = get_loss("logistic").inverse_link(self.decision_function(X))
+        return np.column_stack([1.0 - p1, p1])
 
     def predict(self, X: Any) -> np.ndarray:
         f = self.decision_function(X)
         return self.classes_[(f > 0).astype(int)]
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.classifier_tags.poor_score = True
+        return tags

@@ -1,0 +1,110 @@
+"""One way for every estimator to read its inputs (docs/reference/parameters.md).
+
+``fit_dataset`` turns the ``(X, y, sample_weight)`` of ``fit`` into a
+:class:`~rulemip.data.Dataset` and records ``n_features_in_`` / ``feature_names_in_`` the
+scikit-learn way; ``predict_matrix`` turns the ``X`` of ``predict`` into the encoded float
+matrix the fitted rules read. Both give the same errors everywhere:
+
+* numeric arrays go through scikit-learn's ``validate_data`` (its messages for sparse,
+  complex, empty, 1-d, non-finite and object input, which users and ``check_estimator``
+  know), re-raised as :class:`~rulemip.exceptions.InvalidDataError`;
+* a DataFrame with string, categorical or boolean columns is one-hot encoded by the
+  :class:`~rulemip.data.encoding.FeatureEncoder` (one indicator column per level; rules
+  print as ``colour == red``) — the same encoding for the exact, boosting and CLI paths.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from rulemip.data.dataset import Dataset
+from rulemip.data.encoding import _is_categorical, _is_dataframe
+from rulemip.exceptions import InvalidDataError
+
+FloatArray = NDArray[np.float64]
+
+
+def _has_categoricals(X: Any) -> bool:
+    return _is_dataframe(X) and any(_is_categorical(X[c]) for c in X.columns)
+
+
+def _sklearn_checked(call: Any) -> Any:
+    """Run a scikit-learn validation, re-raising its ValueError as InvalidDataError."""
+    try:
+        return call()
+    except InvalidDataError:
+        raise
+    except ValueError as exc:
+        raise InvalidDataError(str(exc)) from exc
+
+
+def binary_labels(est: Any, y: Any) -> NDArray[Any]:
+    """The two class labels of ``y`` (sorted; the larger is the positive class)."""
+    y_arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+    _sklearn_checked(lambda: check_classification_targets(y_arr))
+    classes = np.unique(y_arr)
+    if len(classes) != 2:
+        kind = type_of_target(y_arr)
+        raise InvalidDataError(
+            f"Only binary classification is supported. {type(est).__name__} needs exactly "
+            f"two classes in y; got {len(classes)} ({classes[:5].tolist()}, {kind}). "
+            "Fit one classifier per class (e.g. sklearn.multiclass.OneVsRestClassifier).")
+    return classes
+
+
+def fit_dataset(est: Any, X: Any, y: Any, *, loss: str,
+                sample_weight: Any = None) -> Dataset:
+    """Validated :class:`Dataset` for ``est.fit``; sets ``n_features_in_`` (and
+    ``feature_names_in_`` when X has string column names)."""
+    if y is None:
+        raise InvalidDataError(
+            f"{type(est).__name__} requires y to be passed, but the target y is None.")
+    if _has_categoricals(X):
+        _sklearn_checked(lambda: validate_data(est, X, skip_check_array=True))
+        return Dataset.from_arrays(X, y, loss=loss, sample_weight=sample_weight)
+    numeric_y = loss != "logistic"
+    if numeric_y:
+        y_arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+        if y_arr.dtype.kind not in "biuf":
+            try:
+                y_arr.astype(float)
+            except (TypeError, ValueError) as exc:
+                raise InvalidDataError(
+                    f"y must be numeric for the {loss} loss; conversion failed: {exc}. "
+                    "For class labels use a classifier.") from exc
+    Xv, yv = _sklearn_checked(lambda: validate_data(
+        est, X, y, dtype=np.float64, y_numeric=numeric_y,
+        ensure_min_samples=1))
+    if not np.all(np.isfinite(Xv)):  # validate_data checks, but keep the guarantee local
+        raise InvalidDataError("Input X contains NaN or infinity.")
+    names = getattr(est, "feature_names_in_", None)
+    return Dataset.from_arrays(Xv, yv, loss=loss, sample_weight=sample_weight,
+                               feature_names=None if names is None else list(names))
+
+
+def predict_matrix(est: Any, X: Any) -> FloatArray:
+    """The encoded float matrix of ``X`` for a fitted ``est`` whose rules are ``rules_``
+    (checks fitted, feature count and names, finiteness)."""
+    check_is_fitted(est, "rules_")
+    encoder = est.rules_.encoder
+    if encoder is not None and encoder.categories:
+        if not _is_dataframe(X):
+            raise InvalidDataError(
+                "this model was fitted on a DataFrame with categorical columns; pass a "
+                "DataFrame with the same columns.")
+        _sklearn_checked(lambda: validate_data(est, X, reset=False, skip_check_array=True))
+        Xf = encoder.transform(X)
+    else:
+        Xf = _sklearn_checked(lambda: validate_data(est, X, reset=False, dtype=np.float64))
+    Xf = np.asarray(Xf, dtype=float)
+    if not np.all(np.isfinite(Xf)):
+        bad = np.argwhere(~np.isfinite(Xf))[0]
+        raise InvalidDataError(
+            f"Input X contains NaN or infinity (first at row {int(bad[0])}, column "
+            f"{int(bad[1])}); a rule cannot be evaluated there. Impute or drop those rows.")
+    return Xf

@@ -1,0 +1,118 @@
+"""scikit-learn conventions of the exact estimators: ``check_estimator``, the ``init`` /
+``warm_start`` vocabulary (and its deprecation path), sample weights as repeated rows."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from rulemip.data.thresholds import candidate_thresholds, weighted_quantile
+from rulemip.estimators import ExactRuleEnsembleClassifier, ExactRuleEnsembleRegressor
+from rulemip.exceptions import InvalidDataError
+
+# one rule of one condition keeps every check's fit at milliseconds (the checks test the
+# estimator's conventions, not the solver; tests/integration covers larger problems)
+_FAST = {"n_rules": 1, "max_thresholds": 3, "max_rule_length": 1, "time_limit": 5}
+
+
+@parametrize_with_checks([ExactRuleEnsembleRegressor(**_FAST),
+                          ExactRuleEnsembleClassifier(**_FAST)])
+def test_sklearn_compatible(estimator, check):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # SolveLimitWarning on scikit-learn's odd data
+        check(estimator)
+
+
+def _data(rng, n=40):
+    X = rng.normal(size=(n, 2))
+    y = 2.0 * (X[:, 0] > 0.3) - 1.0 * (X[:, 1] > 0) + 0.1 * rng.normal(size=n)
+    return X, y
+
+
+def test_weighted_quantile_is_the_quantile_of_repeated_rows(rng):
+    v = rng.normal(size=60)
+    w = rng.integers(0, 4, size=60).astype(float)
+    p = np.linspace(0.05, 0.95, 11)
+    np.testing.assert_allclose(weighted_quantile(v, w, p),
+                               np.quantile(np.repeat(v, w.astype(int)), p))
+    np.testing.assert_allclose(weighted_quantile(v, np.ones(60), p), np.quantile(v, p))
+
+
+def test_sample_weight_equals_repeated_rows(rng):
+    X, y = _data(rng)
+    w = rng.integers(0, 3, size=len(y)).astype(float)
+    reps = w.astype(int)
+    Xr, yr = np.repeat(X, reps, axis=0), np.repeat(y, reps)
+    for a, b in zip(candidate_thresholds(X, 4, w), candidate_thresholds(Xr, 4), strict=True):
+        np.testing.assert_allclose(a, b)
+    params = dict(n_rules=2, max_thresholds=4, reg=0.1, time_limit=30)
+    weighted = ExactRuleEnsembleRegressor(**params).fit(X, y, sample_weight=w)
+    repeated = ExactRuleEnsembleRegressor(**params).fit(Xr, yr)
+    assert weighted.result_.is_optimal and repeated.result_.is_optimal
+    assert weighted.result_.risk == pytest.approx(repeated.result_.risk, rel=1e-9)
+    np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), atol=1e-8)
+
+
+def test_init_names_the_preset_and_warm_start_is_deprecated_for_it(rng):
+    X, y = _data(rng)
+    params = dict(n_rules=2, max_thresholds=4, reg=0.1, time_limit=30)
+    new = ExactRuleEnsembleRegressor(init="CGB", **params).fit(X, y)
+    assert new.certificate_.options["init"] == "CGB"
+    with pytest.warns(FutureWarning, match="init="):
+        old = ExactRuleEnsembleRegressor(warm_start="CGB", **params).fit(X, y)
+    assert old.certificate_.options["init"] == "CGB"
+    assert old.result_.risk == pytest.approx(new.result_.risk, rel=1e-12)
+    with pytest.warns(FutureWarning, match="init=None"):
+        none = ExactRuleEnsembleRegressor(warm_start=None, **params).fit(X, y)
+    assert np.isnan(none.boosting_risk_)
+
+
+def test_warm_start_true_reuses_the_previous_fit(rng):
+    X, y = _data(rng, n=60)
+    est = ExactRuleEnsembleRegressor(n_rules=2, max_thresholds=5, reg=0.1, init=None,
+                                     time_limit=30).fit(X, y)
+    assert est.result_.is_optimal
+    first = est.result_.risk
+    # the same problem again with the previous rules as the first incumbent: the
+    # solve can only confirm them; without warm_start the new fit starts empty
+    est.set_params(warm_start=True).fit(X, y)
+    assert est.result_.risk == pytest.approx(first, rel=1e-9)
+    assert est.init_source_ == "previous fit"
+    # other candidate thresholds: the old rules are not points of the new problem
+    est.set_params(max_thresholds=3).fit(X, y)
+    assert est.init_source_ is None and est.result_.is_optimal
+
+
+def test_predict_rejects_non_finite_rows(rng):
+    X, y = _data(rng)
+    est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, init=None).fit(X, y)
+    bad = X[:3].copy()
+    bad[1, 0] = np.nan
+    with pytest.raises(InvalidDataError, match="NaN"):
+        est.predict(bad)
+    with pytest.raises(InvalidDataError):
+        est.predict(X[:3] + 1j)
+
+
+def test_categorical_dataframe_and_feature_names(rng):
+    n = 60
+    df = pd.DataFrame({"size": rng.normal(size=n),
+                       "colour": rng.choice(["red", "blue", "green"], size=n)})
+    y = 3.0 * (df["colour"] == "red") + 0.1 * rng.normal(size=n)
+    est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, init=None).fit(df, y)
+    assert list(est.feature_names_in_) == ["size", "colour"]
+    assert "colour" in str(est.rules_) and "red" in str(est.rules_)
+    np.testing.assert_allclose(est.predict(df), est.rules_.predict(df))
+    with pytest.raises(InvalidDataError, match="DataFrame"):
+        est.predict(np.zeros((2, 2)))
+
+
+def test_classifier_rejects_three_classes(rng):
+    X, _ = _data(rng)
+    y = np.arange(len(X)) % 3
+    with pytest.raises(InvalidDataError, match="Only binary classification"):
+        ExactRuleEnsembleClassifier(n_rules=1, init=None).fit(X, y)
