@@ -62,7 +62,8 @@ class _BoxSelectionRun:
               initial_cuts: str = "greedy", enumeration_limit: int = 5_000_000,
               relaxation_iters: int = 200, combinatorial_bounds: bool = True,
               local_search_time: float = 5.0,
-              oa_options: dict[str, Any] | None = None) -> ExactResult:
+              oa_options: dict[str, Any] | None = None,
+              problem: BoxSelectionProblem | None = None) -> ExactResult:
         """Certified best k-rule ensemble (module docstring).
 
         Parameters
@@ -90,6 +91,8 @@ class _BoxSelectionRun:
             are untouched). 0 disables it.
         oa_options : further :class:`~rulemip.algorithms.outer_approximation.OAOptions`
             fields (e.g. ``{"adaptive_master_gap": False}``).
+        problem : an already built problem to solve (e.g. restricted to a working set of
+            boxes by column generation); default ``cip.build(dataset)``.
         """
         t0 = time.perf_counter()
         check_nonneg_float(time_limit, "time_limit", allow_none=True)
@@ -101,7 +104,7 @@ class _BoxSelectionRun:
             # outer approximation may be needed: refuse a master that cannot serve before
             # any work (not after an enumeration ran out of time)
             resolve_backend(solver, PERSISTENT_MASTER_NEEDS, outer_approximation=False)
-        prob = self.build(dataset)
+        prob = problem if problem is not None else self.build(dataset)
         notes: list[str] = [f"{prob.cells.n_cells} occupied cells, {prob.n_boxes} distinct "
                             "boxes"]
         remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0),

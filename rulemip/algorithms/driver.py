@@ -32,6 +32,7 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.algorithms.cell_bnb import solve_cell_bnb
+from rulemip.algorithms.column_generation import solve_column_generation
 from rulemip.algorithms.tangent_cuts import solve_model
 from rulemip.budget import Budget
 from rulemip.data import Dataset
@@ -289,8 +290,9 @@ ENGINES: Sequence[str] = _EngineNames()
 # ---------------------------------------------------------------------- the entry point
 def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
                   max_rule_length: int | None) -> str:
-    """``"auto"``: the CIP when ``reg > 0`` and at most ``CIP_MAX_BOXES`` candidate boxes,
-    otherwise the MIP. A named engine is checked for applicability."""
+    """``"auto"``: with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES``
+    candidate boxes, column generation over boxes beyond; the MIP at ``reg = 0``.
+    A named engine is checked for applicability."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
     if engine != "auto":
@@ -300,8 +302,10 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
                 f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
                 "engine='mip' or a small positive reg such as 1e-6.")
         return engine
-    if reg > 0 and count_boxes(thresholds, max_rule_length) <= CIP_MAX_BOXES:
-        return "cip"
+    if reg > 0:
+        # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
+        # (a valid bound > 0 on tables where the MIP's bound stays 0)
+        return "cip" if count_boxes(thresholds, max_rule_length) <= CIP_MAX_BOXES else "cg"
     return "mip"
 
 
@@ -424,6 +428,11 @@ register_method("cip-bnb", functools.partial(_solve_cip, method="bnb"),
                 description="box-selection CIP by branch and bound over boxes")
 register_formulation("mip", IntervalCoverMIP,
                      description="interval-cover MIP: native or tangent-cut OA")
+register_method("cg", solve_column_generation, needs_positive_reg=True,
+                solver_needs=_cip_master_needs,
+                description="box-selection CIP by column generation: boxes priced by the "
+                            "rule search, never enumerated "
+                            "(docs/explanation/column_generation.md)")
 register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
                 description="cell-sweep branch and bound: a bound valid at reg = 0 exactly "
                             "(docs/explanation/cell_sweep_bound.md)")

@@ -16,7 +16,8 @@ Two exact engines solve the same problem:
   proved or stated weight box).
 
 ``engine="auto"`` takes the CIP when ``reg > 0`` and the number of candidate boxes is
-moderate, else the MIP. A time limit returns the incumbent with a valid bound and a
+moderate, column generation over boxes (``"cg"``) when it is not, and the MIP at
+``reg = 0``. A time limit returns the incumbent with a valid bound and a
 :class:`~rulemip.exceptions.SolveLimitWarning`, never an exception.
 """
 
@@ -287,10 +288,15 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Explicit cut points per feature (overrides ``max_thresholds``).
     max_rule_length : int or None
         Maximum number of features a rule may restrict.
-    engine : {"auto", "cip", "cip-bnb", "mip"}
+    engine : {"auto", "cip", "cip-bnb", "cg", "cell-bnb", "mip"}
         ``"cip"``: box-selection CIP (enumeration or outer approximation); ``"cip-bnb"``:
         the same CIP by branch and bound over boxes (squared loss; fastest certifier at
-        moderate ridges on 2–3 features); ``"mip"``: the interval-cover MIP.
+        moderate ridges on 2–3 features); ``"cg"``: the same CIP by column generation,
+        boxes priced by rule search (tables with many features;
+        docs/explanation/column_generation.md); ``"cell-bnb"``: cell-sweep branch and bound
+        (squared loss, any ``reg >= 0``); ``"mip"``: the interval-cover MIP. ``"auto"``:
+        ``"cip"`` up to 20 000 candidate boxes, ``"cg"`` beyond, ``"mip"`` at
+        ``reg = 0``.
     solver : str, default "auto"
         Backend name (``rulemip.solvers.backend_names()``).
     time_limit : float or None, default 60

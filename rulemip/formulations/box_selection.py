@@ -197,6 +197,14 @@ class BoxSelectionCIP:
     # ------------------------------------------------------------------ build
     def build(self, dataset: Dataset) -> BoxSelectionProblem:
         """Cells, candidate boxes, oracle, feasibility model and combinatorial bounds."""
+        cells = self.reduce(dataset)
+        n_groups = np.array([len(t) + 1 for t in cells.thresholds], dtype=np.int64)
+        boxes = enumerate_boxes(cells.groups, n_groups, max_rule_length=self.max_rule_length,
+                                drop_full=self.fit_intercept)
+        return self.problem_over(dataset, cells, boxes)
+
+    def reduce(self, dataset: Dataset) -> CellReduction:
+        """The cell reduction of ``dataset`` over this problem's thresholds."""
         if not isinstance(dataset, Dataset):
             raise InvalidParameterError(
                 "`dataset` must be a rulemip.data.Dataset; build one with Dataset.from_arrays.")
@@ -205,12 +213,14 @@ class BoxSelectionCIP:
         if len(ths) != dataset.d:
             raise InvalidParameterError(
                 f"`thresholds` has {len(ths)} entries but the data has {dataset.d} features.")
-        lo = get_loss(self.loss)
-        y = lo.check_labels(np.asarray(dataset.y))
-        cells = reduce_to_cells(dataset.X, y, ths, self.loss, dataset.sample_weight)
-        n_groups = np.array([len(t) + 1 for t in cells.thresholds], dtype=np.int64)
-        boxes = enumerate_boxes(cells.groups, n_groups, max_rule_length=self.max_rule_length,
-                                drop_full=self.fit_intercept)
+        y = get_loss(self.loss).check_labels(np.asarray(dataset.y))
+        return reduce_to_cells(dataset.X, y, ths, self.loss, dataset.sample_weight)
+
+    def problem_over(self, dataset: Dataset, cells: CellReduction, boxes: CandidateBoxes
+                     ) -> BoxSelectionProblem:
+        """The CIP restricted to the candidate ``boxes`` (all of them: :meth:`build`; a
+        working set: column generation). The combinatorial bounds depend on the cells
+        only, so they bound the unrestricted problem too."""
         Q = boxes.cover[cells.point_cell].astype(float)
         args = (Q, cells.y, cells.weight, self.reg, self.fit_intercept, cells.constant,
                 cells.total_weight)

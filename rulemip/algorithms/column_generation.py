@@ -1,0 +1,362 @@
+r"""Column generation for the box-selection CIP: boxes are priced by rule search, never
+enumerated (docs/explanation/column_generation.md).
+
+The box-selection CIP (:mod:`rulemip.formulations.box_selection`) minimizes the convex
+:math:`R(z)` over :math:`z \in \{0..k\}^B`, :math:`\sum_b z_b \le k`, with one column per
+candidate box — millions on a table of 10 features. Here a *working set* :math:`W` of boxes
+grows by pricing:
+
+1. **Restricted master.** The continuous relaxation over :math:`W` (outer approximation
+   with LP masters) gives a point :math:`\bar z \ge 0`, :math:`\sum \bar z \le k`, zero
+   outside :math:`W`.
+2. **Pricing.** At :math:`\bar z` the ensemble's predictions :math:`f` give per-row loss
+   gradients :math:`l'_i`; for every box b (in :math:`W` or not),
+   :math:`\partial R/\partial z_b(\bar z) = -c_b^2/(4\lambda W_{tot})` with
+   :math:`c_b = \sum_{i \in b} w_i l'_i`. The most negative one is the box maximizing
+   :math:`|c_b|`: the *gradient-sum* rule objective, maximized exactly by the rule
+   search's branch and bound (:func:`rulemip.boosting.search.find_rule`), which also
+   returns a valid upper bound :math:`G^*` on :math:`\max_b |c_b|` when a time limit stops
+   it.
+3. **Farley-type bound, valid at every iteration.** :math:`R` is convex on
+   :math:`z \ge 0`, so for every feasible z,
+   :math:`R(z) \ge R(\bar z) + \nabla R(\bar z)^\top (z - \bar z)`, and minimizing the
+   right-hand side over :math:`\{z \ge 0, \sum z \le k\}` (a relaxation of the integer set)
+   gives
+
+   .. math:: R^* \ \ge\ R(\bar z) - \nabla R(\bar z)^\top \bar z
+             + k \min\Big(0,\ -\frac{(G^*)^2}{4 \lambda W_{tot}}\Big).
+
+   No optimality of :math:`\bar z` is needed, and :math:`G^*` may come from a stopped
+   search. When pricing proves that no box prices out, this equals the relaxation's
+   optimum.
+4. **Integer phase (price and branch).** The integer CIP over the final working set is
+   solved by the box-selection methods; its ensemble is the incumbent. Its own bound holds
+   for the working set only and is *not* reported: the reported bound is the best of the
+   Farley bounds and the combinatorial bounds (which depend on the cells only).
+
+Every step reads the fit's one :class:`~rulemip.budget.Budget`.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections.abc import Callable, Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.boosting.objectives import make_objective
+from rulemip.boosting.search import find_rule
+from rulemip.boosting.space import SearchSpace
+from rulemip.budget import Budget
+from rulemip.data.dataset import Dataset
+from rulemip.formulations.box_oracles import CandidateBoxes
+from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
+from rulemip.formulations.cells import CellReduction
+from rulemip.formulations.result import ExactResult
+from rulemip.losses import get_loss
+from rulemip.rules.ensemble import RuleEnsemble
+from rulemip.solvers.result import Limit
+from rulemip.solvers.status import promote
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: share of the remaining budget spent generating columns (the rest: the integer phase)
+PRICING_SHARE = 0.5
+
+
+class WorkingSet:
+    """Boxes generated so far, as threshold-group ranges with their cell covers."""
+
+    def __init__(self, cells: CellReduction, max_rule_length: int | None,
+                 fit_intercept: bool) -> None:
+        self.cells = cells
+        self.n_groups = np.array([len(t) + 1 for t in cells.thresholds], dtype=np.int64)
+        self.max_rule_length = max_rule_length
+        self.fit_intercept = fit_intercept
+        self.lower: list[IntArray] = []
+        self.upper: list[IntArray] = []
+        self.covers: list[NDArray[np.bool_]] = []
+        self._keys: set[bytes] = set()
+
+    def __len__(self) -> int:
+        return len(self.covers)
+
+    def add_bounds(self, lower: Sequence[float] | FloatArray,
+                   upper: Sequence[float] | FloatArray) -> bool:
+        """Add the box ``lower_j < x_j <= upper_j`` (bounds snapped to the nearest cut
+        point); False when it is not a new admissible box (same cover as one in the set,
+        empty, all-covering with an intercept, or too many restricted features)."""
+        d = len(self.n_groups)
+        a = np.zeros(d, dtype=np.int64)
+        u = self.n_groups - 1
+        for j in range(d):
+            t = self.cells.thresholds[j]
+            if len(t) == 0:
+                continue
+            if math.isfinite(lower[j]):
+                a[j] = int(np.argmin(np.abs(t - lower[j]))) + 1
+            if math.isfinite(upper[j]):
+                u[j] = int(np.argmin(np.abs(t - upper[j])))
+        restricted = int(np.sum((a > 0) | (u < self.n_groups - 1)))
+        if self.max_rule_length is not None and restricted > self.max_rule_length:
+            return False
+        g = self.cells.groups
+        cover = np.all((g >= a) & (g <= u), axis=1)
+        if not cover.any() or (self.fit_intercept and cover.all()):
+            return False
+        key = np.packbits(cover).tobytes()
+        if key in self._keys:
+            return False
+        self._keys.add(key)
+        self.lower.append(a)
+        self.upper.append(u)
+        self.covers.append(cover)
+        return True
+
+    def candidate_boxes(self) -> CandidateBoxes:
+        d = len(self.n_groups)
+        if not self.covers:
+            return CandidateBoxes(np.zeros((0, d), dtype=np.int64),
+                                  np.zeros((0, d), dtype=np.int64),
+                                  np.zeros((self.cells.n_cells, 0), dtype=bool), self.n_groups)
+        return CandidateBoxes(np.asarray(self.lower), np.asarray(self.upper),
+                              np.column_stack(self.covers), self.n_groups)
+
+
+def _row_gradient(prob: BoxSelectionProblem, z: FloatArray, dataset: Dataset) -> FloatArray:
+    """:math:`w_i l'(f_i, y_i)` of every row at the optimal fit for ``z`` (0 for rows of
+    weight 0)."""
+    S, beta, b0 = prob.oracle.fit(z)
+    f_cell = b0 + prob.boxes.cover[:, S].astype(float) @ beta
+    rows = prob.cells.cell_of_row
+    f = np.where(rows >= 0, f_cell[np.maximum(rows, 0)], 0.0)
+    lo = get_loss(prob.loss)
+    y = lo.check_labels(np.asarray(dataset.y))
+    return np.where(rows >= 0, dataset.weights * lo.gradient(f, y), 0.0)
+
+
+def farley_bound(value: float, grad: FloatArray, z: FloatArray, k: int,
+                 best_column: float, reg: float, total_weight: float) -> float:
+    r"""The bound of the module docstring (step 3): :math:`R(\bar z) - g^\top \bar z +
+    k \min(0, -G^{*2}/(4\lambda W))` with ``best_column`` :math:`= G^*`."""
+    g_min = -(best_column ** 2) / (4.0 * reg * total_weight)
+    return float(value - grad @ z + k * min(0.0, g_min, float(grad.min(initial=0.0))))
+
+
+def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
+                            fit_intercept: bool, thresholds: Sequence[FloatArray],
+                            max_rule_length: int | None, solver: str, budget: Budget,
+                            mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
+                            callback: Callable[[dict[str, Any]], None] | None = None,
+                            max_columns: int = 2_000, beam_width: int = 5,
+                            max_swap_rounds: int = 20) -> ExactResult:
+    """Best k-rule ensemble by column generation over boxes (module docstring); the
+    reported bound is valid for the whole candidate set."""
+    t0 = time.perf_counter()
+    cip = BoxSelectionCIP(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                          thresholds=list(thresholds), max_rule_length=max_rule_length)
+    cells = cip.reduce(dataset)
+    work = WorkingSet(cells, max_rule_length, fit_intercept)
+    if warm_start is not None:
+        for rule in warm_start.rules:
+            lo, hi = _rule_bounds(rule, dataset.d)
+            work.add_bounds(lo, hi)
+    space = SearchSpace.build(dataset.X, thresholds=cells.thresholds)
+    max_props = None if max_rule_length is None else 2 * max_rule_length
+    remaining = budget.remaining()
+    pricing_end = None if remaining is None else time.perf_counter() + PRICING_SHARE * remaining
+    prob = cip.problem_over(dataset, cells, work.candidate_boxes())
+    bound = prob.bound
+    z = np.zeros(len(work))
+    rounds = priced_exactly = 0
+    converged = False
+    cuts: list[FloatArray] = []
+    while len(work) < max_columns:
+        left = None if pricing_end is None else pricing_end - time.perf_counter()
+        if left is not None and left <= 0:
+            break
+        if len(work):
+            z = _restricted_relaxation(prob, cuts, z, left, solver, seed)
+        value, grad = prob.oracle.value_and_gradient(z)
+        g_rows = _row_gradient(prob, z, dataset)
+        left = None if pricing_end is None else max(pricing_end - time.perf_counter(), 0.0)
+        objective = make_objective("gs", g_rows)
+        best_inside = float(-grad.min(initial=0.0))
+        # cheap pricing first (beam search: columns, no bound); branch and bound only
+        # when the beam finds nothing that prices out — it proves that, or finds a column
+        found = find_rule(space, objective, search="beam", beam_width=beam_width,
+                          max_rule_length=max_props, allow_empty=not fit_intercept,
+                          time_limit=left)
+        exact = found is None or not _prices_out(found.value, best_inside, reg,
+                                                 cells.total_weight)
+        if exact:
+            left = None if pricing_end is None else max(pricing_end - time.perf_counter(),
+                                                         0.0)
+            found = find_rule(space, objective, max_rule_length=max_props,
+                              allow_empty=not fit_intercept, time_limit=left)
+        rounds += 1
+        if found is None:  # no candidate box at all
+            converged = True
+            break
+        if exact:
+            priced_exactly += 1
+            bound = max(bound, farley_bound(value, grad, z, n_rules, found.bound, reg,
+                                            cells.total_weight))
+        if callback is not None:
+            callback({"iteration": rounds, "ub": value, "lb": bound, "time":
+                      time.perf_counter() - t0, "columns": len(work)})
+        if not _prices_out(found.value, best_inside, reg, cells.total_weight):
+            converged = exact and found.certified
+            break
+        if not work.add_bounds(found.lower, found.upper):
+            converged = False
+            break
+        cuts = [np.append(c, 0.0) for c in cuts]
+        z = np.append(z, 0.0)
+        prob = cip.problem_over(dataset, cells, work.candidate_boxes())
+    notes = [f"column generation: {len(work)} boxes generated in {rounds} pricing rounds "
+             f"({priced_exactly} by branch and bound); relaxation bound "
+             f"{bound:.10g}" + (" (no box prices out)" if converged else
+                                " (stopped before pricing converged)")]
+    if len(work) == 0:
+        return _intercept_only(prob, bound, mip_gap, t0, notes)
+    def integer_phase(start: RuleEnsemble | None) -> ExactResult:
+        return solve_box_selection(cip, dataset, problem=prob, warm_start=start,
+                                   solver=solver, time_limit=budget.remaining(),
+                                   mip_gap=mip_gap, callback=None, seed=seed)
+
+    sub = integer_phase(warm_start)
+    first_risk, swaps = sub.risk, 0
+    # rule swaps: price the best replacement of every rule of the incumbent, then solve
+    # the integer problem over the grown working set again, while that improves
+    while sub.ensemble is not None and not budget.expired() and swaps < max_swap_rounds:
+        added = _swap_columns(prob, work, sub, dataset, space, max_props, fit_intercept,
+                              beam_width, budget)
+        if not added:
+            break
+        swaps += 1
+        prob = cip.problem_over(dataset, cells, work.candidate_boxes())
+        again = integer_phase(sub.ensemble)
+        if not again.risk < sub.risk - 1e-12 * max(1.0, abs(sub.risk)):
+            sub = again if again.risk <= sub.risk else sub
+            break
+        sub = again
+    notes.append(f"integer phase over the {len(work)} generated boxes: "
+                 f"{sub.termination.value}, risk {sub.risk:.10g} (its bound "
+                 f"{sub.lower_bound:.10g} holds for these boxes only; not used)")
+    if swaps:
+        notes.append(f"rule swaps: {swaps} rounds of replacement pricing, risk "
+                     f"{first_risk:.10g} -> {sub.risk:.10g}")
+    out_of_time = budget.expired()
+    verdict = promote(sub.risk, bound, finished=not out_of_time, mip_gap=mip_gap,
+                      limit=Limit.TIME if out_of_time else None,
+                      fallback_bound=prob.safe_bound, no_solution=sub.termination)
+    term = verdict.termination
+    return ExactResult(ensemble=sub.ensemble, risk=sub.risk, lower_bound=verdict.lower_bound,
+                       gap=verdict.gap, termination=term, limit=verdict.limit,
+                       wall_time=time.perf_counter() - t0, iterations=rounds,
+                       engine="cg", backend=sub.backend, backend_version=sub.backend_version,
+                       n_boxes=len(work), n_cells=cells.n_cells, bound_valid=True,
+                       notes=tuple(notes) + sub.notes + verdict.notes)
+
+
+def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactResult,
+                  dataset: Dataset, space: SearchSpace, max_props: int | None,
+                  fit_intercept: bool, beam_width: int, budget: Budget) -> int:
+    """For every rule of the incumbent: the best box to put in its place (beam search on
+    the gradient of the ensemble without it) joins the working set. Returns how many new
+    boxes were added."""
+    assert incumbent.ensemble is not None
+    z_inc = np.zeros(prob.n_boxes)
+    index: dict[bytes, int] = prob.boxes.key_index()
+    for rule in incumbent.ensemble.rules:
+        cover = np.all(np.column_stack([
+            (prob.cells.groups[:, c.feature] >= _group_lo(prob, c))
+            & (prob.cells.groups[:, c.feature] <= _group_hi(prob, c))
+            for c in rule.conditions]), axis=1) if rule.conditions else \
+            np.ones(prob.cells.n_cells, dtype=bool)
+        hit = index.get(np.packbits(cover[:, None], axis=0)[:, 0].tobytes())
+        if hit is not None:
+            z_inc[hit] += 1.0
+    added = 0
+    for b in np.flatnonzero(z_inc > 0):
+        if budget.expired():
+            break
+        z = z_inc.copy()
+        z[b] -= 1.0
+        g_rows = _row_gradient(prob, z, dataset)
+        found = find_rule(space, make_objective("gs", g_rows), search="beam",
+                          beam_width=beam_width, max_rule_length=max_props,
+                          allow_empty=not fit_intercept, time_limit=budget.remaining())
+        if found is not None and work.add_bounds(found.lower, found.upper):
+            added += 1
+    return added
+
+
+def _group_lo(prob: BoxSelectionProblem, c: Any) -> int:
+    t = prob.cells.thresholds[c.feature]
+    return int(np.argmin(np.abs(t - c.lower))) + 1 if math.isfinite(c.lower) and len(t) else 0
+
+
+def _group_hi(prob: BoxSelectionProblem, c: Any) -> int:
+    t = prob.cells.thresholds[c.feature]
+    return int(np.argmin(np.abs(t - c.upper))) if math.isfinite(c.upper) and len(t) \
+        else len(t)
+
+
+def _prices_out(column_value: float, best_inside: float, reg: float,
+                total_weight: float) -> bool:
+    """Whether a box with :math:`|c_b|` = ``column_value`` has a more negative partial
+    derivative than the best column of the working set (``best_inside`` = its
+    :math:`c^2/(4\\lambda W)`)."""
+    return column_value ** 2 / (4.0 * reg * total_weight) > best_inside * (1.0 + 1e-9) + 1e-15
+
+
+def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
+    lo = [-math.inf] * d
+    hi = [math.inf] * d
+    for c in rule.conditions:
+        lo[c.feature] = max(lo[c.feature], c.lower)
+        hi[c.feature] = min(hi[c.feature], c.upper)
+    return lo, hi
+
+
+def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0: FloatArray,
+                           time_limit: float | None, solver: str, seed: int) -> FloatArray:
+    """A good point of the continuous relaxation over the working set (outer approximation
+    with LP masters; any feasible point keeps the Farley bound valid)."""
+    tl = None if time_limit is None else max(time_limit / 4.0, 0.05)
+    oa = OuterApproximation(prob.oracle, prob.model, "z",
+                            OAOptions(time_limit=tl, rel_tol=1e-8, abs_tol=1e-12,
+                                      max_iter=400, relax=True, solver=solver, seed=seed),
+                            lower_bound_hint=prob.bound)
+    oa.add_cut_at(np.zeros(prob.n_boxes))
+    oa.add_cut_at(z0)
+    for c in cuts[-50:]:
+        oa.add_cut_at(c)
+    res = oa.run()
+    z = z0 if res.z is None else np.clip(np.asarray(res.z, dtype=float), 0.0, None)
+    total = float(z.sum())
+    if total > prob.n_rules:  # round-off of the LP: stay inside the feasible set
+        z = z * (prob.n_rules / total)
+    cuts.append(z.copy())
+    return z
+
+
+def _intercept_only(prob: BoxSelectionProblem, bound: float, mip_gap: float, t0: float,
+                    notes: list[str]) -> ExactResult:
+    ens, risk = prob.decode(np.zeros(0))
+    verdict = promote(risk, min(bound, risk), finished=True, mip_gap=mip_gap, limit=None,
+                      fallback_bound=prob.safe_bound)
+    return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
+                       gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
+                       wall_time=time.perf_counter() - t0, iterations=0, engine="cg",
+                       backend="pricing", backend_version="", n_boxes=0,
+                       n_cells=prob.cells.n_cells, bound_valid=True,
+                       notes=tuple(notes) + verdict.notes)
