@@ -57,7 +57,7 @@ def run(name: str, k: int, time_limit: float, tables: dict[str, Any]) -> dict[st
         est.fit(X, y)
     wall = time.perf_counter() - t0
     r = est.result_
-    return {"table": name, "n": int(len(y)), "d": int(np.asarray(X).shape[1]), "loss": loss,
+    return {"table": name, "n": len(y), "d": int(np.asarray(X).shape[1]), "loss": loss,
             "k": k, "time_limit": time_limit, "engine": est.engine_, "wall": round(wall, 2),
             "cob_risk": est.boosting_risk_, "risk": r.risk, "lower_bound": r.lower_bound,
             "gap": r.gap, "status": r.termination.value, "n_boxes": r.n_boxes}
