@@ -14,7 +14,14 @@ def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> in
     if value is None and allow_none:
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
-        raise InvalidParameterError(f"`{name}` must be a positive integer; got {value!r}.")
+        hint = ""
+        if allow_none and isinstance(value, numbers.Integral) and not isinstance(value, bool) \
+                and value == 0:
+            hint = " Use None for no limit" + (" (all midpoints)." if name == "max_thresholds"
+                                              else ".")
+        raise InvalidParameterError(
+            f"`{name}` must be a positive integer{' or None' if allow_none else ''}; "
+            f"got {value!r}.{hint}")
     return int(value)
 
 

@@ -116,3 +116,11 @@ def test_classifier_rejects_three_classes(rng):
     y = np.arange(len(X)) % 3
     with pytest.raises(InvalidDataError, match="Only binary classification"):
         ExactRuleEnsembleClassifier(n_rules=1, init=None).fit(X, y)
+
+
+def test_zero_thresholds_points_to_none(rng):
+    from rulemip.exceptions import InvalidParameterError
+
+    X, y = _data(rng)
+    with pytest.raises(InvalidParameterError, match=r"None.*all midpoints"):
+        ExactRuleEnsembleRegressor(max_thresholds=0).fit(X, y)
