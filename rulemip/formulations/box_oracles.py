@@ -273,14 +273,12 @@ class ConvexBoxOracle:
 
 
 # ---------------------------------------------------------------------- combinatorial bounds
-def _weighted_sse_table(v: FloatArray, w: FloatArray) -> FloatArray:
-    """``T[a, b]`` = weighted SSE of ``v[a:b+1]`` around its weighted mean (a <= b)."""
-    cw = np.concatenate([[0.0], np.cumsum(w)])
-    cs = np.concatenate([[0.0], np.cumsum(w * v)])
-    cq = np.concatenate([[0.0], np.cumsum(w * v * v)])
-    n = len(v)
-    a = np.arange(n)[:, None]
-    b = np.arange(n)[None, :]
+def _weighted_sse_columns(cw: FloatArray, cs: FloatArray, cq: FloatArray, rows: int,
+                          cols: IntArray) -> FloatArray:
+    """``T[a, j]`` = weighted SSE of ``v[a:cols[j]+1]`` around its weighted mean, for
+    ``a < rows`` (inf where ``a > cols[j]``), from the prefix sums of w, w·v, w·v²."""
+    a = np.arange(rows)[:, None]
+    b = np.asarray(cols)[None, :]
     sw = cw[b + 1] - cw[a]
     s1 = cs[b + 1] - cs[a]
     s2 = cq[b + 1] - cq[a]
@@ -289,18 +287,29 @@ def _weighted_sse_table(v: FloatArray, w: FloatArray) -> FloatArray:
     return np.asarray(T, dtype=float)
 
 
-def segmentation_bound(v: FloatArray, w: FloatArray, n_segments: int) -> float:
+def segmentation_bound(v: FloatArray, w: FloatArray, n_segments: int,
+                       block: int = 512) -> float:
     r"""Least weighted SSE of a fit to ``v`` (in the given order) that is constant on at
-    most ``n_segments`` contiguous runs — exact dynamic programming, O(S·n²)."""
+    most ``n_segments`` contiguous runs — exact dynamic programming, O(S·n²) time; the
+    segment costs are computed from prefix sums ``block`` columns at a time, so memory is
+    O(n·block), not O(n²)."""
     n = len(v)
     if n_segments >= n:
         return 0.0
-    T = _weighted_sse_table(v, w)
-    best = T[0].copy()  # best[b]: one segment covering 0..b
+    cw = np.concatenate([[0.0], np.cumsum(w)])
+    cs = np.concatenate([[0.0], np.cumsum(w * v)])
+    cq = np.concatenate([[0.0], np.cumsum(w * v * v)])
+    best = _weighted_sse_columns(cw, cs, cq, 1, np.arange(n))[0]  # one segment 0..b
     for _ in range(n_segments - 1):
         # new[b] = min_{a<=b} best[a-1] + T[a, b]
         prev = np.concatenate([[0.0], best[:-1]])
-        best = np.min(prev[:, None] + T, axis=0)
+        new = np.empty(n)
+        for lo in range(0, n, block):
+            cols = np.arange(lo, min(n, lo + block))
+            rows = int(cols[-1]) + 1
+            T = _weighted_sse_columns(cw, cs, cq, rows, cols)
+            new[cols] = np.min(prev[:rows, None] + T, axis=0)
+        best = new
     return float(best[-1])
 
 

@@ -59,11 +59,10 @@ from rulemip.rules.rule import Rule
 
 FloatArray = NDArray[np.float64]
 
-#: the 2^k-levels bound (dynamic program over sorted cells) is computed only up to this
-#: many cells (its table has m² entries: 3 000 cells = 72 MB) and this much work
-#: (levels · m²; 3e8 ≈ 2 s): friedman1 with 5 000 cells at k = 10 took 49 s before
-LEVELS_MAX_CELLS = 3_000
-LEVELS_MAX_WORK = 300_000_000
+#: the 2^k-levels bound (a dynamic program over the sorted cells, O(2^k m²) time, O(m)
+#: memory per block) is computed only up to this much work (levels · m²; 5e8 ≈ 3 s):
+#: friedman1 with 5 000 cells at k = 10 had taken 49 s outside every time budget
+LEVELS_MAX_WORK = 500_000_000
 
 
 @dataclass
@@ -257,9 +256,9 @@ class BoxSelectionCIP:
         v, w = cells.y, cells.weight
         n_levels = 2 ** min(k, 30)
         m = len(v)
-        # the DP is O(levels · m²) time and O(m²) memory: computed only where that is
-        # bounded (a skipped bound is simply not used; the others stay valid)
-        if n_levels >= m or (m <= LEVELS_MAX_CELLS and n_levels * m * m <= LEVELS_MAX_WORK):
+        # the DP is O(levels · m²) time: computed only where that is bounded (a skipped
+        # bound is simply not used; the others stay valid)
+        if n_levels >= m or n_levels * m * m <= LEVELS_MAX_WORK:
             parts["levels"] = (levels_bound(v, w, n_levels) + cells.constant) / W
         if cells.groups.shape[1] == 1:
             order = np.argsort(cells.groups[:, 0], kind="stable")

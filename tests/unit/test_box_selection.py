@@ -135,6 +135,10 @@ def test_segmentation_and_levels_dp_match_exhaustive(rng):
         best_seg = min(sse(np.split(np.arange(7), list(cuts)))
                        for cuts in itertools.combinations(range(1, 7), S - 1))
         assert segmentation_bound(v, w, S) == pytest.approx(best_seg, rel=1e-10, abs=1e-12)
+        # the blocked evaluation of the segment costs is the same DP
+        for block in (1, 2, 3):
+            assert segmentation_bound(v, w, S, block=block) == pytest.approx(
+                best_seg, rel=1e-10, abs=1e-12)
         # levels: any assignment of 7 points to S labels
         best_lv = min(sse([np.flatnonzero(np.asarray(lab) == s) for s in range(S)])
                       for lab in itertools.product(range(S), repeat=7))
