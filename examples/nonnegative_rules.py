@@ -53,7 +53,7 @@ class NonnegativeRulesMIP:
     def build_model(self, dataset: Dataset, *, backend: SolverBackend, native: bool,
                     warm_start: RuleEnsemble | None = None) -> BuiltIntervalCover:
         built = self.base.build_model(dataset, backend=backend, native=native,
-                                      init=None)  # a signed warm start may not fit
+                                      warm_start=None)  # a signed warm start may not fit
         beta = built.block("beta")
         built.model.add_constraints("nonnegative", rows=[{int(b): 1.0} for b in beta],
                                     lower=0.0)
