@@ -49,7 +49,7 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
-from rulemip.boosting.objectives import make_objective
+from rulemip.boosting.objectives import make_objective, ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
@@ -169,10 +169,19 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
             work.add_bounds(lo, hi)
     space = SearchSpace.build(dataset.X, thresholds=cells.thresholds)
     max_props = None if max_rule_length is None else 2 * max_rule_length
+    one_rule_bound = -math.inf
+    if n_rules == 1 and loss == "squared":
+        single = _one_rule(cip, dataset, cells, space, max_props, budget, mip_gap, t0)
+        if single.is_optimal or budget.expired():
+            return single
+        one_rule_bound = single.lower_bound
+        if single.ensemble is not None and single.ensemble.rules:
+            for rule in single.ensemble.rules:
+                work.add_bounds(*_rule_bounds(rule, dataset.d))
     remaining = budget.remaining()
     pricing_end = None if remaining is None else time.perf_counter() + PRICING_SHARE * remaining
     prob = cip.problem_over(dataset, cells, work.candidate_boxes())
-    bound = prob.bound
+    bound = max(prob.bound, one_rule_bound)
     z = np.zeros(len(work))
     rounds = priced_exactly = 0
     converged = False
@@ -316,6 +325,50 @@ def _prices_out(column_value: float, best_inside: float, reg: float,
     derivative than the best column of the working set (``best_inside`` = its
     :math:`c^2/(4\\lambda W)`)."""
     return column_value ** 2 / (4.0 * reg * total_weight) > best_inside * (1.0 + 1e-9) + 1e-15
+
+
+def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
+              space: SearchSpace, max_props: int | None, budget: Budget, mip_gap: float,
+              t0: float) -> ExactResult:
+    r"""k = 1, squared loss, exactly: adding one box b to the intercept-only model lowers
+    :math:`\sum_i w_i r_i^2` by exactly :math:`S_b^2/D(W_b)`
+    (:class:`~rulemip.boosting.objectives.RidgeGain`), so the best rule is the maximizer of
+    that objective — branch and bound over the rules, whose bound G gives the valid lower
+    bound :math:`(\sum w r^2 - G^2)/W` also when a limit stops it."""
+    w = dataset.weights
+    y = np.asarray(dataset.y, dtype=float)
+    W = float(w.sum())
+    r = y - (float(w @ y) / W if cip.fit_intercept else 0.0)
+    sst = float(w @ (r * r))
+    objective = ridge_gain_objective(r, weights=w, reg=cip.reg,
+                                     fit_intercept=cip.fit_intercept)
+    found = find_rule(space, objective, max_rule_length=max_props,
+                      allow_empty=not cip.fit_intercept, time_limit=budget.remaining())
+    one = WorkingSet(cells, cip.max_rule_length, cip.fit_intercept)
+    admissible = found is not None and one.add_bounds(found.lower, found.upper)
+    prob = cip.problem_over(dataset, cells, one.candidate_boxes())
+    z = np.ones(1) if admissible else np.zeros(prob.n_boxes)
+    ens, risk = prob.decode(z)
+    if found is None:
+        lb, note = risk, "one rule: no candidate box; the intercept-only model is optimal"
+    else:
+        lb = (sst - found.bound ** 2) / W if math.isfinite(found.bound) else 0.0
+        note = (f"one rule exactly: branch and bound on the ridge gain, {found.n_expanded} "
+                f"nodes, status {found.status}")
+        if not admissible:
+            note += " (its best box breaks max_rule_length or repeats the intercept: " \
+                    "bound only)"
+    finished = found is None or (found.certified and admissible)
+    verdict = promote(risk, lb, finished=finished, mip_gap=mip_gap,
+                      limit=None if finished else Limit.TIME,
+                      fallback_bound=prob.safe_bound)
+    return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
+                       gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
+                       wall_time=time.perf_counter() - t0,
+                       iterations=0 if found is None else found.n_expanded, engine="cg",
+                       backend="rule search", backend_version="", n_boxes=prob.n_boxes,
+                       n_cells=cells.n_cells, bound_valid=True,
+                       notes=(note, *verdict.notes))
 
 
 def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
