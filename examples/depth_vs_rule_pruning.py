@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = {}
     for attribute in ("rule", "depth"):
         model = rulemip.TreeRuleExtractor(ensemble, prefit=True, attribute=attribute,
-                                          method="path", n_rules=10**6, gamma=1.0,
+                                          method="path", n_rules=10**6, reg=1.0,
                                           n_lambdas=n_lambdas, time_limit=120)
         model.fit(X, y)
         sizes[attribute] = by_size(model)

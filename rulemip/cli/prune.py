@@ -56,9 +56,12 @@ def register(sub: Any) -> None:
     p.add_argument("--node-values", choices=["mean", "fitted"], default="mean",
                    help="node value mu_i: mean training response in the node, or the "
                         "tree's fitted value times its multiplier")
+    p.add_argument("--reg", type=float, default=None, metavar="L",
+                   help="ridge lambda > 0 on the standardized response, as in the other "
+                        "commands (default n/10; larger certifies faster, smaller predicts "
+                        "better)")
     p.add_argument("--gamma", type=float, default=None, metavar="G",
-                   help="ridge parameter gamma > 0 on the standardized response "
-                        "(default 10/n; smaller certifies faster, larger predicts better)")
+                   help="deprecated: [PRUNE]'s gamma = 1/reg; use --reg")
     p.add_argument("--n-lambdas", type=int, default=50,
                    help="number of lambda values of the path (--method path)")
     p.add_argument("--solver", default="highs", help="backend of the (I)LP subproblems")
@@ -91,6 +94,7 @@ def run(args: argparse.Namespace) -> int:
 
     from rulemip._solver_names import check_solver
     from rulemip._validation import check_positive_int
+    from rulemip.estimators._inputs import predict_matrix
     from rulemip.estimators.tree_rules import TreeRuleExtractor
     from rulemip.exceptions import SolveLimitWarning
 
@@ -106,10 +110,6 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidDataError(
             f"--target: column {args.target!r} must be numeric (prune fits a regression "
             f"ensemble); got values such as {y.iloc[0]!r}.")
-    if any(not _is_numeric(X[c]) for c in X.columns):
-        import pandas as pd
-
-        X = pd.get_dummies(X, dtype=float)  # one 0/1 column per level of a text column
     ensemble: Any = (RandomForestRegressor(n_estimators=trees, max_depth=depth,
                                            random_state=args.seed) if args.forest else
                      GradientBoostingRegressor(n_estimators=trees, max_depth=depth,
@@ -118,7 +118,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"data: {args.data} (target {args.target!r}, {len(X)} rows, {X.shape[1]} features)")
     extractor = TreeRuleExtractor(
         ensemble, n_rules=args.n_rules, attribute=args.attribute, method=args.method,
-        gamma=args.gamma, solver=args.solver, time_limit=args.time_limit,
+        reg=args.reg, gamma=args.gamma, solver=args.solver, time_limit=args.time_limit,
         node_values=args.node_values, n_lambdas=args.n_lambdas, random_state=args.seed)
     extractor._validate_params_()  # parameter errors before the ensemble is fitted
     t0 = time.perf_counter()
@@ -133,12 +133,12 @@ def run(args: argparse.Namespace) -> int:
     res = extractor.result_
     nodes = extractor.nodes_
     yv = np.asarray(y, dtype=float)
-    ens_pred = extractor.estimator_.predict(np.asarray(extractor._validate_X(X, reset=False)))
+    ens_pred = extractor.estimator_.predict(predict_matrix(extractor, X))
     ens_risk = float(np.mean((yv - ens_pred) ** 2))
     sel = extractor.selected_
     print(f"ensemble: {kind}, {trees} trees of depth <= {depth}, {nodes.n_nodes} nodes")
-    print(f"problem: {args.attribute} budget K = {args.n_rules}, gamma = "
-          f"{extractor.gamma_:.4g}, method {args.method}")
+    print(f"problem: {args.attribute} budget K = {args.n_rules}, reg = "
+          f"{extractor.reg_:.4g} (gamma = {extractor.gamma_:.4g}), method {args.method}")
     print()
     print(extractor.rules_.to_text())
     print()
@@ -179,7 +179,8 @@ def run(args: argparse.Namespace) -> int:
             "ensemble": extractor.rules_.to_dict(),
             "n_rules": len(sel), "cost": cost, "mean_depth": mean_depth,
             "train_risk": extractor.train_risk_, "ensemble_risk": ens_risk,
-            "objective": extractor.objective_, "gamma": extractor.gamma_,
+            "objective": extractor.objective_, "reg": extractor.reg_,
+            "gamma": extractor.gamma_,
             "method": args.method, "attribute": args.attribute, "budget": args.n_rules,
             "total_time": total, **info,
             "options": {"trees": trees, "depth": depth, "forest": bool(args.forest),

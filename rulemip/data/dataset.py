@@ -83,6 +83,7 @@ class Dataset:
                     f"y must be numeric for this loss; conversion failed: {exc}") from exc
             if not np.all(np.isfinite(yf)):
                 raise InvalidDataError("y contains NaN or infinity; drop those rows first.")
+            _check_target_scale(yf)
             if loss_obj is not None:
                 yf = loss_obj.check_labels(yf)
         sw = None
@@ -138,3 +139,16 @@ class Dataset:
             h.update(np.ascontiguousarray(self.sample_weight, dtype="<f8").tobytes())
         h.update("\x1f".join(self.feature_names).encode())
         return h.hexdigest()
+
+
+def _check_target_scale(y: NDArray[np.float64]) -> None:
+    """Refuse targets whose squared errors overflow double precision: every risk is a sum
+    of n terms of order y², so max |y| must stay below sqrt(max_float / (4 n))."""
+    n = max(len(y), 1)
+    limit = float(np.sqrt(np.finfo(np.float64).max / (4.0 * n)))
+    big = float(np.max(np.abs(y))) if y.size else 0.0
+    if big > limit:
+        raise InvalidDataError(
+            f"y has values up to {big:.3g}; the squared errors of {n} rows overflow double "
+            f"precision beyond {limit:.3g}. Rescale y (e.g. divide it by its standard "
+            "deviation) and multiply the predictions back.")

@@ -53,7 +53,8 @@ def binary_labels(est: Any, y: Any) -> NDArray[Any]:
         raise InvalidDataError(
             f"Only binary classification is supported. {type(est).__name__} needs exactly "
             f"two classes in y; got {len(classes)} ({classes[:5].tolist()}, {kind}). "
-            "Fit one classifier per class (e.g. sklearn.multiclass.OneVsRestClassifier).")
+            "Multi-class is not supported; fit one classifier per class (e.g. "
+            "sklearn.multiclass.OneVsRestClassifier).")
     return classes
 
 
@@ -70,6 +71,8 @@ def fit_dataset(est: Any, X: Any, y: Any, *, loss: str,
     numeric_y = loss != "logistic"
     if numeric_y:
         y_arr = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+        if y_arr.dtype.kind == "c":
+            raise InvalidDataError("Complex data not supported: y is complex-valued.")
         if y_arr.dtype.kind not in "biuf":
             try:
                 y_arr.astype(float)
@@ -108,3 +111,14 @@ def predict_matrix(est: Any, X: Any) -> FloatArray:
             f"Input X contains NaN or infinity (first at row {int(bad[0])}, column "
             f"{int(bad[1])}); a rule cannot be evaluated there. Impute or drop those rows.")
     return Xf
+
+
+def check_float32_range(X: FloatArray, consumer: str) -> None:
+    """Refuse values that scikit-learn's trees cannot compare: they cast X to float32
+    (largest finite value ≈ 3.4e38), so larger entries become inf and fail deep inside."""
+    limit = float(np.finfo(np.float32).max)
+    big = float(np.max(np.abs(X))) if X.size else 0.0
+    if big > limit:
+        raise InvalidDataError(
+            f"X has values up to {big:.3g}, beyond the float32 range ({limit:.3g}) that "
+            f"{consumer} compare in; rescale those columns (e.g. standardize X).")

@@ -9,13 +9,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rulemip._validation import check_choice
 from rulemip.boosting.booster import PRESETS, RuleBooster
 from rulemip.data.dataset import Dataset
-from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
+from rulemip.exceptions import InvalidParameterError
 from rulemip.rules import RuleEnsemble
 
 _CHOICES = ("objective", "weight_update", "search")
@@ -128,11 +127,7 @@ class _RuleBoostingBase(BaseEstimator):
             time_limit=self.time_limit, node_limit=self.node_limit,
             max_memory=self.max_memory, verbose=self.verbose, **choices)
 
-    def _fit_dataset(self, X: Any, y: Any, loss: str) -> None:
-        booster = self._booster(loss)  # validates parameters before touching the data
-        names = getattr(self, "feature_names_in_", None)
-        ds = Dataset.from_arrays(X, y, loss=loss,
-                                 feature_names=None if names is None else list(names))
+    def _fit_dataset(self, ds: Dataset, booster: RuleBooster) -> None:
         booster.fit(ds)
         self.booster_ = booster
         self.rules_: RuleEnsemble = booster.rules_
@@ -142,13 +137,13 @@ class _RuleBoostingBase(BaseEstimator):
         self.limit_reached_: str | None = booster.limit_reached_
 
     def _decision(self, X: Any) -> NDArray[np.float64]:
-        check_is_fitted(self, "rules_")
-        Xv = validate_data(self, X, reset=False)
-        return self.rules_.decision_function_encoded(np.asarray(Xv, dtype=float))
+        Xf = predict_matrix(self, X)  # checks that the estimator is fitted
+        return self.rules_.decision_function_encoded(Xf)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = True
         return tags
 
 
@@ -196,9 +191,8 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
 
     def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:
         loss = check_choice(self.loss, "loss", ("squared", "poisson"))
-        self._booster(loss)
-        Xv, yv = validate_data(self, X, y, y_numeric=True, dtype=np.float64)
-        self._fit_dataset(Xv, yv, loss)
+        booster = self._booster(loss)  # validates parameters before touching the data
+        self._fit_dataset(fit_dataset(self, X, y, loss=loss), booster)
         return self
 
     def predict(self, X: Any) -> NDArray[np.float64]:
@@ -226,18 +220,12 @@ class RuleBoostingClassifier(ClassifierMixin, _RuleBoostingBase):
     """)
 
     def fit(self, X: Any, y: Any) -> RuleBoostingClassifier:
-        self._booster("logistic")
-        Xv, yv = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(yv)
-        classes = np.unique(yv)
-        if len(classes) != 2:
-            raise InvalidDataError(
-                "Only binary classification is supported. RuleBoostingClassifier needs "
-                f"exactly two classes in y; got {len(classes)} ({classes[:5].tolist()}). "
-                "Multi-class is not supported; fit one classifier per class (e.g. "
-                "sklearn.multiclass.OneVsRestClassifier).")
-        self.classes_ = classes
-        self._fit_dataset(Xv, np.where(yv == classes[1], 1.0, -1.0), "logistic")
+        booster = self._booster("logistic")
+        if y is not None:
+            binary_labels(self, y)
+        ds = fit_dataset(self, X, y, loss="logistic")
+        self.classes_ = np.asarray(ds.classes)
+        self._fit_dataset(ds, booster)
         return self
 
     def decision_function(self, X: Any) -> NDArray[np.float64]:

@@ -47,19 +47,23 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
-from sklearn.utils.validation import check_is_fitted, validate_data
 
 from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
 from rulemip.boosting.rgb_rules import float64_threshold
+from rulemip.data.encoding import FeatureEncoder
+from rulemip.estimators._inputs import check_float32_range, fit_dataset, predict_matrix
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.ensemble import conditions_from_box
 
-__all__ = ["DEFAULT_GAMMA_N", "TreeRuleExtractor"]
+__all__ = ["DEFAULT_GAMMA_N", "DEFAULT_REG_PER_ROW", "TreeRuleExtractor"]
 
-#: default γ·n on the standardized response (the trade-off is in the `gamma` docstring)
+#: default γ·n of [PRUNE] (1) on the standardized response (trade-off: `reg` docstring)
 DEFAULT_GAMMA_N = 10.0
+#: the same default as a ridge: λ = 1/γ = n / DEFAULT_GAMMA_N, i.e. λ/n = 0.1
+DEFAULT_REG_PER_ROW = 1.0 / DEFAULT_GAMMA_N
 
 FloatArray = NDArray[np.float64]
 
@@ -87,18 +91,12 @@ def _as_tree_ensemble(est: Any) -> Any:
 
 
 def _box_conditions(lower: FloatArray, upper: FloatArray,
-                    names: list[str] | None) -> list[Condition]:
+                    encoder: FeatureEncoder | None) -> list[Condition]:
     """``lower_j < x_j <= upper_j`` with scikit-learn thresholds mapped to the float64
-    cut that reproduces the trees' float32 comparison."""
-    out: list[Condition] = []
-    for j, (lo, hi) in enumerate(zip(lower, upper, strict=True)):
-        if np.isinf(lo) and np.isinf(hi):
-            continue
-        lo64 = float64_threshold(float(lo)) if np.isfinite(lo) else -math.inf
-        hi64 = float64_threshold(float(hi)) if np.isfinite(hi) else math.inf
-        name = names[j] if names is not None else f"x{j + 1}"
-        out.append(Condition(j, lo64, hi64, name))
-    return out
+    cut that reproduces the trees' float32 comparison (named after ``encoder``)."""
+    lo64 = [float64_threshold(float(v)) if np.isfinite(v) else -math.inf for v in lower]
+    hi64 = [float64_threshold(float(v)) if np.isfinite(v) else math.inf for v in upper]
+    return conditions_from_box(lo64, hi64, encoder)
 
 
 def _without_empty_rules(nodes: NodeMatrix) -> NodeMatrix:
@@ -149,17 +147,24 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         features on the root-to-node path.
     method : {"exact", "path", "relax_round"}, default="exact"
         Selection algorithm (module docstring).
+    reg : float or None, default=None
+        Ridge :math:`\\lambda > 0` of the project's risk
+        :math:`\\tfrac1n\\|y_c - \\sum_i M_i w_i\\|^2 + \\tfrac{\\lambda}{n}\\|w\\|^2`
+        (docs/reference/parameters.md) on the standardized response :math:`y_c`, whose
+        columns :math:`M_i` are the node means times the node indicators; it is
+        :math:`1/\\gamma` of [PRUNE] (1). ``None`` means :math:`\\lambda = n/10`
+        (:math:`\\gamma n = 10`). Large λ shrinks the rule weights strongly (for a node
+        with a fraction f of the points and standardized mean μ the single-rule weight is
+        :math:`nf\\mu^2/(\\lambda + nf\\mu^2)`) but makes q flatter and the exact method
+        much faster; λ of order 1 gives nearly unshrunk weights. Measured on friedman1
+        (docs/benchmarks/pruning.md, 20 rules): λ/n ≥ 3.3 certifies in seconds but reaches
+        held-out R² ≤ 0.36; λ/n = 0.1 (the default) R² 0.81, the exact method usually
+        stopping at its time limit with a gap of a few percent (reported, with a
+        :class:`~rulemip.exceptions.SolveLimitWarning`); λ/n = 0.01 R² 0.87 with a bound
+        near 0.
     gamma : float or None, default=None
-        Ridge parameter :math:`\\gamma > 0` of (1), on the scale of the standardized
-        response; ``None`` means :math:`10/n`. Small γ shrinks the rule weights strongly
-        (for a node with a fraction f of the points and standardized mean μ the single-rule
-        weight is :math:`\\gamma n f\\mu^2/(1 + \\gamma n f\\mu^2)`) but makes q flatter and
-        the exact method much faster; γ of order 1 gives nearly unshrunk weights. Measured
-        on friedman1 (docs/benchmarks/pruning.md, 20 rules): γn ≤ 0.3 certifies in seconds
-        but reaches held-out R² ≤ 0.36; γn = 10 (the default) R² 0.81, the exact method
-        usually stopping at its time limit with a gap of a few percent (reported, with a
-        :class:`~rulemip.exceptions.SolveLimitWarning`); γn = 100 R² 0.87 with a bound near
-        0.
+        Deprecated (use ``reg = 1/gamma``): [PRUNE]'s :math:`\\gamma`. Setting it issues a
+        ``FutureWarning``; it will be removed in rulemip 0.3.
     solver : str, default="highs"
         Backend for the master / subproblem (I)LPs.
     time_limit : float or None, default=60.0
@@ -189,8 +194,10 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         Rule weights in units of y: :math:`s\\,\\mu_i w_i`.
     intercept_, y_scale_ : float
         :math:`\\bar y` and :math:`s`.
+    reg_ : float
+        The ridge λ used.
     gamma_ : float
-        The γ used.
+        :math:`\\gamma = 1/\\lambda` of [PRUNE] (1).
     objective_ : float
         :math:`q(z)` of CIP (2) (= objective of (1) at the refit weights) on the
         standardized response.
@@ -206,15 +213,16 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
 
     result_: Any  # OAResult, PathResult or RelaxRoundResult, per method
 
-    def __init__(self, estimator: Any = None, n_rules: int = 10, attribute: str = "rule",
-                 method: str = "exact", gamma: float | None = None, solver: str = "highs",
+    def __init__(self, estimator: Any = None, *, n_rules: int = 10, attribute: str = "rule",
+                 method: str = "exact", reg: float | None = None, solver: str = "highs",
                  time_limit: float | None = 60.0, prefit: bool = False,
                  node_values: str = "mean", n_lambdas: int = 50,
-                 random_state: int | None = None) -> None:
+                 random_state: int | None = None, gamma: float | None = None) -> None:
         self.estimator = estimator
         self.n_rules = n_rules
         self.attribute = attribute
         self.method = method
+        self.reg = reg
         self.gamma = gamma
         self.solver = solver
         self.time_limit = time_limit
@@ -232,7 +240,11 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         check_choice(self.attribute, "attribute", ATTRIBUTES)
         check_choice(self.method, "method", METHODS)
         check_choice(self.node_values, "node_values", NODE_VALUES)
+        check_nonneg_float(self.reg, "reg", allow_none=True, strictly_positive=True)
         check_nonneg_float(self.gamma, "gamma", allow_none=True, strictly_positive=True)
+        if self.gamma is not None and self.reg is not None:
+            raise InvalidParameterError(
+                "`gamma` is the deprecated name of `reg` (reg = 1/gamma); set only `reg`.")
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
         check_positive_int(self.n_lambdas, "n_lambdas")
         if not isinstance(self.solver, str):
@@ -246,16 +258,6 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             raise InvalidParameterError(
                 "`estimator` must be a regression ensemble; TreeRuleExtractor fits squared "
                 f"loss, got the classifier {type(self.estimator).__name__}.")
-
-    def _validate_X(self, X: Any, y: Any = None, *, reset: bool) -> Any:
-        try:
-            if reset:
-                return validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-            return validate_data(self, X, reset=False, dtype=np.float64)
-        except InvalidDataError:
-            raise
-        except ValueError as exc:  # keep scikit-learn's message, use rulemip's error type
-            raise InvalidDataError(str(exc)) from exc
 
     def _fitted_ensemble(self, X: FloatArray, y: FloatArray) -> Any:
         if self.prefit:
@@ -280,9 +282,9 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     def fit(self, X: Any, y: Any) -> TreeRuleExtractor:
         """Fit (or take) the ensemble, extract its nodes and select rules."""
         self._validate_params_()
-        Xv, yv = self._validate_X(X, y, reset=True)
-        X = np.asarray(Xv, dtype=float)
-        y = np.asarray(yv, dtype=float).reshape(-1)
+        ds = fit_dataset(self, X, y, loss="squared")
+        X, y = ds.X, ds.y
+        check_float32_range(X, "the trees of the ensemble")
         est = self._fitted_ensemble(X, y)
         self.estimator_ = est
         self.intercept_ = float(y.mean())
@@ -294,10 +296,9 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                               node_values=self.node_values)  # type: ignore[arg-type]
         nodes = _without_empty_rules(nodes)
         self.nodes_ = nodes
-        self.gamma_ = (DEFAULT_GAMMA_N / X.shape[0] if self.gamma is None
-                       else float(self.gamma))
-        names = getattr(self, "feature_names_in_", None)
-        self._names = None if names is None else [str(s) for s in names]
+        self.gamma_ = self._gamma(X.shape[0])
+        self.reg_ = 1.0 / self.gamma_
+        self._encoder = ds.encoder
         oracle = TreePruningCIP(nodes.M, yc, self.gamma_)
         if self.method == "exact":
             S, w = self._fit_exact(nodes, yc, oracle)
@@ -313,14 +314,24 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         self.weights_ = np.asarray(w, dtype=float)
         self.coef_ = self.y_scale_ * nodes.mu[self.selected_] * self.weights_
         self.rules_ = self._ensemble(self.selected_, self.coef_)
-        self.train_risk_ = float(np.mean((y - self.rules_.predict(X)) ** 2))
+        self.train_risk_ = float(np.mean((y - self.rules_.decision_function_encoded(X)) ** 2))
         return self
 
     def _ensemble(self, S: NDArray[np.int64], coef: FloatArray) -> RuleEnsemble:
         nodes = self.nodes_
-        rules = [Rule(_box_conditions(nodes.lower[i], nodes.upper[i], self._names), float(c))
-                 for i, c in zip(S, coef, strict=True)]
-        return RuleEnsemble(rules, intercept=self.intercept_)
+        rules = [Rule(_box_conditions(nodes.lower[i], nodes.upper[i], self._encoder),
+                      float(c)) for i, c in zip(S, coef, strict=True)]
+        return RuleEnsemble(rules, intercept=self.intercept_, encoder=self._encoder)
+
+    def _gamma(self, n: int) -> float:
+        """[PRUNE]'s γ = 1/λ from ``reg`` (or the deprecated ``gamma``)."""
+        if self.gamma is not None:
+            warnings.warn("`gamma` is deprecated and will be removed in rulemip 0.3; use "
+                          f"`reg={1.0 / float(self.gamma):.6g}` (reg = 1/gamma).",
+                          FutureWarning, stacklevel=3)
+            return float(self.gamma)
+        reg = DEFAULT_REG_PER_ROW * n if self.reg is None else float(self.reg)
+        return 1.0 / reg
 
     def _limit_hit(self, wall_time: float) -> bool:
         return self.time_limit is not None and wall_time >= float(self.time_limit)
@@ -393,11 +404,11 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     def predict(self, X: Any) -> FloatArray:
         """:math:`\\bar y + \\sum_{i\\in S} \\text{coef}_i \\mathbb 1\\{x \\in
         \\text{box}_i\\}` (identical to ``rules_.predict``)."""
-        check_is_fitted(self, "rules_")
-        Xv = self._validate_X(X, reset=False)
-        return np.asarray(self.rules_.predict(np.asarray(Xv, dtype=float)), dtype=float)
+        Xf = predict_matrix(self, X)  # checks that the estimator is fitted
+        return np.asarray(self.rules_.decision_function_encoded(Xf), dtype=float)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = True
         return tags

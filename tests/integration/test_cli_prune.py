@@ -27,13 +27,14 @@ def csv(tmp_path):
 def test_prune_exact_prints_rules_bound_and_writes_json(csv, tmp_path, capsys):
     out_json = tmp_path / "out.json"
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "3",
-                 "--trees", "3", "--depth", "2", "--gamma", "0.01", "--time-limit", "30",
+                 "--trees", "3", "--depth", "2", "--reg", "100", "--time-limit", "30",
                  "--json", str(out_json)]) == 0
     out = capsys.readouterr().out
     assert "IF " in out and "THEN" in out and "age" in out
     assert "training risk (MSE)" in out and "valid lower bound" in out and "gap" in out
     doc = json.loads(out_json.read_text())
     assert doc["method"] == "exact" and doc["budget"] == 3
+    assert doc["reg"] == 100 and np.isclose(doc["gamma"], 0.01)
     assert 1 <= doc["n_rules"] <= 3 and doc["cost"] <= 3
     assert doc["lower_bound"] <= doc["objective"] + 1e-9
     assert doc["status"] == "optimal" and doc["gap"] <= 1e-4
@@ -44,7 +45,7 @@ def test_prune_exact_prints_rules_bound_and_writes_json(csv, tmp_path, capsys):
     from rulemip.rules import RuleEnsemble
 
     frame = pd.read_csv(csv)
-    X = pd.get_dummies(frame.drop(columns=["y"]), dtype=float).to_numpy()
+    X = frame.drop(columns=["y"])  # the rules carry their one-hot encoding of `colour`
     ens = RuleEnsemble.from_dict(doc["ensemble"])
     mse = float(np.mean((frame["y"].to_numpy() - ens.predict(X)) ** 2))
     assert np.isclose(doc["train_risk"], mse)
@@ -54,9 +55,11 @@ def test_prune_exact_prints_rules_bound_and_writes_json(csv, tmp_path, capsys):
 def test_prune_depth_forest_and_errors(csv, capsys):
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "3",
                  "--attribute", "depth", "--forest", "--trees", "2", "--depth", "2",
-                 "--gamma", "0.05"]) == 0
-    out = capsys.readouterr().out
-    assert "random forest" in out and "depth budget K = 3" in out
+                 "--gamma", "0.05"]) == 0  # the deprecated name still works, with a warning
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "random forest" in out and "depth budget K = 3" in out and "reg = 20" in out
+    assert "`gamma` is deprecated" in captured.err
     line = next(s for s in out.splitlines() if s.startswith("rules:"))
     assert float(line.split("cost ")[1].split()[0]) <= 3
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "-2"]) == 2
@@ -70,7 +73,7 @@ def test_prune_help_documents_every_option(capsys):
         main(["prune", "--help"])
     text = capsys.readouterr().out
     for opt in ("--data", "--target", "--n-rules", "--attribute", "--method", "--trees",
-                "--depth", "--forest", "--gamma", "--time-limit", "--json"):
+                "--depth", "--forest", "--reg", "--gamma", "--time-limit", "--json"):
         assert opt in text
 
 

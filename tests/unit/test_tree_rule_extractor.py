@@ -29,7 +29,7 @@ def _small_gb():
     return GradientBoostingRegressor(n_estimators=3, max_depth=2, random_state=0)
 
 
-@parametrize_with_checks([TreeRuleExtractor(_small_gb(), n_rules=3, gamma=0.5,
+@parametrize_with_checks([TreeRuleExtractor(_small_gb(), n_rules=3, reg=2.0,
                                             time_limit=1.5)])
 def test_sklearn_compatible(estimator, check):
     check(estimator)
@@ -38,7 +38,7 @@ def test_sklearn_compatible(estimator, check):
 def test_prediction_matches_node_model_and_rules():
     X, y = _data()
     rf = RandomForestRegressor(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
-    m = TreeRuleExtractor(rf, n_rules=3, prefit=True, gamma=0.3, time_limit=30).fit(X, y)
+    m = TreeRuleExtractor(rf, n_rules=3, prefit=True, reg=1 / 0.3, time_limit=30).fit(X, y)
     assert 1 <= len(m.rules_) <= 3 and len(m.selected_) == len(m.rules_)
     nodes = m.nodes_
     direct = m.intercept_ + nodes.reach[:, m.selected_] @ m.coef_
@@ -131,7 +131,7 @@ def test_pandas_feature_names_in_rules():
     pd = pytest.importorskip("pandas")
     X, y = _data(40)
     frame = pd.DataFrame(X, columns=["age", "bmi", "bp"])
-    m = TreeRuleExtractor(_small_gb(), n_rules=2, gamma=0.2).fit(frame, y)
+    m = TreeRuleExtractor(_small_gb(), n_rules=2, reg=5.0).fit(frame, y)
     assert list(m.feature_names_in_) == ["age", "bmi", "bp"]
     text = m.rules_.to_text()
     assert ("age" in text or "bmi" in text) and "x1" not in text and "x2" not in text
@@ -155,7 +155,7 @@ def test_rgb_regressor_hand_off():
     rgb = RGBRegressor(n_estimators=6, families=[(3, 1.0), (4, 2.0)], beta=0.0,
                        random_state=0).fit(X, y)
     m = TreeRuleExtractor(rgb, n_rules=3, prefit=True, node_values="fitted",
-                          gamma=0.2).fit(X, y)
+                          reg=5.0).fit(X, y)
     assert m.estimator_ is rgb
     nodes = m.nodes_
     # the node model of the RGB trees: offset + Σ leaves (fitted values) = predict_raw
@@ -219,7 +219,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
     fake = types.ModuleType("rulemip.algorithms.cbcd")
     fake.regularization_path = regularization_path
     monkeypatch.setitem(sys.modules, "rulemip.algorithms.cbcd", fake)
-    m = TreeRuleExtractor(gb, n_rules=3, method="path", prefit=True, gamma=0.5,
+    m = TreeRuleExtractor(gb, n_rules=3, method="path", prefit=True, reg=2.0,
                           n_lambdas=7).fit(X, y)
     assert calls["n_lambdas"] == 7 and calls["gamma"] == 0.5
     assert calls["exact_blocks"] is False  # the paper's (fast) block updates
@@ -237,7 +237,7 @@ def test_path_method_real():
     pytest.importorskip("rulemip.algorithms.cbcd")
     X, y = _data(60, seed=6)
     gb = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
-    m = TreeRuleExtractor(gb, n_rules=4, method="path", prefit=True, gamma=1.0,
+    m = TreeRuleExtractor(gb, n_rules=4, method="path", prefit=True, reg=1.0,
                           n_lambdas=8, time_limit=30).fit(X, y)
     costs = [float(pm.cost) for pm in m.path_.models]
     assert all(c <= 4 + 1e-9 for c in [costs[m.path_index_]])
@@ -251,10 +251,10 @@ def test_relax_round_method():
     pytest.importorskip("rulemip.algorithms.relax_and_round")
     X, y = _data(60, seed=6)
     gb = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
-    exact = TreeRuleExtractor(gb, n_rules=3, prefit=True, gamma=0.02).fit(X, y)
+    exact = TreeRuleExtractor(gb, n_rules=3, prefit=True, reg=50.0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SolveLimitWarning)
-        m = TreeRuleExtractor(gb, n_rules=3, method="relax_round", prefit=True, gamma=0.02,
+        m = TreeRuleExtractor(gb, n_rules=3, method="relax_round", prefit=True, reg=50.0,
                               time_limit=30).fit(X, y)
     assert len(m.rules_) <= 3
     for i in m.selected_:
@@ -277,7 +277,7 @@ def test_empty_rule_is_never_selected_even_when_free(method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SolveLimitWarning)
         ex = TreeRuleExtractor(est, prefit=True, attribute="depth", n_rules=6, method=method,
-                               gamma=1.0, n_lambdas=15, time_limit=5).fit(X, y)
+                               reg=1.0, n_lambdas=15, time_limit=5).fit(X, y)
     assert all(len(rule.conditions) > 0 for rule in ex.rules_.rules)
     assert np.all(ex.nodes_.depth[ex.selected_] > 0)
     if method == "path":  # before the fix, CBCD picked free roots along this path

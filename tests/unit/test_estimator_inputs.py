@@ -1,0 +1,125 @@
+"""One input contract for every estimator (rulemip/estimators/_inputs.py): categorical
+DataFrames encoded the same way, clear errors for string targets, non-finite predict input,
+targets whose squares overflow and values beyond the trees' float32 range; the deprecated
+``gamma`` of TreeRuleExtractor maps to ``reg = 1/gamma``."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from sklearn.ensemble import GradientBoostingRegressor
+
+from rulemip import (
+    ExactRuleEnsembleRegressor,
+    RuleBoostingClassifier,
+    RuleBoostingRegressor,
+    TreeRuleExtractor,
+)
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
+
+pd = pytest.importorskip("pandas")
+
+
+def _frame(n: int = 60, seed: int = 0):
+    rng = np.random.default_rng(seed)
+    colour = rng.choice(["red", "green", "blue"], size=n)
+    size = rng.normal(size=n)
+    y = np.where(colour == "red", 3.0, 0.0) + 0.5 * size + 0.1 * rng.normal(size=n)
+    return pd.DataFrame({"colour": colour, "size": size}), y
+
+
+def _small_gb():
+    return GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0)
+
+
+def _regressors():
+    return [RuleBoostingRegressor(n_rules=2, max_thresholds=4),
+            ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=4, time_limit=20),
+            TreeRuleExtractor(_small_gb(), n_rules=2, reg=5.0, time_limit=20)]
+
+
+@pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
+def test_categorical_frame_is_one_hot_encoded_and_printed_by_level(est):
+    X, y = _frame()
+    est.fit(X, y)
+    text = est.rules_.to_text()
+    assert "colour" in text and "x1" not in text
+    assert "red" in text  # the informative level is what the first rule splits on
+    pred = est.predict(X)
+    # a model that uses the level must predict differently on red rows
+    assert pred[X["colour"].to_numpy() == "red"].mean() > \
+        pred[X["colour"].to_numpy() != "red"].mean() + 1.0
+
+
+def test_boosting_classifier_categorical_and_string_labels():
+    X, y = _frame()
+    labels = np.where(y > 1.5, "high", "low")
+    clf = RuleBoostingClassifier(n_rules=1, max_thresholds=4).fit(X, labels)
+    assert list(clf.classes_) == ["high", "low"]
+    assert np.mean(clf.predict(X) == labels) > 0.9
+
+
+@pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
+def test_string_target_of_regressor_is_a_clear_error(est):
+    X, y = _frame()
+    with pytest.raises(InvalidDataError, match="numeric"):
+        est.fit(X[["size"]], np.where(y > 1, "a", "b"))
+
+
+@pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
+def test_huge_target_is_refused_not_served_as_inf(est):
+    X, y = _frame()
+    with pytest.raises(InvalidDataError, match="Rescale y"):
+        est.fit(X[["size"]], y * 1e300)
+
+
+@pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
+def test_nan_in_predict_is_a_clear_error(est):
+    X, y = _frame()
+    est.fit(X[["size"]].to_numpy(), y)
+    Xp = X[["size"]].to_numpy().copy()
+    Xp[3, 0] = np.nan
+    with pytest.raises(InvalidDataError, match="NaN"):
+        est.predict(Xp)
+
+
+def test_tree_extractor_refuses_values_beyond_float32():
+    X, y = _frame()
+    Xn = X[["size"]].to_numpy() * 1e300
+    with pytest.raises(InvalidDataError, match="float32"):
+        TreeRuleExtractor(_small_gb(), n_rules=2).fit(Xn, y)
+    # the rule learners compare in float64 and accept the same table
+    RuleBoostingRegressor(n_rules=1, max_thresholds=4).fit(Xn, y)
+
+
+def test_tree_extractor_gamma_is_deprecated_alias_of_inverse_reg():
+    X, y = _frame()
+    Xn = X[["size"]].to_numpy()
+    gb = _small_gb().fit(Xn, y)
+    new = TreeRuleExtractor(gb, prefit=True, n_rules=3, reg=4.0).fit(Xn, y)
+    with pytest.warns(FutureWarning, match="reg=4"):
+        old = TreeRuleExtractor(gb, prefit=True, n_rules=3, gamma=0.25).fit(Xn, y)
+    assert new.reg_ == pytest.approx(4.0) and new.gamma_ == pytest.approx(0.25)
+    np.testing.assert_array_equal(np.sort(new.selected_), np.sort(old.selected_))
+    np.testing.assert_allclose(new.coef_, old.coef_)
+    with pytest.raises(InvalidParameterError, match="deprecated name of `reg`"):
+        TreeRuleExtractor(gb, prefit=True, reg=1.0, gamma=1.0).fit(Xn, y)
+
+
+def test_tree_extractor_default_reg_is_n_over_ten():
+    X, y = _frame(n=50)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        m = TreeRuleExtractor(_small_gb(), n_rules=1, time_limit=5).fit(X[["size"]], y)
+    assert m.reg_ == pytest.approx(5.0) and m.gamma_ == pytest.approx(0.2)
+
+
+def test_estimators_are_keyword_only_after_the_first_argument():
+    with pytest.raises(TypeError):
+        TreeRuleExtractor(None, 3)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RuleBoostingRegressor(3, "squared")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        ExactRuleEnsembleRegressor(3, "squared")  # type: ignore[misc]
