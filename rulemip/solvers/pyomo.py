@@ -1,10 +1,10 @@
 r"""Pyomo backend: any solver Pyomo can call, on the model built by
-:func:`rulemip.model.export.to_pyomo`.
+:func:`rulemip.model.pyomo_export.to_pyomo`.
 
 ``get_backend("pyomo")`` uses the first available solver of :data:`DEFAULT_SOLVERS`
 (``highs``, ``appsi_highs``, ``scip``, Gurobi, CPLEX, Xpress, ``cbc``, ``glpk``);
 ``get_backend("pyomo:NAME")`` (or ``PyomoBackend("NAME")``) any solver by its Pyomo
-``SolverFactory`` name. The model goes through :func:`~rulemip.model.export.to_pyomo`:
+``SolverFactory`` name. The model goes through :func:`~rulemip.model.pyomo_export.to_pyomo`:
 indicator constraints become exact big-M rows from the column bounds, loss terms become
 nonlinear ``Expression`` components (only NLP/MINLP solvers such as ``scip`` or ``ipopt``
 declare ``NONLINEAR_LOSS``).
@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.exceptions import InvalidParameterError
-from rulemip.model.export import column_values, to_pyomo
+from rulemip.model.pyomo_export import column_values, to_pyomo
 from rulemip.model.standard_form import StandardForm
 from rulemip.solvers._common import (
     Progress,

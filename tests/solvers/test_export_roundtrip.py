@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from rulemip.model import MIPModel
-from rulemip.model.export import column_values, export_names, to_pyomo, write_lp, write_mps
+from rulemip.model.export import export_names, write_lp, write_mps
+from rulemip.model.pyomo_export import column_values, to_pyomo
 from rulemip.solvers import get_backend
 from rulemip.testing.conformance import (
     general_integer_model,

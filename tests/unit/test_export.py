@@ -16,10 +16,10 @@ from rulemip.model.export import (
     _objective_parts,
     export_names,
     linearize_indicators,
-    to_pyomo,
     write_lp,
     write_mps,
 )
+from rulemip.model.pyomo_export import to_pyomo
 from rulemip.testing.conformance import (
     general_integer_model,
     indicator_model,
