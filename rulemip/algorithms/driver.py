@@ -42,6 +42,7 @@ from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.protocol import BuiltModel, Formulation
 from rulemip.formulations.result import ExactResult
+from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
@@ -349,23 +350,45 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
                                                if k in accepted}
     result = spec.function(dataset, n_rules, **kwargs)
     result = checked(result, dataset, reg=reg, mip_gap=mip_gap)
-    return at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap)
+    return at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
+                               loss=loss, fit_intercept=fit_intercept)
+
+
+def empty_model(dataset: Dataset, *, loss: str, reg: float,
+                fit_intercept: bool) -> RuleEnsemble:
+    """The ensemble with no rule: the optimal intercept (or the zero function), feasible
+    for every k ≥ 0."""
+    n = dataset.X.shape[0]
+    fit = fit_weights(np.zeros((n, 0)), dataset.y, loss, reg, fit_intercept,
+                      dataset.sample_weight)
+    return RuleEnsemble([], intercept=float(fit.intercept), loss=loss,
+                        classes=dataset.classes)
 
 
 def at_least_warm_start(result: ExactResult, dataset: Dataset,
                         warm_start: RuleEnsemble | None, *, reg: float,
-                        mip_gap: float) -> ExactResult:
-    r"""Never return a model worse than the warm start, nor a bound below 0.
+                        mip_gap: float, loss: str | None = None,
+                        fit_intercept: bool = True) -> ExactResult:
+    r"""Never return a model worse than the warm start, never no model, nor a bound
+    below 0.
 
     An engine stopped by a limit may hold an incumbent worse than the warm start it was
     given (or none): the warm start, a feasible ensemble over the same candidate set, is
-    then the incumbent. :math:`R_\lambda \ge 0` for every loss, so a bound below 0 (a
+    then the incumbent. Without a warm start and without an incumbent, the ensemble with no
+    rule (:func:`empty_model`; ``loss`` given) is: a limit returns the best known model,
+    never nothing. :math:`R_\lambda \ge 0` for every loss, so a bound below 0 (a
     solver's ``-1e20`` for "unknown", say) is raised to 0. The status is decided again by
     :func:`promote`."""
     lb = result.lower_bound if math.isfinite(result.lower_bound) else 0.0
     lb = max(lb, 0.0)
     ensemble, risk, notes = result.ensemble, result.risk, result.notes
-    if warm_start is not None:
+    if warm_start is None and ensemble is None and loss is not None:
+        ensemble = empty_model(dataset, loss=loss, reg=reg, fit_intercept=fit_intercept)
+        risk = float(ensemble.risk(dataset.X, dataset.y, reg=reg,
+                                   sample_weight=dataset.sample_weight))
+        notes = (*notes, "the engine found no ensemble before its limit; the model without "
+                 "rules (intercept only) is the incumbent")
+    elif warm_start is not None:
         warm_risk = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
                                           sample_weight=dataset.sample_weight))
         if ensemble is None or warm_risk < risk - REFUTATION_TOL * max(1.0, abs(risk)):

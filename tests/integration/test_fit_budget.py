@@ -53,6 +53,23 @@ def test_warm_start_replaces_a_worse_incumbent_and_bound_is_floored_at_zero():
     assert at_least_warm_start(kept, ds, bad, reg=0.1, mip_gap=1e-6) is kept
 
 
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_no_incumbent_and_no_warm_start_returns_the_model_without_rules(fit_intercept):
+    ds = _data()
+    out = at_least_warm_start(_result(None, float("inf"), 0.7,
+                                      TerminationReason.NO_SOLUTION_FOUND),
+                              ds, None, reg=0.1, mip_gap=1e-6, loss="squared",
+                              fit_intercept=fit_intercept)
+    assert out.ensemble is not None and out.ensemble.rules == ()
+    mean = float(np.mean(ds.y))
+    assert out.ensemble.intercept == pytest.approx(mean if fit_intercept else 0.0)
+    expected = float(np.mean((ds.y - (mean if fit_intercept else 0.0)) ** 2))
+    assert out.risk == pytest.approx(expected)
+    assert out.lower_bound == pytest.approx(0.7)  # the engine's valid bound is kept
+    assert out.termination is TerminationReason.FEASIBLE and out.limit is Limit.TIME
+    assert any("without rules" in n for n in out.notes)
+
+
 def test_warm_start_uses_the_explicit_thresholds():
     ds = _data()
     th = [np.array([0.25]), np.array([-0.5])]
