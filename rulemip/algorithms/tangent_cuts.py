@@ -466,6 +466,7 @@ class TangentCutBackend:
         self.name = f"{self.inner.name}+tangent_cuts"
         self.capabilities = frozenset(set(self.inner.capabilities)
                                       | {Capability.NONLINEAR_LOSS,
+                                         Capability.WIDE_EXP_LOSS,
                                          Capability.QUADRATIC_OBJECTIVE})
         self.install_hint = self.inner.install_hint
         self.driver_options = driver_options

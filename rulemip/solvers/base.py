@@ -40,6 +40,19 @@ class Capability(StrEnum):
     PERSISTENT = "persistent"  # add rows / re-solve without rebuilding
     MIP_START = "mip_start"
     DUAL_BOUND = "dual_bound"  # reports a valid MIP lower bound
+    # logistic/Poisson loss terms whose linear predictor may leave ±EXP_LOSS_SAFE_RANGE
+    WIDE_EXP_LOSS = "wide_exp_loss"
+
+
+EXP_LOSS_SAFE_RANGE = 30.0
+"""Largest |linear predictor| a backend's own handling of the logistic or Poisson loss is
+trusted with. Beyond it, terms such as :math:`e^{u-\theta}` span more than 26 orders of
+magnitude over the variable box and SCIP's native relaxation was measured to return a dual
+bound 5e-6 (relative) *above* the optimum (a logistic instance at ``reg=1e-6`` whose weight
+box reaches 3 090, prediction box 18 544; docs/explanation/solving.md). Such models need
+:data:`Capability.WIDE_EXP_LOSS`, which only the tangent-cut driver declares: its cuts are
+computed by rulemip in double precision at each master point, so its bound is that of a
+MILP."""
 
 
 def required_capabilities(model: StandardForm) -> set[Capability]:
@@ -60,7 +73,21 @@ def required_capabilities(model: StandardForm) -> set[Capability]:
         caps.add(Capability.NONLINEAR_LOSS)
     if model.indicators:
         caps.add(Capability.INDICATOR)
+    if _has_wide_exp_loss(model):
+        caps.add(Capability.WIDE_EXP_LOSS)
     return caps
+
+
+def _has_wide_exp_loss(model: StandardForm) -> bool:
+    """A logistic/Poisson loss term whose column box leaves ±EXP_LOSS_SAFE_RANGE."""
+    for term in model.loss_terms:
+        if term.loss == "squared" or len(term.cols) == 0:
+            continue
+        lo = model.col_lower[term.cols]
+        hi = model.col_upper[term.cols]
+        if float(np.max(np.maximum(np.abs(lo), np.abs(hi)))) > EXP_LOSS_SAFE_RANGE:
+            return True
+    return False
 
 
 @runtime_checkable
@@ -266,6 +293,8 @@ CAPABILITY_TEXT: dict[Capability, str] = {
     Capability.PERSISTENT: "persistent models (outer-approximation masters)",
     Capability.MIP_START: "MIP starts",
     Capability.DUAL_BOUND: "a MIP dual bound",
+    Capability.WIDE_EXP_LOSS: (f"logistic/Poisson loss with predictions beyond "
+                               f"±{EXP_LOSS_SAFE_RANGE:g} (solved by tangent cuts instead)"),
 }
 _COMBINATION_TEXT = {
     frozenset({Capability.INTEGER, Capability.QUADRATIC_OBJECTIVE}):
@@ -282,7 +311,7 @@ def linear_master_needs(needs: Iterable[Capability]) -> frozenset[Capability]:
     """What the master of tangent-cut outer approximation needs for a model needing
     ``needs``: its linear part (loss terms and the quadratic become cuts on continuous
     epigraph columns)."""
-    return frozenset((set(needs) - {Capability.NONLINEAR_LOSS,
+    return frozenset((set(needs) - {Capability.NONLINEAR_LOSS, Capability.WIDE_EXP_LOSS,
                                     Capability.QUADRATIC_OBJECTIVE}) | {Capability.LP})
 
 
