@@ -68,6 +68,9 @@ IntArray = NDArray[np.int64]
 
 #: share of the remaining budget spent generating columns (the rest: the integer phase)
 PRICING_SHARE = 0.5
+#: share of what is left after the integer phase kept for a last integer solve, when
+#: pricing resumes to raise the bound
+FINAL_INTEGER_SHARE = 0.25
 
 
 class WorkingSet:
@@ -179,62 +182,15 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
             for rule in single.ensemble.rules:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
     remaining = budget.remaining()
-    pricing_end = None if remaining is None else time.perf_counter() + PRICING_SHARE * remaining
-    prob = cip.problem_over(dataset, cells, work.candidate_boxes())
-    bound = max(prob.bound, one_rule_bound)
-    z = np.zeros(len(work))
-    rounds = priced_exactly = 0
-    converged = False
-    cuts: list[FloatArray] = []
-    while len(work) < max_columns:
-        left = None if pricing_end is None else pricing_end - time.perf_counter()
-        if left is not None and left <= 0:
-            break
-        if len(work):
-            z = _restricted_relaxation(prob, cuts, z, left, solver, seed)
-        value, grad = prob.oracle.value_and_gradient(z)
-        g_rows = _row_gradient(prob, z, dataset)
-        left = None if pricing_end is None else max(pricing_end - time.perf_counter(), 0.0)
-        objective = make_objective("gs", g_rows)
-        best_inside = float(-grad.min(initial=0.0))
-        # cheap pricing first (beam search: columns, no bound); branch and bound only
-        # when the beam finds nothing that prices out — it proves that, or finds a column
-        found = find_rule(space, objective, search="beam", beam_width=beam_width,
-                          max_rule_length=max_props, allow_empty=not fit_intercept,
-                          time_limit=left)
-        exact = found is None or not _prices_out(found.value, best_inside, reg,
-                                                 cells.total_weight)
-        if exact:
-            left = None if pricing_end is None else max(pricing_end - time.perf_counter(),
-                                                         0.0)
-            found = find_rule(space, objective, max_rule_length=max_props,
-                              allow_empty=not fit_intercept, time_limit=left)
-        rounds += 1
-        if found is None:  # no candidate box at all
-            converged = True
-            break
-        if exact:
-            priced_exactly += 1
-            bound = max(bound, farley_bound(value, grad, z, n_rules, found.bound, reg,
-                                            cells.total_weight))
-        if callback is not None:
-            callback({"iteration": rounds, "ub": value, "lb": bound, "time":
-                      time.perf_counter() - t0, "columns": len(work)})
-        if not _prices_out(found.value, best_inside, reg, cells.total_weight):
-            converged = exact and found.certified
-            break
-        if not work.add_bounds(found.lower, found.upper):
-            converged = False
-            break
-        cuts = [np.append(c, 0.0) for c in cuts]
-        z = np.append(z, 0.0)
-        prob = cip.problem_over(dataset, cells, work.candidate_boxes())
-    notes = [f"column generation: {len(work)} boxes generated in {rounds} pricing rounds "
-             f"({priced_exactly} by branch and bound); relaxation bound "
-             f"{bound:.10g}" + (" (no box prices out)" if converged else
-                                " (stopped before pricing converged)")]
+    pricer = _Pricer(cip, dataset, cells, work, space, n_rules=n_rules, reg=reg,
+                     fit_intercept=fit_intercept, max_props=max_props, solver=solver,
+                     seed=seed, beam_width=beam_width, max_columns=max_columns,
+                     bound=one_rule_bound, callback=callback, t0=t0)
+    pricer.run(None if remaining is None
+               else time.perf_counter() + PRICING_SHARE * remaining)
+    prob = pricer.prob
     if len(work) == 0:
-        return _intercept_only(prob, bound, mip_gap, t0, notes)
+        return _intercept_only(prob, pricer.bound, mip_gap, t0, [pricer.summary()])
     def integer_phase(start: RuleEnsemble | None) -> ExactResult:
         return solve_box_selection(cip, dataset, problem=prob, warm_start=start,
                                    solver=solver, time_limit=budget.remaining(),
@@ -250,12 +206,26 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
         if not added:
             break
         swaps += 1
-        prob = cip.problem_over(dataset, cells, work.candidate_boxes())
+        prob = pricer.refresh()
         again = integer_phase(sub.ensemble)
         if not again.risk < sub.risk - 1e-12 * max(1.0, abs(sub.risk)):
             sub = again if again.risk <= sub.risk else sub
             break
         sub = again
+    # time left and pricing not converged: raise the bound further, then try the grown
+    # working set once more (the budget keeps FINAL_INTEGER_SHARE for that last solve)
+    remaining = budget.remaining()
+    if not pricer.converged and sub.ensemble is not None and \
+            (remaining is None or remaining > 0.5):
+        n_before = len(work)
+        pricer.run(None if remaining is None else
+                   time.perf_counter() + (1.0 - FINAL_INTEGER_SHARE) * remaining)
+        prob = pricer.prob
+        if len(work) > n_before and not budget.expired():
+            again = integer_phase(sub.ensemble)
+            if again.ensemble is not None and again.risk < sub.risk:
+                sub = again
+    notes = [pricer.summary()]
     notes.append(f"integer phase over the {len(work)} generated boxes: "
                  f"{sub.termination.value}, risk {sub.risk:.10g} (its bound "
                  f"{sub.lower_bound:.10g} holds for these boxes only; not used)")
@@ -263,16 +233,101 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
         notes.append(f"rule swaps: {swaps} rounds of replacement pricing, risk "
                      f"{first_risk:.10g} -> {sub.risk:.10g}")
     out_of_time = budget.expired()
-    verdict = promote(sub.risk, bound, finished=not out_of_time, mip_gap=mip_gap,
+    verdict = promote(sub.risk, pricer.bound, finished=not out_of_time, mip_gap=mip_gap,
                       limit=Limit.TIME if out_of_time else None,
                       fallback_bound=prob.safe_bound, no_solution=sub.termination)
     term = verdict.termination
     return ExactResult(ensemble=sub.ensemble, risk=sub.risk, lower_bound=verdict.lower_bound,
                        gap=verdict.gap, termination=term, limit=verdict.limit,
-                       wall_time=time.perf_counter() - t0, iterations=rounds,
+                       wall_time=time.perf_counter() - t0, iterations=pricer.rounds,
                        engine="cg", backend=sub.backend, backend_version=sub.backend_version,
                        n_boxes=len(work), n_cells=cells.n_cells, bound_valid=True,
                        notes=tuple(notes) + sub.notes + verdict.notes)
+
+
+class _Pricer:
+    """Steps 1-3 of the module docstring over a growing working set; keeps the best Farley
+    bound, the pricing counts and whether pricing converged (no box prices out)."""
+
+    def __init__(self, cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
+                 work: WorkingSet, space: SearchSpace, *, n_rules: int, reg: float,
+                 fit_intercept: bool, max_props: int | None, solver: str, seed: int,
+                 beam_width: int, max_columns: int, bound: float,
+                 callback: Callable[[dict[str, Any]], None] | None, t0: float) -> None:
+        self.cip, self.dataset, self.cells, self.work, self.space = \
+            cip, dataset, cells, work, space
+        self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
+        self.max_props, self.solver, self.seed = max_props, solver, seed
+        self.beam_width, self.max_columns = beam_width, max_columns
+        self.callback, self.t0 = callback, t0
+        self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
+        self.bound = max(self.prob.bound, bound)
+        self.z = np.zeros(len(work))
+        self.cuts: list[FloatArray] = []
+        self.rounds = self.priced_exactly = 0
+        self.converged = False
+
+    def refresh(self) -> BoxSelectionProblem:
+        """Rebuild the problem after boxes were added from outside (rule swaps)."""
+        grown = len(self.work) - len(self.z)
+        if grown > 0:
+            self.z = np.append(self.z, np.zeros(grown))
+            self.cuts = [np.append(c, np.zeros(grown)) for c in self.cuts]
+            self.prob = self.cip.problem_over(self.dataset, self.cells,
+                                              self.work.candidate_boxes())
+        return self.prob
+
+    def run(self, until: float | None) -> None:
+        """Price until ``until`` (a ``perf_counter`` time), convergence or the column cap."""
+        self.refresh()
+        cells, reg = self.cells, self.reg
+        while len(self.work) < self.max_columns:
+            left = None if until is None else until - time.perf_counter()
+            if left is not None and left <= 0:
+                return
+            if len(self.work):
+                self.z = _restricted_relaxation(self.prob, self.cuts, self.z, left,
+                                                self.solver, self.seed)
+            value, grad = self.prob.oracle.value_and_gradient(self.z)
+            objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
+            best_inside = float(-grad.min(initial=0.0))
+            left = None if until is None else max(until - time.perf_counter(), 0.0)
+            # cheap pricing first (beam search: columns, no bound); branch and bound only
+            # when the beam finds nothing that prices out — it proves that, or finds one
+            found = find_rule(self.space, objective, search="beam",
+                              beam_width=self.beam_width, max_rule_length=self.max_props,
+                              allow_empty=not self.fit_intercept, time_limit=left)
+            exact = found is None or not _prices_out(found.value, best_inside, reg,
+                                                     cells.total_weight)
+            if exact:
+                left = None if until is None else max(until - time.perf_counter(), 0.0)
+                found = find_rule(self.space, objective, max_rule_length=self.max_props,
+                                  allow_empty=not self.fit_intercept, time_limit=left)
+            self.rounds += 1
+            if found is None:  # no candidate box at all
+                self.converged = True
+                return
+            if exact:
+                self.priced_exactly += 1
+                self.bound = max(self.bound, farley_bound(
+                    value, grad, self.z, self.n_rules, found.bound, reg, cells.total_weight))
+            if self.callback is not None:
+                self.callback({"iteration": self.rounds, "ub": value, "lb": self.bound,
+                               "time": time.perf_counter() - self.t0,
+                               "columns": len(self.work)})
+            if not _prices_out(found.value, best_inside, reg, cells.total_weight):
+                self.converged = exact and found.certified
+                return
+            if not self.work.add_bounds(found.lower, found.upper):
+                self.converged = False
+                return
+            self.refresh()
+
+    def summary(self) -> str:
+        return (f"column generation: {len(self.work)} boxes generated in {self.rounds} "
+                f"pricing rounds ({self.priced_exactly} by branch and bound); relaxation "
+                f"bound {self.bound:.10g}" + (" (no box prices out)" if self.converged else
+                                              " (stopped before pricing converged)"))
 
 
 def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactResult,
