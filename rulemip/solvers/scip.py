@@ -436,6 +436,9 @@ class ScipPersistent:
         t0 = time.perf_counter()
         try:
             self._m.optimize()
+        except Exception as exc:  # PySCIPOpt raises a bare Exception for SCIP errors
+            raise SolverError(f"SCIP failed during the solve ({exc}); the model was left "
+                              "as it is.") from exc
         finally:
             self._progress = None
             self._dirty = True
