@@ -42,6 +42,7 @@ from numpy.typing import NDArray
 
 from rulemip.exceptions import (
     InvalidParameterError,
+    SolverError,
     UnsupportedCapabilityError,
 )
 from rulemip.losses import get_loss
@@ -325,7 +326,17 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
             return None
         return max(opts.time_limit - (time.perf_counter() - t0), 0.0)
 
-    def master_solve(relaxed: bool, x_start: FloatArray | None) -> SolveResult:
+    def master_solve(relaxed: bool, x_start: FloatArray | None) -> SolveResult | None:
+        """One master solve; None when the backend failed (noted: the incumbent and the
+        bound of the masters solved so far stand)."""
+        try:
+            return _master_solve(relaxed, x_start)
+        except SolverError as exc:
+            notes.append(f"master solve {solves} failed ({exc}); stopped with the incumbent "
+                         "and the bound of the masters solved before.")
+            return None
+
+    def _master_solve(relaxed: bool, x_start: FloatArray | None) -> SolveResult:
         nonlocal solves
         solves += 1
         rem = remaining()
@@ -378,7 +389,7 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
             if remaining() == 0.0:
                 break
             res = master_solve(True, None)
-            if res.x is None:
+            if res is None or res.x is None:
                 break
             it += 1
             val = res.bounds.primal
@@ -405,6 +416,9 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
         x_start = _extend(best_x, epi) if best_x is not None else None
         lb_before = lb
         res = master_solve(False, x_start)
+        if res is None:
+            limit = Limit.OTHER
+            break
         nodes += int(res.nodes or 0)
         it += 1
         if res.termination in (TerminationReason.INFEASIBLE,):
