@@ -90,11 +90,13 @@ def fit_dataset(est: Any, X: Any, y: Any, *, loss: str,
                                feature_names=None if names is None else list(names))
 
 
-def predict_matrix(est: Any, X: Any) -> FloatArray:
-    """The encoded float matrix of ``X`` for a fitted ``est`` whose rules are ``rules_``
-    (checks fitted, feature count and names, finiteness)."""
-    check_is_fitted(est, "rules_")
-    encoder = est.rules_.encoder
+def predict_matrix(est: Any, X: Any, *, fitted: str = "rules_") -> FloatArray:
+    """The encoded float matrix of ``X`` for a fitted ``est`` (checks the attribute
+    ``fitted``, feature count and names, finiteness). The encoding is that of ``rules_``
+    or, for models that are not rule ensembles, of ``encoder_``."""
+    check_is_fitted(est, fitted)
+    rules = getattr(est, "rules_", None)
+    encoder = rules.encoder if rules is not None else getattr(est, "encoder_", None)
     if encoder is not None and encoder.categories:
         if not _is_dataframe(X):
             raise InvalidDataError(

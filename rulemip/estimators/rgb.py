@@ -33,13 +33,19 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
-from sklearn.utils.multiclass import type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
-from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.data.dataset import Dataset
+from rulemip.estimators._inputs import (
+    binary_labels,
+    check_float32_range,
+    fit_dataset,
+    predict_matrix,
+)
+from rulemip.exceptions import InvalidParameterError
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
 
@@ -130,23 +136,14 @@ def _validate_common(est: Any) -> FamilyGrid:
     return FamilyGrid.from_pairs(est.families, q=int(est.q))
 
 
-def _validate_X(est: Any, X: Any, y: Any = None, *, reset: bool,
-                y_numeric: bool = False) -> Any:
-    try:
-        if y is None and not reset:
-            return validate_data(est, X, reset=False, dtype=np.float64)
-        return validate_data(est, X, y, dtype=np.float64, y_numeric=y_numeric)
-    except InvalidDataError:
-        raise
-    except ValueError as exc:  # keep sklearn's message, use rulemip's error type
-        raise InvalidDataError(str(exc)) from exc
-
-
 class _RGBBase(BaseEstimator):
     _loss_name: str = "squared"
 
-    def _run(self, X: FloatArray, y: FloatArray, loss: str) -> None:
+    def _run(self, ds: Dataset, loss: str) -> None:
         grid = _validate_common(self)
+        X, y = ds.X, ds.y
+        check_float32_range(X, "the trees of RGB")
+        self.encoder_ = ds.encoder
         fit: RGBFit = fit_rgb(
             X, y, loss=loss, families=grid, n_estimators=self.n_estimators,
             n_samples_per_round=self.n_samples_per_round, beta=self.beta,
@@ -172,13 +169,11 @@ class _RGBBase(BaseEstimator):
     def predict_raw(self, X: Any) -> FloatArray:
         r""":math:`F(x) = F_0 + \sum_t\alpha_t h_t(x)` on the link scale (log-odds of
         ``classes_[1]``, mean, or log-rate)."""
-        check_is_fitted(self, "estimators_")
-        Xv = _validate_X(self, X, reset=False)
-        return decision_function(self.intercept_, self.estimators_, self.coefs_, Xv)
+        Xf = predict_matrix(self, X, fitted="estimators_")
+        return decision_function(self.intercept_, self.estimators_, self.coefs_, Xf)
 
     def _feature_names(self) -> list[str] | None:
-        names = getattr(self, "feature_names_in_", None)
-        return None if names is None else [str(s) for s in names]
+        return list(self.encoder_.feature_names)
 
     def _classes(self) -> tuple[Any, ...] | None:
         return None
@@ -190,10 +185,17 @@ class _RGBBase(BaseEstimator):
         ``decision_function`` equals this estimator's :meth:`predict_raw` (see
         :mod:`rulemip.boosting.rgb_rules` for the threshold convention)."""
         check_is_fitted(self, "estimators_")
-        return trees_to_rule_ensemble(self.intercept_, self.estimators_, self.coefs_,
-                                      loss=self._loss_name,
-                                      feature_names=self._feature_names(),
-                                      classes=self._classes())
+        ens = trees_to_rule_ensemble(self.intercept_, self.estimators_, self.coefs_,
+                                     loss=self._loss_name,
+                                     feature_names=self._feature_names(),
+                                     classes=self._classes())
+        return RuleEnsemble(ens.rules, ens.intercept, ens.loss, self.encoder_, ens.classes)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = False
+        tags.input_tags.categorical = True
+        return tags
 
 
 class RGBClassifier(ClassifierMixin, _RGBBase):
@@ -217,7 +219,7 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     True
     """
 
-    def __init__(self, n_estimators: int = 100, n_samples_per_round: int = 5,
+    def __init__(self, n_estimators: int = 100, *, n_samples_per_round: int = 5,
                  beta: float = 0.01, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
                  lipschitz: str = "family", learning_rate: float = 1.0,
@@ -245,22 +247,12 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
 
     def fit(self, X: Any, y: Any) -> RGBClassifier:
         """Fit on ``X`` (n, d) and two-class labels ``y``."""
-        Xv, yv = _validate_X(self, X, y, reset=True)
-        kind = type_of_target(yv)
-        if kind not in ("binary", "multiclass"):
-            raise InvalidDataError(
-                f"Unknown label type: RGBClassifier needs class labels; got a target of "
-                f"type {kind!r}. Use RGBRegressor for continuous targets.")
-        classes = np.unique(yv)
-        if len(classes) != 2:
-            raise InvalidDataError(
-                "RGBClassifier needs exactly two classes in y; got "
-                f"{len(classes)} class(es): {classes[:5].tolist()}. Only binary "
-                "classification is supported. For more classes train one-vs-rest "
-                "classifiers (sklearn.multiclass.OneVsRestClassifier).")
-        self.classes_ = classes
-        y_pm = np.where(yv == classes[1], 1.0, -1.0)
-        self._run(Xv, y_pm, "logistic")
+        _validate_common(self)
+        if y is not None:
+            binary_labels(self, y)
+        ds = fit_dataset(self, X, y, loss="logistic")
+        self.classes_ = np.asarray(ds.classes)
+        self._run(ds, "logistic")
         return self
 
     def _classes(self) -> tuple[Any, ...] | None:
@@ -286,14 +278,13 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     squared loss :math:`(F-y)^2` or the Poisson deviance (log link).
 
     Parameters
-    ----------
-    loss : {"squared", "poisson"}, default="squared"
-        :math:`\Phi`. Poisson needs :math:`y\ge0`; predictions are :math:`e^{F}`.""" + \
-        _PARAMS_DOC + r"""
+    ----------""" + _PARAMS_DOC + r"""    loss : {"squared", "poisson"}, default="squared"
+        :math:`\Phi`. Poisson needs :math:`y\ge0`; predictions are :math:`e^{F}`.
+
     Attributes
     ----------""" + _ATTRS_DOC
 
-    def __init__(self, loss: str = "squared", n_estimators: int = 100,
+    def __init__(self, n_estimators: int = 100, *, loss: str = "squared",
                  n_samples_per_round: int = 5, beta: float = 0.01, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
                  lipschitz: str = "family", learning_rate: float = 1.0,
@@ -326,9 +317,8 @@ class RGBRegressor(RegressorMixin, _RGBBase):
             raise InvalidParameterError(
                 f"`loss` must be 'squared' or 'poisson' for RGBRegressor; got {self.loss!r}."
                 " Use RGBClassifier for the logistic loss.")
-        Xv, yv = _validate_X(self, X, y, reset=True, y_numeric=True)
-        yv = np.asarray(yv, dtype=float)
-        self._run(Xv, yv, self.loss)
+        _validate_common(self)
+        self._run(fit_dataset(self, X, y, loss=self.loss), self.loss)
         return self
 
     def predict(self, X: Any) -> FloatArray:

@@ -13,6 +13,8 @@ from sklearn.ensemble import GradientBoostingRegressor
 
 from rulemip import (
     ExactRuleEnsembleRegressor,
+    RGBClassifier,
+    RGBRegressor,
     RuleBoostingClassifier,
     RuleBoostingRegressor,
     TreeRuleExtractor,
@@ -37,14 +39,19 @@ def _small_gb():
 def _regressors():
     return [RuleBoostingRegressor(n_rules=2, max_thresholds=4),
             ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=4, time_limit=20),
-            TreeRuleExtractor(_small_gb(), n_rules=2, reg=5.0, time_limit=20)]
+            TreeRuleExtractor(_small_gb(), n_rules=2, reg=5.0, time_limit=20),
+            RGBRegressor(n_estimators=10, random_state=0)]
+
+
+def _rules(est):
+    return est.to_rule_ensemble() if hasattr(est, "to_rule_ensemble") else est.rules_
 
 
 @pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
 def test_categorical_frame_is_one_hot_encoded_and_printed_by_level(est):
     X, y = _frame()
     est.fit(X, y)
-    text = est.rules_.to_text()
+    text = _rules(est).to_text()
     assert "colour" in text and "x1" not in text
     assert "red" in text  # the informative level is what the first rule splits on
     pred = est.predict(X)
@@ -53,12 +60,17 @@ def test_categorical_frame_is_one_hot_encoded_and_printed_by_level(est):
         pred[X["colour"].to_numpy() != "red"].mean() + 1.0
 
 
-def test_boosting_classifier_categorical_and_string_labels():
+@pytest.mark.parametrize("clf", [RuleBoostingClassifier(n_rules=1, max_thresholds=4),
+                                 RGBClassifier(n_estimators=10, random_state=0)],
+                         ids=lambda e: type(e).__name__)
+def test_classifier_categorical_and_string_labels(clf):
     X, y = _frame()
     labels = np.where(y > 1.5, "high", "low")
-    clf = RuleBoostingClassifier(n_rules=1, max_thresholds=4).fit(X, labels)
+    clf.fit(X, labels)
     assert list(clf.classes_) == ["high", "low"]
     assert np.mean(clf.predict(X) == labels) > 0.9
+    with pytest.raises(InvalidDataError, match="Multi-class"):
+        clf.fit(X, np.arange(len(y)) % 3)
 
 
 @pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
@@ -85,11 +97,13 @@ def test_nan_in_predict_is_a_clear_error(est):
         est.predict(Xp)
 
 
-def test_tree_extractor_refuses_values_beyond_float32():
+@pytest.mark.parametrize("est", [TreeRuleExtractor(_small_gb(), n_rules=2),
+                                 RGBRegressor(n_estimators=3)], ids=lambda e: type(e).__name__)
+def test_tree_models_refuse_values_beyond_float32(est):
     X, y = _frame()
     Xn = X[["size"]].to_numpy() * 1e300
     with pytest.raises(InvalidDataError, match="float32"):
-        TreeRuleExtractor(_small_gb(), n_rules=2).fit(Xn, y)
+        est.fit(Xn, y)
     # the rule learners compare in float64 and accept the same table
     RuleBoostingRegressor(n_rules=1, max_thresholds=4).fit(Xn, y)
 
@@ -123,3 +137,7 @@ def test_estimators_are_keyword_only_after_the_first_argument():
         RuleBoostingRegressor(3, "squared")  # type: ignore[misc]
     with pytest.raises(TypeError):
         ExactRuleEnsembleRegressor(3, "squared")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RGBRegressor(10, "poisson")  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        RGBClassifier(10, 5)  # type: ignore[misc]
