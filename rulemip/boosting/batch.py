@@ -259,10 +259,53 @@ def batch_greedy_bounds(key_order: IntArray, idxs: Sequence[IntArray], stats: Fl
 
 
 
+def _group_closure_preserving(G: NDArray[np.int16], cover_sizes: IntArray,
+                              closures: NDArray[np.int64], first: IntArray | None = None
+                              ) -> tuple[IntArray, IntArray]:
+    r""":func:`_closure_preserving` in terms of threshold groups (no sorting).
+
+    ``G`` (d, T): the group of every point of a block of covers (concatenated, cover by
+    cover, ``cover_sizes`` points each); ``closures`` (B, 2, d) their closures. Returns
+    ``need_up`` and ``need_lo`` (B, d): the ``x_j <= t`` child covering the groups
+    ``<= a`` of feature ``j`` keeps the closure on every feature ``j' < j`` iff
+    ``a >= need_up[b, j]`` (it still holds a point with the smallest and one with the
+    largest group of ``x_{j'}``), the ``x_j > t`` child covering the groups ``>= a`` iff
+    ``a <= need_lo[b, j]``. Only features ``j >= first[b]`` are computed (the others
+    are never refined). O(m·d²/2) per cover of m points (every cover has a point in
+    its closure's extreme groups, so no reduction runs over an empty set).
+    """
+    d = G.shape[0]
+    big = np.iinfo(np.int16).max
+    starts = np.cumsum(cover_sizes) - cover_sizes
+    cov = np.repeat(np.arange(len(cover_sizes)), cover_sizes)
+    hits = [G == closures[cov, side, :].T for side in (0, 1)]    # (d, T): min / max group
+    need_up = np.full((len(cover_sizes), d), -1, np.int64)
+    need_lo = np.full((len(cover_sizes), d), big, np.int64)
+    if first is None:
+        first = np.zeros(len(cover_sizes), np.intp)
+    for j in range(max(1, int(first.min())), d):   # refined feature j; j' in 0..j-1
+        sel = first <= j
+        if sel.all():
+            st, Gj = starts, G[j]
+            sub = [hit[:j] for hit in hits]
+        else:                                      # only the covers refined in j
+            pts = sel[cov]
+            sz = cover_sizes[sel]
+            st, Gj = np.cumsum(sz) - sz, G[j, pts]
+            sub = [hit[:j, pts] for hit in hits]
+        for h in sub:
+            lo_hit = np.minimum.reduceat(np.where(h, Gj, big), st, axis=1)   # (j, B')
+            hi_hit = np.maximum.reduceat(np.where(h, Gj, -1), st, axis=1)
+            need_up[sel, j] = np.maximum(need_up[sel, j], lo_hit.max(axis=0))
+            need_lo[sel, j] = np.minimum(need_lo[sel, j], hi_hit.min(axis=0))
+    return need_up, need_lo
+
+
 def batch_group_refinements(groups_flat: IntArray, d: int, n_groups: int,
                             idxs: Sequence[IntArray], stats: FloatArray,
                             max_elements: int = MAX_ELEMENTS,
-                            first_feature: IntArray | None = None) -> Refinements:
+                            first_feature: IntArray | None = None,
+                            closures: NDArray[np.int64] | None = None) -> Refinements:
     r"""The refinements of :func:`batch_refinements` from per-group sums (few thresholds).
 
     For every cover ``b``, feature ``j`` and threshold group ``a`` the sum of the
@@ -272,44 +315,66 @@ def batch_group_refinements(groups_flat: IntArray, d: int, n_groups: int,
     refinement ``x_j <= t_a`` is then the cumulative sum over the groups ``<= a``.
     ``groups_flat[i, j] = j * n_groups + group_j(x_i)``. The entries equal those of
     :func:`batch_refinements` except for floating-point rounding (the same numbers summed
-    in another order); ``pos`` is the group index ``a_up``. ``first_feature`` as there.
+    in another order); ``pos`` is the group index ``a_up``. ``first_feature`` and
+    ``closures`` as there (the closure test by :func:`_group_closure_preserving`).
     """
     c = stats.shape[1]
     width = d * n_groups
     sizes = np.fromiter((len(i) for i in idxs), dtype=np.intp, count=len(idxs))
     blocks = _sub_batches(np.ones(len(idxs), np.intp), width * (c + 1), max_elements // 4)
+    if closures is not None:   # the closure test holds (d, T) arrays: blocks by points
+        blocks = _sub_batches(sizes, 2 * d, max_elements)
     parts: list[tuple[IntArray, ...]] = []
     prefixes: list[FloatArray] = []
+    oks: list[tuple[NDArray[np.bool_], NDArray[np.bool_]]] = []
     for block in blocks:
         pts = np.concatenate([idxs[b] for b in block])
-        rep = np.repeat(np.arange(len(block)) * width, sizes[block])
-        keys = (groups_flat[pts] + rep[:, None]).ravel()                  # (T * d,)
-        size = len(block) * width
-        cnt = np.bincount(keys, minlength=size).reshape(len(block), d, n_groups)
-        S = np.empty((len(block), d, n_groups, c))
+        # only the features some cover of the block is refined in: j >= j0
+        j0 = 0 if first_feature is None else int(first_feature[block].min())
+        dd = d - j0
+        if dd <= 0:
+            continue
+        wb = dd * n_groups
+        rep = np.repeat(np.arange(len(block)) * wb - j0 * n_groups, sizes[block])
+        keys = (groups_flat[pts, j0:] + rep[:, None]).ravel()             # (T * dd,)
+        size = len(block) * wb
+        cnt = np.bincount(keys, minlength=size).reshape(len(block), dd, n_groups)
+        S = np.empty((len(block), dd, n_groups, c))
         W = stats[pts]
         for s in range(c):
-            w = np.repeat(W[:, s], d)
+            w = np.repeat(W[:, s], dd)
             S[..., s] = np.bincount(keys, weights=w, minlength=size).reshape(
-                len(block), d, n_groups)
+                len(block), dd, n_groups)
         r, j, g = np.nonzero(cnt)
         same = (r[1:] == r[:-1]) & (j[1:] == j[:-1])
         if first_feature is not None:
-            same &= j[:-1] >= first_feature[block][r[:-1]]
+            same &= j[:-1] + j0 >= first_feature[block][r[:-1]]
         nxt = np.flatnonzero(same)
         if len(nxt) == 0:
             continue
         C = np.cumsum(S, axis=2)
-        rr, jj, aa = r[nxt], j[nxt], g[nxt]
+        rr, jl, aa = r[nxt], j[nxt], g[nxt]
+        jj = jl + j0
         parts.append((block[rr], jj.astype(np.intp), aa.astype(np.intp), aa.astype(np.intp),
                       (g[nxt + 1] - 1).astype(np.intp)))
-        prefixes.append(C[rr, jj, aa])
+        prefixes.append(C[rr, jl, aa])
+        if closures is not None:
+            Gb = (groups_flat[pts] - np.arange(d) * n_groups).T.astype(np.int16)
+            need_up, need_lo = _group_closure_preserving(
+                Gb, sizes[block], closures[block],
+                None if first_feature is None else first_feature[block])
+            oks.append((aa >= need_up[rr, jj], g[nxt + 1] <= need_lo[rr, jj]))
     if not parts:
         empty = np.zeros(0, np.intp)
+        none = None if closures is None else np.zeros(0, bool)
         return Refinements(empty, empty, empty, empty, empty, np.zeros((0, c)),
-                           np.zeros(len(idxs), np.intp))
+                           np.zeros(len(idxs), np.intp), none, none)
     node, feature, pos, a_up, a_lo = (np.concatenate(x) for x in zip(*parts, strict=True))
     prefix = np.concatenate(prefixes)
     srt = np.argsort(node, kind="stable")
+    up_ok = lo_ok = None
+    if closures is not None:
+        up_ok = np.concatenate([u for u, _ in oks])[srt]
+        lo_ok = np.concatenate([lo for _, lo in oks])[srt]
     return Refinements(node[srt], feature[srt], pos[srt], a_up[srt], a_lo[srt], prefix[srt],
-                       np.bincount(node, minlength=len(idxs)).astype(np.intp))
+                       np.bincount(node, minlength=len(idxs)).astype(np.intp), up_ok, lo_ok)

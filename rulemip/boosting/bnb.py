@@ -9,16 +9,17 @@ only repeat the covers of its parent's later slots (equal-coverage pruning). Eve
 distinct cover of a box with at most ``max_rule_length`` propositions is reached by a box
 of at most that length (docs/explanation/boosting.md, "Branch-and-bound").
 
-**Order and memory.** Depth first with the children of every expansion sorted by value,
-the best first (good incumbents early). Nodes are expanded ``CHUNK`` siblings at a time
-(their children and bounds are computed batched, :mod:`rulemip.boosting.batch`); the open
-nodes live in a stack of *frames*, one per expansion batch, each holding the children as
-flat arrays and the parents' covers. When the frames exceed a quarter of ``max_memory``
-the search falls back to one node per expansion (plain depth first: the stack then holds
-at most ``2d`` frames of one parent's children each); when they would exceed
-``max_memory`` it stops with ``status="memory_limit"``. A batch also stops growing once
-its covers hold so many points that evaluating their children (``2 d |cover|`` each)
-would need more than a quarter of the budget.
+**Order and memory.** The children of every expansion batch form a *frame* (flat arrays
+of their boxes, values and bounds, and the parents' covers), sorted by value. While the
+frames fit in a quarter of ``max_memory`` the search is best first: a heap on the best
+open value of every frame, and a batch of up to ``CHUNK`` nodes is filled from as many
+frames as it takes (their children and bounds are computed batched,
+:mod:`rulemip.boosting.batch`). Beyond a quarter it falls back to depth first:
+``DEPTH_FIRST_CHUNK`` of the newest open nodes per batch, so the stack grows by at most
+one frame of that many parents' children per level of a branch at most ``2d`` deep;
+when the frames would exceed ``max_memory`` it stops with ``status="memory_limit"``. A
+batch also stops growing once its covers hold so many points that evaluating their
+children (``2 d |cover|`` each) would need more than a quarter of the budget.
 
 **Pruning and certificate.** A child is kept only while its cheap admissible bound (a
 function of additive statistics, free with its value) beats the incumbent; an expanded
@@ -52,8 +53,10 @@ from rulemip.boosting.space import (
     _select,
 )
 
-#: siblings expanded in one batch while memory allows
-CHUNK: int = 64
+#: nodes expanded in one batch while memory allows (best first)
+CHUNK: int = 256
+#: siblings expanded in one batch after the fallback to depth first
+DEPTH_FIRST_CHUNK: int = 8
 #: default memory budget of the open-node store, bytes
 DEFAULT_MAX_MEMORY: int = 512 * 2**20
 #: seconds between two progress reports
@@ -83,11 +86,11 @@ class _Frame:
         return float(self.children.bound[: self.top].max()) if self.top else -math.inf
 
     def priority(self) -> float:
-        return float(self.children.value[self.top - 1])
+        return float(self.children.bound[self.top - 1])
 
 
 def _frame(ch: _Children, seq: int) -> _Frame:
-    order = np.argsort(ch.value, kind="stable")
+    order = np.argsort(ch.bound, kind="stable")
     ch = _select(ch, order)
     nbytes = sum(a.nbytes for a in (ch.parent, ch.feature, ch.upper_side, ch.a, ch.value,
                                     ch.bound, ch.length))
@@ -261,23 +264,29 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
             last_report = now
             progress(n_expanded, best_val, max(best_val, heuristic_bound,
                                                frontier.open_bound()))
-        # ---- take the next siblings from the chosen frame
-        fr = frontier.next_frame()
-        if fr is None:
-            break
-        chunk = 1 if frontier.depth_first else CHUNK
+        # ---- take the next siblings from the chosen frames (best first: from as many
+        # frames as it takes to fill a batch; depth first: one node)
+        chunk = DEPTH_FIRST_CHUNK if frontier.depth_first else CHUNK
         if node_limit is not None:
             chunk = max(1, min(chunk, node_limit - n_expanded))
         nodes: list[_Node] = []
         n_points = 0
-        ch = fr.children
-        while fr.top and len(nodes) < chunk and n_points <= batch_points:
-            fr.top -= 1
-            if ch.bound[fr.top] > best_val:
-                nodes.append(_materialize(space, ch, fr.top))
-                n_points += len(nodes[-1].idx)
-        frontier.release(fr)
+        exhausted = False
+        while len(nodes) < chunk and n_points <= batch_points:
+            fr = frontier.next_frame()
+            if fr is None:
+                exhausted = True
+                break
+            ch = fr.children
+            while fr.top and len(nodes) < chunk and n_points <= batch_points:
+                fr.top -= 1
+                if ch.bound[fr.top] > best_val:
+                    nodes.append(_materialize(space, ch, fr.top))
+                    n_points += len(nodes[-1].idx)
+            frontier.release(fr)
         if not nodes:
+            if exhausted:
+                break
             continue
         full = _bounds(obj, nodes)
         for nd, b in zip(nodes, full.tolist(), strict=True):

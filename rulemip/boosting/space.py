@@ -226,6 +226,14 @@ def _select(ch: _Children, keep: Any) -> _Children:
                      ch.a[keep], ch.value[keep], ch.bound[keep], ch.length[keep])
 
 
+def _cover_sums(stats: FloatArray, nodes: list[_Node]) -> FloatArray:
+    """(len(nodes), c): the sum of ``stats`` over every node's cover (one ``reduceat``;
+    covers are non-empty)."""
+    sizes = np.fromiter((len(nd.idx) for nd in nodes), dtype=np.intp, count=len(nodes))
+    cat = np.concatenate([nd.idx for nd in nodes])
+    return np.add.reduceat(stats[cat], np.cumsum(sizes) - sizes, axis=0)
+
+
 def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: list[_Node],
             max_len: int | None, tighten: bool, canonical: bool = False) -> _Children:
     """Values (and cheap bounds) of all refinements of all ``nodes`` from the batched
@@ -265,15 +273,14 @@ def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: lis
     length = np.array([nd.length for nd in nodes], np.int64)[parent] + free
     sums = np.empty((2 * K, cs))
     sums[slot_up] = ref.prefix[:, :cs]
-    tot = np.array([obj.stats[nd.idx].sum(axis=0) for nd in nodes]).reshape(len(nodes), cs)
+    tot = _cover_sums(obj.stats, nodes)
     sums[slot_lo] = tot[ref.node] - ref.prefix[:, :cs]
     value = obj.from_sums(sums)
     if obj.bound_stats is not None:
         cb = obj.bound_stats.shape[1]
         bsum = np.empty((2 * K, cb))
         bsum[slot_up] = ref.prefix[:, cs:]
-        btot = np.array([obj.bound_stats[nd.idx].sum(axis=0) for nd in nodes]
-                        ).reshape(len(nodes), cb)
+        btot = _cover_sums(obj.bound_stats, nodes)
         bsum[slot_lo] = btot[ref.node] - ref.prefix[:, cs:]
         bnd = obj.bound_from_sums(bsum)
     else:
@@ -343,11 +350,8 @@ def _make_kernel(space: SearchSpace, obj: RoundObjective, grouped: bool | None =
     if grouped:
         def group_kernel(idxs: list[IntArray], first: IntArray | None,
                          closures: NDArray[np.int64] | None) -> Refinements:
-            if closures is not None:   # the closure test runs on the sorted path
-                return batch_refinements(space.orders, space.groups_t, idxs, mats,
-                                         first_feature=first, closures=closures)
             return batch_group_refinements(space.groups_flat, space.d, space.gmax, idxs,
-                                           mats, first_feature=first)
+                                           mats, first_feature=first, closures=closures)
         return group_kernel
     return lambda idxs, first, closures: batch_refinements(
         space.orders, space.groups_t, idxs, mats, first_feature=first, closures=closures)

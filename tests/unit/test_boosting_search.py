@@ -76,6 +76,49 @@ def test_batch_refinements_equal_one_cover(seed):
     assert start == len(ref.node) == len(grp.node)
 
 
+def _closure_flags_brute(space, idx, feature, a_up, a_lo):
+    """LCM's prefix-preserving test written out: the child keeps, on every feature
+    ``j' < j``, the smallest and the largest threshold group of its parent's cover."""
+    G = space.groups_t[:, idx]
+    lo, hi = G.min(axis=1), G.max(axis=1)
+    up_ok, lo_ok = [], []
+    for j, au, al in zip(feature, a_up, a_lo, strict=True):
+        for side, keep in ((up_ok, G[j] <= au), (lo_ok, G[j] > al)):
+            Gc = G[:j, keep]
+            side.append(bool(np.all(Gc.min(axis=1) == lo[:j]) and
+                             np.all(Gc.max(axis=1) == hi[:j])))
+    return np.array(up_ok, bool), np.array(lo_ok, bool)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_closure_flags_equal_on_both_paths(seed):
+    """The sorted path's and the group path's prefix-preserving flags equal the
+    definition, cover by cover (first features restricted as in branch-and-bound)."""
+    rng, space, covers = _instance(seed)
+    stats = rng.normal(size=(space.n, 2))
+    closures = np.stack([np.stack([space.groups_t[:, c].min(axis=1),
+                                   space.groups_t[:, c].max(axis=1)]) for c in covers])
+    first = rng.integers(0, space.d, size=len(covers)).astype(np.intp)
+    ref = batch_refinements(space.orders, space.groups_t, covers, stats,
+                            max_elements=int(rng.integers(1, 400)), first_feature=first,
+                            closures=closures)
+    grp = batch_group_refinements(space.groups_flat, space.d, space.gmax, covers, stats,
+                                  max_elements=int(rng.integers(1, 4000)),
+                                  first_feature=first, closures=closures)
+    np.testing.assert_array_equal(ref.counts, grp.counts)
+    np.testing.assert_array_equal(ref.feature, grp.feature)
+    np.testing.assert_array_equal(ref.a_up, grp.a_up)
+    start = 0
+    for b, idx in enumerate(covers):
+        sl = slice(start, start + ref.counts[b])
+        up, lo = _closure_flags_brute(space, idx, ref.feature[sl], ref.a_up[sl], ref.a_lo[sl])
+        np.testing.assert_array_equal(ref.up_ok[sl], up)
+        np.testing.assert_array_equal(ref.lo_ok[sl], lo)
+        np.testing.assert_array_equal(grp.up_ok[sl], up)
+        np.testing.assert_array_equal(grp.lo_ok[sl], lo)
+        start += ref.counts[b]
+
+
 @pytest.mark.parametrize("seed", range(30))
 @pytest.mark.parametrize("name", ["gb", "xgb", "ogb"])
 def test_batch_greedy_bounds_equal_bound(seed, name):
@@ -88,6 +131,12 @@ def test_batch_greedy_bounds_equal_bound(seed, name):
 
 
 # ------------------------------------------------------------------ sequential reference
+def _total(stats, idx):
+    """Sum of the rows ``idx`` in index order (the search's cover totals are sequential
+    sums, bitwise)."""
+    return np.add.reduceat(stats[idx], [0], axis=0)[0]
+
+
 def _reference_search(space, obj, search, max_len, allow_empty, width=5):
     """[OGB] Algorithm 2 one node at a time (the pre-batching implementation): levels in
     order of decreasing child value; a node is expanded iff (bnb) its cheap bound and its
@@ -124,10 +173,10 @@ def _reference_search(space, obj, search, max_len, allow_empty, width=5):
                     nl = length + int(box[slot] < 0)
                     if max_len is not None and nl > max_len:
                         continue
-                    s = pre[0][k] if upper else obj.stats[idx].sum(axis=0) - pre[0][k]
+                    s = pre[0][k] if upper else _total(obj.stats, idx) - pre[0][k]
                     v = float(obj.from_sums(s))
                     if obj.bound_stats is not None:
-                        bs = pre[1][k] if upper else obj.bound_stats[idx].sum(axis=0) - pre[1][k]
+                        bs = pre[1][k] if upper else _total(obj.bound_stats, idx) - pre[1][k]
                         bd = float(obj.bound_from_sums(bs))
                     else:
                         bd = math.inf

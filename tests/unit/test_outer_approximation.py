@@ -3,6 +3,7 @@ bounds valid at every iteration, time limits, relaxations, warm starts."""
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 
@@ -120,3 +121,30 @@ def test_infeasible_feasible_set():
     res = outer_approximation(Quadratic(np.eye(2), np.zeros(2)), model)
     assert res.termination is TerminationReason.INFEASIBLE
     assert res.z is None and math.isinf(res.value)
+
+
+def test_masters_near_the_limit_run_without_presolve_and_start(monkeypatch):
+    """HiGHS presolve and a start's cutoff propagation ignore the time limit on large
+    masters; once less time is left than the previous master took, the engine drops
+    both (the incumbent is its own)."""
+    rng = np.random.default_rng(3)
+    oracle, model, (opt, _) = _problem(rng, m=10, budget=4)
+    oa = OuterApproximation(oracle, model,
+                            options=OAOptions(time_limit=1e6, rel_tol=1e-12, abs_tol=0.0,
+                                              max_iter=3))
+    oa.add_cut_at(np.zeros(10))
+    seen = []
+    solve = oa._master.solve
+
+    def spy(options=None, start=None):
+        seen.append((start is not None, options.extra.get("presolve")))
+        return dataclasses.replace(solve(options, start), wall_time=10.0)  # "took" 10 s
+
+    monkeypatch.setattr(oa._master, "solve", spy)
+    left = iter([100.0, 5.0, 5.0, 5.0])   # seconds left before each master
+    monkeypatch.setattr(oa, "_remaining", lambda: next(left))
+    res = oa.run()
+    assert res.lower_bound <= opt + 1e-9 <= res.value + 1e-9
+    assert seen[0] == (True, None)      # plenty of time: presolve on, incumbent as start
+    assert seen[1:] and all(s == (False, "off") for s in seen[1:])
+    assert any("near the limit" in n for n in res.notes)
