@@ -52,7 +52,7 @@ __all__ = ["MODE_OGB", "MODE_RATIO", "ST_DONE", "ST_EVALS", "ST_GROW", "build_ma
            "evaluate", "init_root", "run"]
 
 MODE_RATIO = 0   #: F = |G| / sqrt(D(H))
-MODE_OGB = 1     #: F = |S0| / (sqrt(max(S1 - sum_k S_k^2, 0)) + eps)
+MODE_OGB = 1     #: F = |S0| / (sqrt(max(S1 - c_int S1^2 - sum_k S_k^2, 0)) + eps)
 
 ST_DONE = 0      #: heap and stack are empty: the search is complete
 ST_EVALS = 1     #: the evaluation budget of this call is spent
@@ -63,7 +63,7 @@ C_HEAP, C_FREE, C_DFS, C_EVALS, C_EXPANDED, C_PEAK = 0, 1, 2, 3, 4, 5
 # fstate layout (float64)
 F_BEST, F_PRUNED = 0, 1
 # params layout (float64)
-P_C0, P_C1, P_C2, P_TINY, P_EPS, P_GNORM, P_RTOL = 0, 1, 2, 3, 4, 5, 6
+P_C0, P_C1, P_C2, P_TINY, P_EPS, P_GNORM, P_RTOL, P_CINT = 0, 1, 2, 3, 4, 5, 6, 7
 # iparams layout (int64)
 I_MODE, I_ALLOW_EMPTY, I_MAX_LEN, I_CAN_GROW, I_RESERVE = 0, 1, 2, 3, 4
 
@@ -126,9 +126,11 @@ def _ratio_value(G: float, H: float, c0: float, c1: float, c2: float, tiny: floa
 
 
 @njit(cache=True)
-def _ogb_value(s: np.ndarray, eps: float) -> float:
-    par = 0.0
-    for k in range(2, s.shape[0]):
+def _ogb_value(s: np.ndarray, c: int, eps: float, cint: float) -> float:
+    """Orthogonal boosting's value from the sums ``s[:c]``: the basis columns that are
+    constant (the intercept) enter through ``cint · W²``, the others as sums."""
+    par = cint * s[1] * s[1]
+    for k in range(2, c):
         par += s[k] * s[k]
     perp = s[1] - par
     if perp < 0.0:
@@ -239,13 +241,12 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     c = S.shape[1]
     for k in range(c):
         s_in[k] = 0.0
-        s_un[k] = 0.0
+    for k in range(3 * c):
+        s_un[k] = 0.0                  # sums, then positive and negative parts
     inner_box = True
     for j in range(d):
         if R[1, j] > R[2, j]:
             inner_box = False
-    P = 0.0
-    N = 0.0
     for w in range(W):
         o = outer[w]
         if o == 0:
@@ -273,12 +274,12 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
             r = (w << 6) + np.int64(_cttz(x))
             x &= x - np.uint64(1)
             for k in range(c):
-                s_un[k] += S[r, k]
-            v = S[r, 0]
-            if v > 0:
-                P += v
-            else:
-                N += v
+                v = S[r, k]
+                s_un[k] += v
+                if v > 0:
+                    s_un[c + k] += v
+                else:
+                    s_un[2 * c + k] += v
     # ---- candidates: the outer box (fewest propositions) and the inner box
     trivial = True
     for j in range(d):
@@ -290,10 +291,10 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     else:
         for k in range(c):
             s_un[k] += s_in[k]
-        v_out = _ogb_value(s_un, eps)
+        v_out = _ogb_value(s_un, c, eps, params[P_CINT])
         for k in range(c):
             s_un[k] -= s_in[k]
-        v_in = _ogb_value(s_in, eps)
+        v_in = _ogb_value(s_in, c, eps, params[P_CINT])
     cand[0] = v_out
     if not trivial or iparams[I_ALLOW_EMPTY] == 1:
         cand[2] = 1.0
@@ -318,17 +319,57 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
         return v_out if cand[2] > 0 else -1.0
     # ---- bound
     if mode == MODE_OGB:
-        A = max(s_in[0] + P, -(s_in[0] + N), 0.0)
-        G = params[P_GNORM]
-        if A <= 0.0:
-            return 0.0
-        if np.isfinite(G):
-            return A * G / (A + eps * G) * (1.0 + 1e-9)
-        return A / eps
+        return _ogb_bound(outer, inner, S, s_in, s_un, params)
+    return max(v_in, v_out, _scan(outer, inner, S, s_in, s_un, c0, c1, c2, tiny))
+
+
+@njit(cache=True)
+def _ogb_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
+               s_un: np.ndarray, params: np.ndarray) -> float:
+    r"""A valid bound of orthogonal boosting's value over the row sets between the covers.
+
+    Two bounds, the smaller is returned. (i) ``AG/(A + εG)`` with ``A`` the largest
+    one-signed sum of ``w g_⊥`` (module :mod:`rulemip.boosting.objectives`). (ii) With
+    ``C ≥ Σ_k N_k²`` over the non-constant basis columns (each ``|N_k|`` at most its
+    largest one-signed sum) and the constant columns exact (``c_int W²``),
+    ``‖q_⊥‖² ≥ D(W) = W - c_int W² - C`` and ``(sqrt(max(R, 0)) + ε)² ≥ D(W) + ε²``;
+    ``D + ε²`` is concave in ``W``, so where it is positive on the node's weight range
+    the zonotope scan of the ratio family with ``c0 = ε² - C, c1 = 1, c2 = -c_int``
+    bounds the value. At the first round of a model with an intercept (``C = 0``) this is
+    the exact ridge-gain bound with ``λ = ε²``."""
+    c = S.shape[1]
+    eps = params[P_EPS]
+    A = max(s_in[0] + s_un[c], -(s_in[0] + s_un[2 * c]), 0.0)
+    if A <= 0.0:
+        return 0.0
+    G = params[P_GNORM]
+    b2 = A * G / (A + eps * G) * (1.0 + 1e-9) if np.isfinite(G) else A / eps
+    C = 0.0
+    for k in range(2, c):
+        t = max(s_in[k] + s_un[c + k], -(s_in[k] + s_un[2 * c + k]))
+        C += t * t
+    cint = params[P_CINT]
+    c0 = eps * eps - C
+    w_in = s_in[1]
+    w_out = s_in[1] + s_un[1]
+    if min(c0 + w_in - cint * w_in * w_in, c0 + w_out - cint * w_out * w_out) <= 0.0:
+        return b2
+    b1 = _scan(outer, inner, S, s_in, s_un, c0, 1.0, -cint, 0.0)
+    b1 = max(b1, _ratio_value(s_in[0], w_in, c0, 1.0, -cint, 0.0),
+             _ratio_value(s_in[0] + s_un[0], w_out, c0, 1.0, -cint, 0.0)) * (1.0 + 1e-9)
+    return min(b1, b2)
+
+
+@njit(cache=True)
+def _scan(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
+          s_un: np.ndarray, c0: float, c1: float, c2: float, tiny: float) -> float:
+    """The largest ratio value over the prefixes and suffixes (in key order) of the
+    undecided rows added to the inner cover (module docstring: the zonotope bound)."""
+    W = outer.shape[0]
     Gu, Hu = s_un[0], s_un[1]
     Gp = 0.0
     Hp = 0.0
-    bnd = max(v_in, v_out)
+    bnd = -np.inf
     for w in range(W):
         x = outer[w] & ~inner[w]
         while x:
@@ -431,7 +472,7 @@ def init_root(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.
     outer = np.empty(W, np.uint64)
     inner = np.empty(W, np.uint64)
     s_in = np.empty(S.shape[1])
-    s_un = np.empty(S.shape[1])
+    s_un = np.empty(3 * S.shape[1])
     cand = np.empty(5)
     b = evaluate(pool[0], LE, off, m, valid, S, params, iparams, outer, inner, s_in, s_un,
                  splits[0], cand)
@@ -462,7 +503,7 @@ def run(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.ndarra
     outer = np.empty(W, np.uint64)
     inner = np.empty(W, np.uint64)
     s_in = np.empty(S.shape[1])
-    s_un = np.empty(S.shape[1])
+    s_un = np.empty(3 * S.shape[1])
     cand = np.empty(5)
     evals = 0
     while evals < max_evals:

@@ -74,7 +74,7 @@ def kernel_problem(obj: RoundObjective) -> KernelProblem:
     the orthogonal objective with its own valid bound."""
     st = np.asarray(obj.stats, dtype=float)
     n = st.shape[0]
-    tiny, eps, gnorm = 0.0, 0.0, math.inf
+    tiny, eps, gnorm, cint = 0.0, 0.0, math.inf, 0.0
     if isinstance(obj, GradientSum):
         S = np.column_stack([st[:, 0], np.ones(n)])
         c, mode = (1.0, 0.0, 0.0), K.MODE_RATIO
@@ -87,18 +87,24 @@ def kernel_problem(obj: RoundObjective) -> KernelProblem:
         S, c, mode = st[:, :2], (float(obj.lam), 1.0, c2), K.MODE_RATIO
         tiny = 1e-12 * max(1.0, obj.total if math.isfinite(obj.total) else 1.0)
     elif isinstance(obj, OrthogonalBoosting):
-        S, c, mode = st, (0.0, 0.0, 0.0), K.MODE_OGB
+        # constant basis columns (the intercept) enter the kernel exactly as c_int W²
+        w = st[:, 1]
+        keep = [0, 1]
+        for k in range(2, st.shape[1]):
+            ratio = np.divide(st[:, k], w, out=np.zeros(n), where=w > 0)[w > 0]
+            if len(ratio) and np.ptp(ratio) <= 1e-12 * max(1e-300, np.abs(ratio).max()):
+                cint += float(ratio[0]) ** 2
+            else:
+                keep.append(k)
+        S, c, mode = st[:, keep], (0.0, 0.0, 0.0), K.MODE_OGB
         eps, gnorm = float(obj.epsilon), float(obj.g_norm)
     else:
         raise InvalidParameterError(
             f"the box search has no kernel for objective {type(obj).__name__!r}.")
-    if mode == K.MODE_RATIO:
-        h = S[:, 1]
-        key = np.divide(S[:, 0], h, out=np.zeros(n), where=h > 0)
-    else:
-        key = S[:, 0]
+    h = S[:, 1]
+    key = np.divide(S[:, 0], h, out=np.zeros(n), where=h > 0)
     perm = np.argsort(-key, kind="stable").astype(np.intp)
-    params = np.array([c[0], c[1], c[2], tiny, eps, gnorm, RTOL])
+    params = np.array([c[0], c[1], c[2], tiny, eps, gnorm, RTOL, cint])
     return KernelProblem(np.ascontiguousarray(S[perm]), perm, params, mode)
 
 
@@ -118,11 +124,11 @@ class _Pool:
     """The kernel's state arrays (node pool, heap, free list, depth-first stack)."""
 
     def __init__(self, slots: int, d: int, reserve: int) -> None:
-        self.pool = np.zeros((slots, 4, d), np.int32)
-        self.bound = np.full(slots, -np.inf)
-        self.splits = np.full((slots, 3), -1, np.int32)
-        self.heap = np.zeros(slots, np.int64)
-        self.free = np.zeros(slots, np.int64)
+        self.pool = np.empty((slots, 4, d), np.int32)
+        self.bound = np.empty(slots)
+        self.splits = np.empty((slots, 3), np.int32)
+        self.heap = np.empty(slots, np.int64)
+        self.free = np.empty(slots, np.int64)
         self.dfs = np.zeros(reserve + 4, np.int64)
 
     @property
@@ -134,7 +140,7 @@ class _Pool:
         old = self.slots
         for name in ("pool", "bound", "splits", "heap", "free"):
             a = getattr(self, name)
-            b = np.zeros((slots, *a.shape[1:]), a.dtype)
+            b = np.empty((slots, *a.shape[1:]), a.dtype)
             b[:old] = a
             setattr(self, name, b)
         nf = int(ctr[K.C_FREE])

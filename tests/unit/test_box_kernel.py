@@ -32,7 +32,14 @@ def _objectives(g: np.ndarray, seed: int) -> dict[str, object]:
     h = rng.uniform(0.1, 2.0, n)
     basis = OrthonormalBasis(n)
     basis.add((rng.random(n) < 0.5).astype(float))
+    with_intercept = OrthonormalBasis(n)      # a constant column: exact c_int W² term
+    with_intercept.add(np.ones(n))
+    with_intercept.add((rng.random(n) < 0.3).astype(float))
+    first_round = OrthonormalBasis(n)
+    first_round.add(np.ones(n))
     return {
+        "ogb-int": make_objective("ogb", g, basis=with_intercept),
+        "ogb-first": make_objective("ogb", g, basis=first_round),
         "gs": make_objective("gs", g),
         "gb": make_objective("gb", g),
         "xgb": make_objective("xgb", g, h, reg=0.3),
@@ -64,7 +71,8 @@ def _brute(space: SearchSpace, obj, allow_empty: bool, max_len: int | None) -> f
 
 
 @pytest.mark.parametrize("seed", range(4))
-@pytest.mark.parametrize("name", ["gs", "gb", "xgb", "ogb", "ridge", "ridge-0", "ridge-noint"])
+@pytest.mark.parametrize("name", ["gs", "gb", "xgb", "ogb", "ogb-int", "ogb-first", "ridge",
+                                  "ridge-0", "ridge-noint"])
 @pytest.mark.parametrize("allow_empty,max_len", [(False, None), (True, None), (False, 1),
                                                  (False, 2)])
 def test_exact_against_brute_force(seed, name, allow_empty, max_len):
@@ -121,14 +129,25 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
         split = (j, side, cut)
     inner = outer & np.all((R[1] <= G) & (R[2] >= G), axis=1)
     und = np.flatnonzero(outer & ~inner)
-    c0, c1, c2, tiny, eps, gnorm = params[:6]
+    c0, c1, c2, tiny, eps, gnorm, _, cint = params[:8]
+
+    def ratio(s, c0, c1, c2, tiny):
+        D = c0 + c1 * s[1] + c2 * s[1] ** 2
+        return abs(s[0]) / math.sqrt(D) if tiny < D else 0.0
 
     def F(s):
         if mode == K.MODE_RATIO:
-            D = c0 + c1 * s[1] + c2 * s[1] ** 2
-            return abs(s[0]) / math.sqrt(D) if tiny < D else 0.0
-        par = float(np.sum(s[2:] ** 2))
+            return ratio(s, c0, c1, c2, tiny)
+        par = cint * s[1] ** 2 + float(np.sum(s[2:] ** 2))
         return abs(s[0]) / (math.sqrt(max(s[1] - par, 0.0)) + eps)
+
+    def scan(c0, c1, c2, tiny):
+        vals = [ratio(s_in, c0, c1, c2, tiny)]
+        for k in range(1, len(und) + 1):
+            vals.append(ratio(s_in + S[und[:k]].sum(axis=0), c0, c1, c2, tiny))
+            vals.append(ratio(s_in + S[und[k:]].sum(axis=0), c0, c1, c2, tiny))
+        vals.append(ratio(s_in + S[und].sum(axis=0), c0, c1, c2, tiny))
+        return max(vals)
 
     s_in = S[inner].sum(axis=0)
     v_out = F(s_in + S[und].sum(axis=0))
@@ -138,15 +157,20 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
             return -1.0, R, split
         return v_out, R, split
     if mode == K.MODE_OGB:
-        col = S[und, 0]
-        A = max(s_in[0] + col[col > 0].sum(), -(s_in[0] + col[col < 0].sum()), 0.0)
-        return A * gnorm / (A + eps * gnorm) * (1 + 1e-9), R, split
-    vals = [F(s_in)]
-    for k in range(1, len(und) + 1):
-        vals.append(F(s_in + S[und[:k]].sum(axis=0)))
-        vals.append(F(s_in + S[und[k:]].sum(axis=0)))
-    vals.append(v_out)
-    return max(vals), R, split
+        def one_signed(col, base):
+            return max(base + col[col > 0].sum(), -(base + col[col < 0].sum()))
+
+        A = max(one_signed(S[und, 0], s_in[0]), 0.0)
+        if A <= 0:
+            return 0.0, R, split
+        b2 = A * gnorm / (A + eps * gnorm) * (1 + 1e-9) if math.isfinite(gnorm) else A / eps
+        C = sum(one_signed(S[und, k], s_in[k]) ** 2 for k in range(2, S.shape[1]))
+        w_in, w_out = s_in[1], s_in[1] + S[und, 1].sum()
+        c0b = eps ** 2 - C
+        if min(c0b + w - cint * w * w for w in (w_in, w_out)) <= 0:
+            return b2, R, split
+        return min(b2, scan(c0b, 1.0, -cint, 0.0) * (1 + 1e-9)), R, split
+    return max(F(s_in), v_out, scan(c0, c1, c2, tiny)), R, split
 
 
 def _random_node(rng, m):
@@ -160,7 +184,8 @@ def _random_node(rng, m):
     return R
 
 
-@pytest.mark.parametrize("name", ["gs", "gb", "xgb", "ogb", "ridge", "ridge-noint"])
+@pytest.mark.parametrize("name", ["gs", "gb", "xgb", "ogb", "ogb-int", "ogb-first", "ridge",
+                                  "ridge-noint"])
 def test_kernel_matches_reference_node_by_node(name):
     space, g = _space(7, n=14, d=3, cuts=3)
     obj = _objectives(g, 7)[name]
@@ -179,7 +204,7 @@ def test_kernel_matches_reference_node_by_node(name):
         cand = np.empty(5)
         b = K.evaluate(Rk, LE, off, m, valid, prob.S, prob.params, iparams,
                        np.empty(W, np.uint64), np.empty(W, np.uint64),
-                       np.empty(prob.S.shape[1]), np.empty(prob.S.shape[1]), split, cand)
+                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand)
         ref_b, ref_R, ref_split = _reference_evaluate(R, G, m, prob.S, prob.params, prob.mode,
                                                       False, -1)
         assert b == pytest.approx(ref_b, rel=1e-9, abs=1e-12)
@@ -193,7 +218,8 @@ def test_kernel_matches_reference_node_by_node(name):
     assert checked > 100
 
 
-@pytest.mark.parametrize("name", ["gs", "gb", "xgb", "ridge", "ridge-0", "ridge-noint", "ogb"])
+@pytest.mark.parametrize("name", ["gs", "gb", "xgb", "ridge", "ridge-0", "ridge-noint", "ogb",
+                                  "ogb-int", "ogb-first"])
 def test_node_bound_is_admissible_and_exact_over_row_sets(name):
     """The node bound is >= the value of every box of the node; for the ratio family it
     equals the maximum over every row set between the inner and the outer cover."""
@@ -214,7 +240,7 @@ def test_node_bound_is_admissible_and_exact_over_row_sets(name):
         cand = np.empty(5)
         b = K.evaluate(Rk, LE, off, m, valid, prob.S, prob.params, iparams,
                        np.empty(W, np.uint64), np.empty(W, np.uint64),
-                       np.empty(prob.S.shape[1]), np.empty(prob.S.shape[1]), split, cand)
+                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand)
         if b < 0:
             continue
         best_box = -math.inf
