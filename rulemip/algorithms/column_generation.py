@@ -401,7 +401,10 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                       allow_empty=not cip.fit_intercept, time_limit=budget.remaining())
     one = WorkingSet(cells, cip.max_rule_length, cip.fit_intercept)
     admissible = found is not None and one.add_bounds(found.lower, found.upper)
-    prob = cip.problem_over(dataset, cells, one.candidate_boxes())
+    # the search's bound is the proof: the combinatorial bounds (the levels DP costs
+    # seconds on thousands of cells) only when it did not finish
+    prob = cip.problem_over(dataset, cells, one.candidate_boxes(),
+                            combinatorial=found is None or not found.certified)
     z = np.ones(1) if admissible else np.zeros(prob.n_boxes)
     ens, risk = prob.decode(z)
     if found is None:

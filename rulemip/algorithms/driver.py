@@ -290,9 +290,12 @@ ENGINES: Sequence[str] = _EngineNames()
 
 # ---------------------------------------------------------------------- the entry point
 def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
-                  max_rule_length: int | None) -> str:
-    """``"auto"``: with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES``
-    candidate boxes, column generation over boxes beyond; the MIP at ``reg = 0``.
+                  max_rule_length: int | None, *, n_rules: int | None = None,
+                  loss: str | None = None) -> str:
+    """``"auto"``: one rule under squared loss with ``reg > 0`` by column generation,
+    whose one-rule path is the exact box search (docs/explanation/box_search.md); else
+    with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES`` candidate boxes,
+    column generation over boxes beyond; the MIP at ``reg = 0``.
     A named engine is checked for applicability."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
@@ -303,6 +306,8 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
                 f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
                 "engine='mip' or a small positive reg such as 1e-6.")
         return engine
+    if reg > 0 and n_rules == 1 and loss == "squared":
+        return "cg"
     if reg > 0:
         # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
         # (a valid bound > 0 on tables where the MIP's bound stays 0)
@@ -333,7 +338,8 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     the engine ``engine`` (module docstring); ``budget`` is the fit's time budget
     (``time_limit`` may only shorten it)."""
     clock = Budget.coerce(budget, time_limit)
-    chosen = choose_engine(engine, reg, thresholds, max_rule_length)
+    chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
+                           loss=loss)
     spec = method_spec(chosen)
     check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:

@@ -151,7 +151,7 @@ def _count(x: np.ndarray, LE: np.ndarray, row: int) -> int:
 def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
              valid: np.ndarray, S: np.ndarray, params: np.ndarray, iparams: np.ndarray,
              outer: np.ndarray, inner: np.ndarray, s_in: np.ndarray, s_un: np.ndarray,
-             split: np.ndarray, cand: np.ndarray) -> float:
+             split: np.ndarray, cand: np.ndarray, thr: float) -> float:
     """Evaluate the node ``R`` (4, d) in place (module docstring).
 
     Collapses ranges without undecided rows, writes the split choice to ``split``
@@ -160,7 +160,9 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     outer box, of the inner box, and a flag each: 1 = a valid candidate; the inner box is
     ``(ahi, blo)``; ``cand[4] = j + 1`` when the outer box is the all-covering box and a
     same-cover non-empty box moves the lower bound of feature ``j`` up by one), and
-    returns the node bound (``-1`` for a node without boxes of allowed length)."""
+    returns the node bound (``-1`` for a node without boxes of allowed length). A node
+    whose cheap bound is already at most ``thr`` (the pruning threshold) gets that
+    bound without the exact scan."""
     d = R.shape[1]
     W = valid.shape[0]
     mode = iparams[I_MODE]
@@ -320,6 +322,16 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     # ---- bound
     if mode == MODE_OGB:
         return _ogb_bound(outer, inner, S, s_in, s_un, params)
+    # the one-signed sums over the smallest D (D is concave: at an end of the weight
+    # range) bound every row set; exact for the gradient sum (D constant)
+    w_in = s_in[1]
+    w_out = s_in[1] + s_un[1]
+    d_min = min(c0 + w_in * (c1 + c2 * w_in), c0 + w_out * (c1 + c2 * w_out))
+    if d_min > tiny:
+        A = max(s_in[0] + s_un[c], -(s_in[0] + s_un[2 * c]), 0.0)
+        cheap = A / np.sqrt(d_min)
+        if (c1 == 0.0 and c2 == 0.0) or cheap <= thr:
+            return max(v_in, v_out, cheap)
     return max(v_in, v_out, _scan(outer, inner, S, s_in, s_un, c0, c1, c2, tiny))
 
 
@@ -366,24 +378,29 @@ def _scan(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
     """The largest ratio value over the prefixes and suffixes (in key order) of the
     undecided rows added to the inner cover (module docstring: the zonotope bound)."""
     W = outer.shape[0]
-    Gu, Hu = s_un[0], s_un[1]
-    Gp = 0.0
-    Hp = 0.0
-    bnd = -np.inf
+    g0, h0 = s_in[0], s_in[1]
+    gu, hu = s_un[0], s_un[1]
+    gp = 0.0
+    hp = 0.0
+    best2 = 0.0                         # squared values: no square root per row
     for w in range(W):
         x = outer[w] & ~inner[w]
         while x:
             r = (w << 6) + np.int64(_cttz(x))
             x &= x - np.uint64(1)
-            Gp += S[r, 0]
-            Hp += S[r, 1]
-            v = _ratio_value(s_in[0] + Gp, s_in[1] + Hp, c0, c1, c2, tiny)
-            if v > bnd:
-                bnd = v
-            v = _ratio_value(s_in[0] + Gu - Gp, s_in[1] + Hu - Hp, c0, c1, c2, tiny)
-            if v > bnd:
-                bnd = v
-    return bnd
+            gp += S[r, 0]
+            hp += S[r, 1]
+            g = g0 + gp                 # the inner cover and the prefix through r
+            h = h0 + hp
+            D = c0 + h * (c1 + c2 * h)
+            if D > tiny and g * g > best2 * D:
+                best2 = g * g / D
+            g = g0 + gu - gp            # the inner cover and the rows after r
+            h = h0 + hu - hp
+            D = c0 + h * (c1 + c2 * h)
+            if D > tiny and g * g > best2 * D:
+                best2 = g * g / D
+    return np.sqrt(best2)
 
 
 @njit(cache=True)
@@ -475,7 +492,7 @@ def init_root(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.
     s_un = np.empty(3 * S.shape[1])
     cand = np.empty(5)
     b = evaluate(pool[0], LE, off, m, valid, S, params, iparams, outer, inner, s_in, s_un,
-                 splits[0], cand)
+                 splits[0], cand, _threshold(fstate, params[P_RTOL]))
     ctr[C_EVALS] += 1
     _offer(cand, pool[0], fstate, best_box)
     bound[0] = b
@@ -544,7 +561,7 @@ def run(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.ndarra
         kept1 = -1
         for child in (other, slot):
             b = evaluate(pool[child], LE, off, m, valid, S, params, iparams, outer, inner,
-                         s_in, s_un, splits[child], cand)
+                         s_in, s_un, splits[child], cand, _threshold(fstate, rtol))
             evals += 1
             ctr[C_EVALS] += 1
             _offer(cand, pool[child], fstate, best_box)

@@ -57,6 +57,10 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
 SEARCHES: tuple[str, ...] = ("greedy", "beam", "bnb")
+#: ``search="bnb"`` runs the compiled range search (:mod:`rulemip.boosting.range_search`)
+#: whenever its masks fit half the memory budget; False forces the set-enumeration
+#: search of :mod:`rulemip.boosting.bnb` (benchmarks/box_search.py compares the two)
+USE_BOX_KERNEL: bool = True
 
 
 
@@ -123,7 +127,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     root.cheap = root_bound
     if search == "bnb":
         budget = default_max_memory() if max_memory is None else int(max_memory)
-        if 2 * mask_bytes(space) <= budget:
+        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= budget:
             remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
             return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len,
                               time_limit=remaining, node_limit=node_limit,

@@ -204,7 +204,8 @@ def test_kernel_matches_reference_node_by_node(name):
         cand = np.empty(5)
         b = K.evaluate(Rk, LE, off, m, valid, prob.S, prob.params, iparams,
                        np.empty(W, np.uint64), np.empty(W, np.uint64),
-                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand)
+                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand,
+                       -np.inf)
         ref_b, ref_R, ref_split = _reference_evaluate(R, G, m, prob.S, prob.params, prob.mode,
                                                       False, -1)
         assert b == pytest.approx(ref_b, rel=1e-9, abs=1e-12)
@@ -240,7 +241,8 @@ def test_node_bound_is_admissible_and_exact_over_row_sets(name):
         cand = np.empty(5)
         b = K.evaluate(Rk, LE, off, m, valid, prob.S, prob.params, iparams,
                        np.empty(W, np.uint64), np.empty(W, np.uint64),
-                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand)
+                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand,
+                       -np.inf)
         if b < 0:
             continue
         best_box = -math.inf
