@@ -393,12 +393,12 @@ def _scan(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
             g = g0 + gp                 # the inner cover and the prefix through r
             h = h0 + hp
             D = c0 + h * (c1 + c2 * h)
-            if D > tiny and g * g > best2 * D:
+            if tiny < D and g * g > best2 * D:
                 best2 = g * g / D
             g = g0 + gu - gp            # the inner cover and the rows after r
             h = h0 + hu - hp
             D = c0 + h * (c1 + c2 * h)
-            if D > tiny and g * g > best2 * D:
+            if tiny < D and g * g > best2 * D:
                 best2 = g * g / D
     return np.sqrt(best2)
 
