@@ -65,7 +65,7 @@ F_BEST, F_PRUNED = 0, 1
 # params layout (float64)
 P_C0, P_C1, P_C2, P_TINY, P_EPS, P_GNORM, P_RTOL, P_CINT = 0, 1, 2, 3, 4, 5, 6, 7
 # iparams layout (int64)
-I_MODE, I_ALLOW_EMPTY, I_MAX_LEN, I_CAN_GROW, I_RESERVE = 0, 1, 2, 3, 4
+I_MODE, I_ALLOW_EMPTY, I_MAX_LEN, I_CAN_GROW, I_RESERVE, I_LEN_FEATURES = 0, 1, 2, 3, 4, 5
 
 
 def _popcount_typing(typingctx: Any, x: Any) -> Any:
@@ -176,12 +176,16 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     cand[4] = 0.0
     split[0] = -1
     # ---- length: propositions every box of the node has
+    by_feature = iparams[I_LEN_FEATURES] == 1    # length = restricted features
     forced = 0
     for j in range(d):
-        if R[0, j] > 0:
-            forced += 1
-        if R[3, j] < m[j]:
-            forced += 1
+        lo_bound = R[0, j] > 0
+        hi_bound = R[3, j] < m[j]
+        if by_feature:
+            if lo_bound or hi_bound:
+                forced += 1
+        else:
+            forced += int(lo_bound) + int(hi_bound)
         if R[0, j] > R[3, j]:
             return -1.0                      # every box of the node is empty... or a > b
     if max_len >= 0 and forced > max_len:
@@ -307,12 +311,11 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
         in_len = 0
         in_trivial = True
         for j in range(d):
-            if R[1, j] > 0:
-                in_len += 1
+            lo_bound = R[1, j] > 0
+            hi_bound = R[2, j] < m[j]
+            if lo_bound or hi_bound:
                 in_trivial = False
-            if R[2, j] < m[j]:
-                in_len += 1
-                in_trivial = False
+                in_len += 1 if by_feature else int(lo_bound) + int(hi_bound)
         if (max_len < 0 or in_len <= max_len) and (not in_trivial
                                                     or iparams[I_ALLOW_EMPTY] == 1):
             cand[1] = v_in

@@ -155,17 +155,23 @@ class _Pool:
 def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = False,
                max_rule_length: int | None = None, time_limit: float | None = None,
                node_limit: int | None = None, max_memory: int | None = None,
-               progress: ProgressCallback | None = None) -> SearchResult | None:
+               progress: ProgressCallback | None = None,
+               incumbent: float | None = None,
+               length_counts: str = "propositions") -> SearchResult | None:
     """The box maximizing ``obj`` over ``space``, with a valid bound on every box.
 
     Parameters
     ----------
     allow_empty : the box without propositions (covering every row) is a candidate.
-    max_rule_length : at most this many propositions (None: unlimited).
+    max_rule_length : at most this many propositions (None: unlimited), or restricted
+        features with ``length_counts="features"`` (the exact estimators' convention).
     time_limit : seconds; the search stops with its best box and ``status="time_limit"``.
     node_limit : at most this many node expansions (``status="node_limit"``).
     max_memory : bytes for the masks and the node pool (None: :func:`default_max_memory`).
     progress : ``progress(n_evaluated, best_value, bound)`` about every 2 s.
+    incumbent : a value known to be reached (a claimed optimum to re-check): nodes whose
+        bound does not exceed it are closed, and the returned ``bound`` is at least it.
+        The returned box beats it when one does (else it is the best box with one bound).
 
     Returns
     -------
@@ -173,6 +179,9 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     ``n_children``: node evaluations), or ``None`` when no box is a candidate (no
     thresholds and ``allow_empty=False``, or ``max_rule_length`` excludes all).
     """
+    if length_counts not in ("propositions", "features"):
+        raise InvalidParameterError("`length_counts` must be 'propositions' or 'features'; "
+                                    f"got {length_counts!r}.")
     start = time.perf_counter()
     deadline = None if time_limit is None else start + max(0.0, float(time_limit))
     budget = default_max_memory() if max_memory is None else int(max_memory)
@@ -187,11 +196,14 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     pool = _Pool(int(min(INITIAL_SLOTS, max_slots)), d, reserve)
     iparams = np.array([prob.mode, int(allow_empty),
                         -1 if max_rule_length is None else int(max_rule_length),
-                        int(pool.slots < max_slots), reserve], np.int64)
+                        int(pool.slots < max_slots), reserve,
+                        int(length_counts == "features")], np.int64)
     ctr = np.zeros(6, np.int64)
     fstate = np.array([-np.inf, -np.inf])
     best_box = np.full((2, d), -1, np.int32)
     _seed_single(space, obj, m, fstate, best_box)
+    if incumbent is not None and incumbent > fstate[K.F_BEST]:
+        fstate[K.F_BEST] = float(incumbent)
     K.init_root(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, ctr, fstate,
                 best_box, LE, off, m, valid, prob.S, prob.params, iparams)
     status = "optimal"

@@ -195,7 +195,7 @@ def test_kernel_matches_reference_node_by_node(name):
     LE, off, valid = K.build_masks(G, m)
     W = len(valid)
     rng = np.random.default_rng(0)
-    iparams = np.array([prob.mode, 0, -1, 1, 64], np.int64)
+    iparams = np.array([prob.mode, 0, -1, 1, 64, 0], np.int64)
     checked = 0
     for _ in range(300):
         R = _random_node(rng, m)
@@ -233,7 +233,7 @@ def test_node_bound_is_admissible_and_exact_over_row_sets(name):
     LE, off, valid = K.build_masks(G, m)
     W = len(valid)
     rng = np.random.default_rng(1)
-    iparams = np.array([prob.mode, 1, -1, 1, 64], np.int64)
+    iparams = np.array([prob.mode, 1, -1, 1, 64, 0], np.int64)
     for _ in range(150):
         R = _random_node(rng, m)
         Rk = R.copy()
@@ -299,3 +299,23 @@ def test_invariant_under_positive_rescaling():
     res2 = box_search(scaled, obj)
     np.testing.assert_array_equal(res.query, res2.query)
     assert res.value == res2.value
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("max_len", [1, 2])
+def test_length_in_features_against_brute_force(seed, max_len):
+    """``length_counts="features"``: a feature bounded on both sides counts once (the exact
+    estimators' ``max_rule_length``)."""
+    space, g = _space(seed, n=20, d=3, cuts=3)
+    obj = ridge_gain_objective(g - g.mean(), reg=0.2)
+    m = np.array([len(t) for t in space.thresholds])
+    want = -math.inf
+    for a, b in _boxes(space):
+        n_feat = int(((a > 0) | (b < m)).sum())
+        if n_feat == 0 or n_feat > max_len:
+            continue
+        q = np.all((space.groups_t.T >= a) & (space.groups_t.T <= b), axis=1)
+        want = max(want, obj.value(q))
+    res = box_search(space, obj, max_rule_length=max_len, length_counts="features")
+    assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
+    assert int((np.isfinite(res.lower) | np.isfinite(res.upper)).sum()) <= max_len
