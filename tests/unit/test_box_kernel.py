@@ -314,7 +314,7 @@ def test_length_in_features_against_brute_force(seed, max_len):
         n_feat = int(((a > 0) | (b < m)).sum())
         if n_feat == 0 or n_feat > max_len:
             continue
-        q = np.all((space.groups_t.T >= a) & (space.groups_t.T <= b), axis=1)
+        q = np.all((a <= space.groups_t.T) & (b >= space.groups_t.T), axis=1)
         want = max(want, obj.value(q))
     res = box_search(space, obj, max_rule_length=max_len, length_counts="features")
     assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
