@@ -59,8 +59,9 @@ _PARAM_DOC = """
         Node expansions of all rule searches together (None = unlimited); as
         ``time_limit``.
     max_memory : int or None, default=None
-        Bytes for the open nodes of one branch-and-bound search (None = 512 MiB);
-        reaching it ends that search like a limit.
+        Bytes for one branch-and-bound search (None: a quarter of the machine's
+        available memory, at most 8 GiB); beyond it the search continues depth first
+        (docs/explanation/box_search.md).
     random_state : int, RandomState or None, default=None
         Unused (the learners are deterministic); accepted for API uniformity.
     verbose : bool, default=False
