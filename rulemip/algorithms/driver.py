@@ -289,11 +289,43 @@ ENGINES: Sequence[str] = _EngineNames()
 
 
 # ---------------------------------------------------------------------- the entry point
+#: An engine that enumerates every candidate box (``"cip"``, ``"cip-bnb"``), named
+#: explicitly, is refused beyond this many boxes (counted by :func:`count_boxes` before
+#: any is built): its exact enumeration keeps a Gram matrix of ``8·B²`` bytes (8 GiB at
+#: this size) and its outer-approximation masters carry dense cuts over every box. Beyond
+#: it, column generation (``"cg"``, also what ``"auto"`` picks) prices the boxes without
+#: enumerating them. Issue 22: diabetes with 8 cut points per feature (about 3·10¹⁶
+#: boxes) was still building boxes after 150 s at 5.2 GB under a 5 s limit.
+CIP_EXPLICIT_MAX_BOXES = 32_768
+
+_ENUMERATING_ENGINES = ("cip", "cip-bnb")
+
+
+def check_engine_fits(engine: str, thresholds: Sequence[FloatArray],
+                      max_rule_length: int | None) -> None:
+    """Refuse an explicitly named enumerating engine whose candidate boxes cannot be built
+    within memory (:data:`CIP_EXPLICIT_MAX_BOXES`), before any work, naming the engines
+    that can serve."""
+    if engine not in _ENUMERATING_ENGINES:
+        return
+    n_boxes = count_boxes(thresholds, max_rule_length)
+    if n_boxes <= CIP_EXPLICIT_MAX_BOXES:
+        return
+    gib = 8.0 * float(n_boxes) ** 2 / 2**30
+    raise InvalidParameterError(
+        f"`engine='{engine}'` enumerates every candidate box, and these thresholds give "
+        f"{n_boxes:.3g} of them (more than {CIP_EXPLICIT_MAX_BOXES}; its Gram matrix alone "
+        f"would need {gib:.3g} GiB). Use engine='auto' or engine='cg' (column generation "
+        "prices boxes without enumerating them), or fewer boxes: a smaller "
+        "`max_thresholds` or a `max_rule_length`.")
+
+
 def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
                   max_rule_length: int | None) -> str:
     """``"auto"``: with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES``
     candidate boxes, column generation over boxes beyond; the MIP at ``reg = 0``.
-    A named engine is checked for applicability."""
+    A named engine is checked for applicability (``reg``, and whether its candidate
+    boxes fit: :func:`check_engine_fits`)."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
     if engine != "auto":
@@ -302,6 +334,7 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
             raise InvalidParameterError(
                 f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
                 "engine='mip' or a small positive reg such as 1e-6.")
+        check_engine_fits(engine, thresholds, max_rule_length)
         return engine
     if reg > 0:
         # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
@@ -461,6 +494,7 @@ register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
                             "(docs/explanation/cell_sweep_bound.md)")
 
 
-__all__ = ["ENGINES", "MethodSpec", "check_solver", "checked", "choose_engine", "method_spec",
+__all__ = ["CIP_EXPLICIT_MAX_BOXES", "ENGINES", "MethodSpec", "check_engine_fits",
+           "check_solver", "checked", "choose_engine", "method_spec",
            "register_formulation", "register_method", "result_from_solve", "solve",
            "solve_built", "solve_exact"]

@@ -189,3 +189,31 @@ def test_infeasible_or_unbounded_probe(scip) -> None:
 def test_bad_extra_parameter(scip) -> None:
     with pytest.raises(InvalidParameterError, match="no/such/param"):
         scip.solve(random_milp(), SolveOptions(extra={"no/such/param": 1}))
+
+
+def test_watchdog_interrupts_a_solve_that_ignores_its_clock(scip) -> None:
+    """SCIP's own time limit is lifted through `extra` (as a plug-in stuck past it would
+    behave): the watchdog still stops the solve at 1.1·limit + WATCHDOG_SLACK."""
+    import time
+
+    from rulemip.solvers.scip import WATCHDOG_SLACK, watchdog_delay
+
+    assert watchdog_delay(10.0) == pytest.approx(11.0 + WATCHDOG_SLACK)
+    t0 = time.perf_counter()
+    res = scip.solve(market_split(seed=1),
+                     SolveOptions(time_limit=0.5, extra={"limits/time": 1e6}))
+    wall = time.perf_counter() - t0
+    assert res.limit is Limit.TIME
+    assert any("watchdog" in n for n in res.notes)
+    assert watchdog_delay(0.5) - 0.1 <= wall <= watchdog_delay(0.5) + 1.5
+
+
+def test_nlp_plugins_are_off(scip) -> None:
+    from rulemip.solvers.scip import NLP_PLUGINS_OFF, ScipPersistent
+
+    solver = ScipPersistent(logistic_model())
+    solver.solve(SolveOptions(time_limit=5))
+    params = solver.scip.getParams()
+    assert {"heuristics/mpec/freq", "heuristics/subnlp/freq"} <= set(NLP_PLUGINS_OFF)
+    for key, value in NLP_PLUGINS_OFF.items():
+        assert params[key] == value, key
