@@ -43,7 +43,9 @@ def register(sub: Any) -> None:
     add_engine_arguments(p)
     p.add_argument("--solver", default="auto",
                    help="backend: auto, highs, scip, cpsat, cbc, pyomo or pyomo:NAME")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact solve")
+    p.add_argument("--time-limit", type=float, default=60.0,
+                   help="seconds per k and dataset, every phase (boosting and the exact "
+                        "solve) included")
     p.add_argument("--splits", type=int, default=0,
                    help="number of random 80%% subsamples per dataset (0 = full data only)")
     p.add_argument("--jobs", type=int, default=1,
