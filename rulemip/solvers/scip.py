@@ -161,6 +161,7 @@ class ScipPersistent:
         self._progress: Progress | None = None
         self._dirty = False
         self._last_x: NDArray[np.float64] | None = None
+        self._indicator_binaries: set[int] = set()
         self._add_vars(model.c, model.col_lower, model.col_upper, model.integrality,
                        model.col_names)
         self._set_offset(float(model.offset))
@@ -243,6 +244,7 @@ class ScipPersistent:
         for j, a in zip(ind.cols, ind.vals):
             coefs[self._terms[j]] = coefs.get(self._terms[j], 0.0) + a
         binvar = self._vars[ind.binary]
+        self._indicator_binaries.add(int(ind.binary))
         active = bool(ind.active_value)
         senses = ["<=", ">="] if ind.sense == "==" else [ind.sense]
         for sense in senses:
@@ -272,7 +274,11 @@ class ScipPersistent:
 
     def _editable(self) -> None:
         if self._dirty:
-            self._m.freeTransform()
+            try:
+                self._m.freeTransform()
+            except Exception as exc:  # SCIP left in a stage it cannot free (failed solve)
+                raise SolverError(f"SCIP cannot return to the problem stage after its last "
+                                  f"solve ({exc}); build the model again.") from exc
             self._dirty = False
 
     # ------------------------------------------------------------------ protocol
@@ -357,10 +363,17 @@ class ScipPersistent:
         self._set_offset(float(offset))
 
     def set_integrality(self, integer: NDArray[np.bool_]) -> None:
+        """Make columns integer or continuous. The binary of an indicator constraint stays
+        integer (SCIP's indicators need a binary variable; relaxing one made SCIP's
+        presolve fail and left the model unusable), so a "relaxation" of a model with
+        indicators keeps those binaries: its dual bound is still a valid bound of the
+        model, at least as strong as the relaxation's."""
         ints = np.asarray(integer, dtype=bool).ravel()
         if ints.shape != (self.n_cols,):
             raise InvalidParameterError(
                 f"`integer` must have one entry per column ({self.n_cols}); got {ints.shape[0]}.")
+        ints = ints.copy()
+        ints[sorted(self._indicator_binaries)] = True
         self._editable()
         for j in np.flatnonzero(ints != self._integer).tolist():
             self._m.chgVarType(self._vars[j], "I" if ints[j] else "C")
