@@ -52,7 +52,13 @@ from rulemip.solvers.base import (
     resolve_backend,
     supports,
 )
-from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
+from rulemip.solvers.result import (
+    Limit,
+    SolveOptions,
+    SolveResult,
+    TerminationReason,
+    relative_gap,
+)
 from rulemip.solvers.status import REFUTATION_TOL, promote
 
 FloatArray = NDArray[np.float64]
@@ -377,14 +383,62 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
         "loss": loss, "reg": reg, "fit_intercept": fit_intercept,
         "thresholds": list(thresholds), "max_rule_length": max_rule_length,
         "solver": solver, "time_limit": clock.remaining(), "budget": clock,
-        "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed, "callback": callback}
+        "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed,
+        "callback": with_gap(callback)}
     accepted = spec.accepted()
     kwargs = offered if accepted is None else {k: v for k, v in offered.items()
                                                if k in accepted}
     result = spec.function(dataset, n_rules, **kwargs)
     result = checked(result, dataset, reg=reg, mip_gap=mip_gap)
-    return at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
-                               loss=loss, fit_intercept=fit_intercept)
+    result = at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
+                                 loss=loss, fit_intercept=fit_intercept)
+    return with_time_limit_named(result, clock)
+
+
+#: The budget counts as spent, for naming the limit, when at most this share of it (and at
+#: least ``TIME_SPENT_FLOOR`` seconds) is left: engines stop a little before the deadline
+#: rather than start a step they cannot finish.
+TIME_SPENT_SHARE = 0.05
+TIME_SPENT_FLOOR = 0.5
+
+
+def with_time_limit_named(result: ExactResult, clock: Budget) -> ExactResult:
+    """``result`` with ``limit=TIME`` instead of ``GAP`` (or none) when it is not optimal
+    and its time budget is spent: a search that ran out of time — e.g. a tangent-cut loop
+    whose last master was stopped by the clock, or pricing cut at its share of the time —
+    stopped because of the time limit, whatever the phase that noticed it called it
+    (``limit=gap`` is for a search that ended by itself with the gap open)."""
+    left = clock.remaining()
+    if result.is_optimal or left is None or result.limit not in (Limit.GAP, None) \
+            or result.ensemble is None:
+        return result
+    total = (clock.deadline or 0.0) - clock.started
+    if left > max(TIME_SPENT_FLOOR, TIME_SPENT_SHARE * total):
+        return result
+    note = (f"the time limit ended the search with the gap at {result.gap:.3g} "
+            f"(reported as limit={None if result.limit is None else result.limit.value} by "
+            "the phase that stopped).")
+    return replace(result, limit=Limit.TIME, notes=(*result.notes, note))
+
+
+def with_gap(callback: Callback | None) -> Callback | None:
+    """``callback`` receiving progress dicts whose ``gap`` is the relative gap of their
+    ``ub``/``lb`` (or ``primal``/``dual``) whenever both are finite: engines that report
+    only the bounds (column generation, say) no longer show ``gap inf%``."""
+    if callback is None:
+        return None
+
+    def cb(info: dict[str, Any]) -> Any:
+        out = dict(info)
+        ub = float(out.get("ub", out.get("primal", math.inf)))
+        lb = float(out.get("lb", out.get("dual", -math.inf)))
+        gap = out.get("gap")
+        if (gap is None or not math.isfinite(float(gap))) and math.isfinite(ub) \
+                and math.isfinite(lb):
+            out["gap"] = relative_gap(ub, lb)
+        return callback(out)
+
+    return cb
 
 
 def empty_model(dataset: Dataset, *, loss: str, reg: float,
@@ -497,4 +551,4 @@ register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
 __all__ = ["CIP_EXPLICIT_MAX_BOXES", "ENGINES", "MethodSpec", "check_engine_fits",
            "check_solver", "checked", "choose_engine", "method_spec",
            "register_formulation", "register_method", "result_from_solve", "solve",
-           "solve_built", "solve_exact"]
+           "solve_built", "solve_exact", "with_gap", "with_time_limit_named"]
