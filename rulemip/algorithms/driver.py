@@ -59,7 +59,7 @@ from rulemip.solvers.result import (
     TerminationReason,
     relative_gap,
 )
-from rulemip.solvers.status import REFUTATION_TOL, promote
+from rulemip.solvers.status import REFUTATION_TOL, bound_slack, promote
 
 FloatArray = NDArray[np.float64]
 Callback = Callable[[dict[str, Any]], Any]
@@ -109,7 +109,8 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
             mip_gap=mip_gap, start=start)
         raise
     return result_from_solve(formulation, built, res, wall_time=time.perf_counter() - t0,
-                             mip_gap=mip_gap, start=start)
+                             mip_gap=mip_gap, start=start,
+                             bound_tolerance=getattr(backend, "bound_tolerance", None))
 
 
 def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,
@@ -127,9 +128,12 @@ def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBack
 
 def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveResult, *,
                       wall_time: float, mip_gap: float = 1e-6,
-                      start: FloatArray | None = None) -> ExactResult:
+                      start: FloatArray | None = None,
+                      bound_tolerance: float | None = None) -> ExactResult:
     """Decode a backend's result into an :class:`ExactResult`: the incumbent (or the
-    start when the backend found none), its risk recomputed from the data, one status."""
+    start when the backend found none), its risk recomputed from the data, its dual bound
+    lowered by the backend's feasibility tolerance (:func:`bound_slack`;
+    ``bound_tolerance`` overrides the table there), one status."""
     notes = list(built.notes) + list(res.notes)
     history = tuple(getattr(res, "history", ()) or ())
     iterations = int(res.iterations or res.nodes or 0)
@@ -156,7 +160,17 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
         if abs(obj - solver_risk) > 1e-6 * max(1.0, abs(obj)):
             notes.append(f"solver objective {obj:.10g} differs from the risk of its "
                          f"solution recomputed from the data {solver_risk:.10g}.")
-    verdict = promote(float(risk), float(res.bounds.dual), finished=finished, mip_gap=mip_gap,
+    dual = float(res.bounds.dual)
+    if math.isfinite(dual):
+        sf = built.model.to_standard_form()
+        slack = bound_slack(res.backend, objective_weight(sf),
+                            epigraph=bool(sf.loss_terms) or sf.has_quadratic,
+                            tolerance=bound_tolerance)
+        if slack > 0.0:
+            dual -= slack
+            notes.append(f"the backend's dual bound lowered by {slack:.3g} for its "
+                         "feasibility tolerance (docs/explanation/solving.md)")
+    verdict = promote(float(risk), dual, finished=finished, mip_gap=mip_gap,
                       limit=limit, bound_valid=built.bound_valid,
                       fallback_bound=built.safe_bound, no_solution=res.termination)
     notes.extend(verdict.notes)
@@ -164,6 +178,18 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
                        verdict.termination, verdict.limit, wall_time, iterations,
                        formulation.engine, res.backend, res.backend_version, 0,
                        built.n_cells, built.bound_valid, tuple(notes), history)
+
+
+def objective_weight(sf: Any) -> float:
+    """1-norm of a standard form's objective coefficients: ``Σ|c_j|``, plus ``Σ|s·w_i|``
+    over its loss terms, plus 1 for a quadratic part (the weight of its epigraph) — what a
+    row violation of ε can move the objective by, per unit ε (:func:`bound_slack`)."""
+    weight = float(np.abs(np.asarray(sf.c, dtype=float)).sum())
+    for term in sf.loss_terms:
+        weight += abs(float(term.scale)) * float(np.abs(np.asarray(term.weights)).sum())
+    if sf.has_quadratic:
+        weight += 1.0
+    return weight
 
 
 def _wrap_callback(callback: Callback | None) -> Callback | None:
