@@ -350,3 +350,11 @@ def test_verify_unknown_loss_is_a_schema_error(cert, tiny, tmp_path, capsys):
     path = _tampered(cert, tmp_path, lambda d: d["problem"].__setitem__("loss", "hinge"))
     code, _, err = run(["verify", str(path), "--data", str(tiny), "--target", "y"], capsys)
     assert_one_line_error(code, err, "problem.loss", "squared")
+
+
+@pytest.mark.parametrize("value", ["0", "-1", "nan", "inf"])
+def test_boost_max_memory_must_be_positive(value, tiny, capsys):
+    code, out, err = run([*COMMANDS["boost"], "--data", str(tiny), "--target", "y",
+                          "--max-memory", value], capsys)
+    assert_one_line_error(code, err, "--max-memory", "positive")
+    assert "risk" not in out
