@@ -25,7 +25,7 @@ import numpy as np
 
 from rulemip.certify.certificate import Certificate, make_certificate
 from rulemip.certify.theory import GapClassification, classify_gaps
-from rulemip.data import Dataset, candidate_thresholds
+from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
@@ -221,8 +221,15 @@ def summarize(table: Any, null: float) -> Any:
 def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
                  max_thresholds: int | None, thresholds: Sequence[Any] | None,
                  max_rule_length: int | None) -> ProblemSpec:
+    """The problem every method of the study solves, its settings checked as the
+    estimators check them (:mod:`rulemip._validation`, :func:`rulemip.data.check_thresholds`)."""
+    from rulemip._validation import check_bool, check_nonneg_float, check_positive_int
+
+    check_nonneg_float(reg, "reg")
+    check_bool(fit_intercept, "fit_intercept")
+    check_positive_int(max_rule_length, "max_rule_length", allow_none=True)
     ths = (candidate_thresholds(ds.X, max_thresholds) if thresholds is None
-           else [np.unique(np.asarray(t, dtype=float)) for t in thresholds])
+           else check_thresholds(thresholds, ds.d))
     return ProblemSpec(loss, float(reg), bool(fit_intercept),
                        tuple(tuple(float(v) for v in t) for t in ths), max_rule_length,
                        max_thresholds if thresholds is None else "explicit")

@@ -3,14 +3,26 @@ options several commands share, checking output paths before any work."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rulemip._io import check_output_dir, check_output_path, write_json_atomic
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 
-__all__ = ["add_data_arguments", "add_max_thresholds_argument", "check_output_dir",
-           "check_output_path", "parse_max_thresholds", "read_table", "write_json_atomic"]
+__all__ = [
+    "add_data_arguments",
+    "add_max_thresholds_argument",
+    "check_output_dir",
+    "check_output_path",
+    "parse_max_thresholds",
+    "read_table",
+    "warnings_as_lines",
+    "write_json_atomic",
+]
 
 MAX_THRESHOLDS_HELP = ("candidate cut points per feature (quantile bins), a positive "
                        "integer, or 'all' for every midpoint between distinct values")
@@ -108,3 +120,24 @@ def check_positive(value: Any, option: str, *, integer: bool = False,
         kind = "an integer" if integer else "a number"
         raise InvalidParameterError(f"`{option}` must be {kind} {bound}; got {value!r}.")
     return value
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[list[Any]]:
+    """Collect the warnings of a command (every :class:`SolveLimitWarning`, not only the
+    first) and print each distinct one on exit as one clean line on stderr,
+    ``warning: <message>`` — no file path, no source line (the form of Python's default
+    warning display, which is meant for programmers, not for command-line users)."""
+    from rulemip.exceptions import SolveLimitWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SolveLimitWarning)
+        try:
+            yield caught
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                line = " ".join(str(w.message).split())
+                if line not in seen:
+                    seen.add(line)
+                    print(f"warning: {line}", file=sys.stderr)

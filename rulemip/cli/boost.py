@@ -16,6 +16,7 @@ from rulemip.cli._common import (
     check_output_path,
     parse_max_thresholds,
     read_table,
+    warnings_as_lines,
     write_json_atomic,
 )
 from rulemip.data.dataset import Dataset
@@ -82,6 +83,12 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         check_output_path(args.json, "--json")
     X, y = read_table(args.data, args.target)
+    with warnings_as_lines():
+        return _fit_and_print(args, X, y, max_thresholds, choices)
+
+
+def _fit_and_print(args: argparse.Namespace, X: Any, y: Any, max_thresholds: int | None,
+                   choices: dict[str, Any]) -> int:
     ds = Dataset.from_arrays(X, y, loss=args.loss)
     booster = RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
                           max_rule_length=args.max_rule_length,

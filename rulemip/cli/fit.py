@@ -123,7 +123,7 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = est.boosting_risk_ - cert.risk, est.boosting_risk_ - cert.lower_bound
         print(f"boosting's certified excess risk: in [{lo:.6g}, {hi:.6g}]")
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     if args.certificate:
         path = cert.save(args.certificate)
         data = ("--bundled" if args.data is None else

@@ -173,7 +173,7 @@ def run(args: argparse.Namespace) -> int:
               f"(on q; rounded selection is a heuristic); {res.wall_time:.2f} s selection")
     print(f"total time (ensemble fit + selection): {total:.2f} s")
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     if args.json:
         write_json_atomic(args.json, {
             "ensemble": extractor.rules_.to_dict(),

@@ -74,7 +74,7 @@ class FeatureEncoder:
                             f"column {name!r} has missing values; fill or drop them first.")
                     cats[name] = tuple(levels)
             return cls(names, cats)
-        arr = np.asarray(X)
+        arr = as_numeric_array(X)
         if arr.ndim != 2:
             raise InvalidDataError(
                 f"X must be 2-dimensional (n_samples, n_features); got shape {arr.shape}.")
@@ -107,7 +107,7 @@ class FeatureEncoder:
             if not parts:
                 return np.zeros((len(X), 0))
             return np.column_stack(parts)
-        arr = np.asarray(X)
+        arr = as_numeric_array(X)
         if arr.ndim == 1:
             raise InvalidDataError(
                 "X must be 2-dimensional; got a 1-d array. Reshape a single feature with "
@@ -146,7 +146,24 @@ def _is_categorical(series: Any) -> bool:
                 or pd.api.types.is_string_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
 
 
+def as_numeric_array(X: Any, what: str = "X") -> NDArray[Any]:
+    """``np.asarray(X)`` for array input, refusing what ``asarray`` would silently
+    mangle: a scipy sparse matrix (it becomes a 0-d object array) and complex values
+    (casting to float drops the imaginary part)."""
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse without importing scipy
+        raise InvalidDataError(
+            f"{what} is a sparse matrix ({type(X).__name__}); rulemip needs dense input: "
+            f"pass {what}.toarray() (rule models read every entry).")
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise InvalidDataError(
+            f"Complex data not supported: {what} is complex-valued; pass the real part "
+            f"({what}.real) or split real and imaginary parts into separate columns.")
+    return arr
+
+
 def _to_float(values: Any, what: str) -> NDArray[np.float64]:
+    values = as_numeric_array(values, what)
     try:
         out = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:

@@ -15,6 +15,7 @@ Cut points ``t_1 < ... < t_g`` split the line into ``g + 1`` *threshold groups*
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -98,3 +99,41 @@ def threshold_groups(X: NDArray[np.float64], thresholds: Sequence[NDArray[np.flo
     for j in range(d):
         G[:, j] = np.searchsorted(np.asarray(thresholds[j]), X[:, j], side="left")
     return G
+
+
+def check_thresholds(thresholds: Any, d: int, name: str = "thresholds"
+                     ) -> list[NDArray[np.float64]]:
+    """Validate explicit cut points: one 1-d list of finite real numbers per feature
+    (``d`` of them). Returns them sorted and without duplicates.
+
+    A NaN cut would compare false with every value (``x <= nan`` never holds), so it is
+    refused instead of being dropped; so are complex, non-numeric and nested entries.
+    """
+    from rulemip.exceptions import InvalidParameterError
+
+    fix = (f"Pass one 1-d list of finite cut points per feature, or `{name}=None` to "
+           "derive them from the data (`max_thresholds`).")
+    if isinstance(thresholds, str | bytes) or not hasattr(thresholds, "__len__"):
+        raise InvalidParameterError(
+            f"`{name}` must be a list of {d} arrays of cut points (one per feature); got "
+            f"{type(thresholds).__name__}. {fix}")
+    if len(thresholds) != d:
+        raise InvalidParameterError(
+            f"`{name}` must give one array of cut points per feature ({d}); got "
+            f"{len(thresholds)}. {fix}")
+    out: list[NDArray[np.float64]] = []
+    for j, t in enumerate(thresholds):
+        arr = np.asarray(t)
+        if arr.dtype.kind not in "biuf" or arr.ndim > 1:
+            what = "complex" if arr.dtype.kind == "c" else (
+                f"{arr.ndim}-d" if arr.ndim > 1 else f"non-numeric ({arr.dtype})")
+            raise InvalidParameterError(
+                f"`{name}[{j}]` must be a 1-d list of real numbers; got {what} values. {fix}")
+        arr = np.atleast_1d(arr).astype(float)
+        bad = arr[~np.isfinite(arr)]
+        if bad.size:
+            raise InvalidParameterError(
+                f"`{name}[{j}]` contains {float(bad[0])!r}; every cut point must be a finite "
+                f"number (a NaN cut never splits the data). Drop it. {fix}")
+        out.append(np.unique(arr))
+    return out

@@ -350,3 +350,20 @@ def test_verify_unknown_loss_is_a_schema_error(cert, tiny, tmp_path, capsys):
     path = _tampered(cert, tmp_path, lambda d: d["problem"].__setitem__("loss", "hinge"))
     code, _, err = run(["verify", str(path), "--data", str(tiny), "--target", "y"], capsys)
     assert_one_line_error(code, err, "problem.loss", "squared")
+
+
+def test_boost_limit_warning_is_one_clean_line(tmp_path, capsys):
+    """A SolveLimitWarning is printed as `warning: ...` on one line: no file path, no
+    source line of Python's default warning display."""
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 6))
+    frame = pd.DataFrame(X, columns=list("abcdef")).assign(y=X[:, 0] * X[:, 1])
+    frame.to_csv(tmp_path / "w.csv", index=False)
+    code, _out, err = run(["boost", "--data", str(tmp_path / "w.csv"), "--target", "y",
+                          "--n-rules", "2", "--time-limit", "0.001", "--max-thresholds", "all",
+                          "--max-rule-length", "3", "--quiet"], capsys)
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("warning: ") and "time limit" in lines[0], err
+    assert ".py:" not in err and "SolveLimitWarning" not in err
