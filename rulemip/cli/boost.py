@@ -11,6 +11,7 @@ from rulemip.boosting.objectives import OBJECTIVES
 from rulemip.boosting.search import SEARCHES
 from rulemip.boosting.weights import WEIGHT_UPDATES
 from rulemip.cli._common import (
+    add_categorical_argument,
     add_data_arguments,
     add_max_thresholds_argument,
     check_output_path,
@@ -28,6 +29,7 @@ def register(subparsers: Any) -> None:
         description="Fit a rule-boosting model and print its rules and the training risk "
                     "R_lambda after every round.")
     add_data_arguments(p)
+    add_categorical_argument(p)
     p.add_argument("--n-rules", type=int, default=10, metavar="K",
                    help="number of rules k (boosting rounds; default 10).")
     p.add_argument("--preset", choices=sorted(PRESETS),
@@ -82,7 +84,7 @@ def run(args: argparse.Namespace) -> int:
     max_thresholds = parse_max_thresholds(args.max_thresholds)
     if args.json:
         check_output_path(args.json, "--json")
-    X, y = read_table(args.data, args.target)
+    X, y = read_table(args.data, args.target, categorical=args.categorical)
     with warnings_as_lines():
         return _fit_and_print(args, X, y, max_thresholds, choices)
 

@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 from rulemip.cli._common import (
+    add_categorical_argument,
     add_data_arguments,
     check_output_path,
     read_table,
@@ -36,6 +37,7 @@ def register(sub: Any) -> None:
                     "bound and gap of the exact method, and timings.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_data_arguments(p)
+    add_categorical_argument(p)
     p.add_argument("--n-rules", "-k", type=int, default=10, metavar="K",
                    help="budget K of sum_i a_i z_i <= K (rules, total depth or total "
                         "features, per --attribute)")
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     depth = check_positive_int(args.depth, "--depth")
     if args.json:
         check_output_path(args.json, "--json")
-    X, y = read_table(args.data, args.target)
+    X, y = read_table(args.data, args.target, categorical=args.categorical)
     if not _is_numeric(y):
         from rulemip.exceptions import InvalidDataError
 

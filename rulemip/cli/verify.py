@@ -25,7 +25,7 @@ def register(sub: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from rulemip.certify import verify
+    from rulemip.certify import Certificate, verify
     from rulemip.data import load_bundled
     from rulemip.exceptions import InvalidParameterError
 
@@ -35,12 +35,17 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameterError(
             "a certificate is checked against data: give --data FILE.csv --target COLUMN "
             "(the data it was fitted on), or --bundled for the bundled diabetes_small data.")
+    cert = Certificate.load(args.certificate)
     if args.bundled:
         X, y = load_bundled("diabetes_small")
         print("data: bundled diabetes_small (100 rows; bmi, bp, s5 -> progression)")
     else:
-        X, y = read_table(args.data, args.target)
+        # the columns the model encoded by level are read as text, as `--categorical` did
+        encoder = cert.ensemble.encoder
+        categorical = tuple(encoder.categories) if encoder is not None else ()
+        X, y = read_table(args.data, args.target, categorical=[
+            c for c in categorical if c != args.target])
         print(f"data: {args.data} (target {args.target!r}, {len(X)} rows)")
-    report = verify(args.certificate, X, y, tol=args.tol)
+    report = verify(cert, X, y, tol=args.tol)
     print(report)
     return 0 if report.ok else 1

@@ -367,3 +367,49 @@ def test_boost_limit_warning_is_one_clean_line(tmp_path, capsys):
     assert len(lines) == 1, err
     assert lines[0].startswith("warning: ") and "time limit" in lines[0], err
     assert ".py:" not in err and "SolveLimitWarning" not in err
+
+
+@pytest.fixture(scope="module")
+def typo_table(tmp_path_factory):
+    """59 numbers and one "abc" in column ``age``; a clean numeric column ``b``."""
+    rng = np.random.default_rng(5)
+    age = rng.normal(size=60).round(3).astype(object)
+    age[17] = "abc"
+    b = rng.normal(size=60)
+    path = tmp_path_factory.mktemp("typo") / "typo.csv"
+    pd.DataFrame({"age": age, "b": b, "y": 2.0 * (b > 0)}).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("command", ["fit", "boost", "prune"])
+def test_numeric_column_with_a_typo_is_refused_not_one_hot_encoded(command, typo_table,
+                                                                   capsys):
+    code, _out, err = run([*COMMANDS[command], "--data", str(typo_table), "--target", "y",
+                           "--quiet"], capsys)
+    assert_one_line_error(code, err, "column 'age'", "1 of its 60 values is not a number",
+                          "'abc'", "row index 17", "--categorical age", "Clean the data")
+
+
+def test_declared_categorical_column_is_one_hot_encoded_and_verifies(typo_table, tmp_path,
+                                                                    capsys):
+    cert = tmp_path / "c.json"
+    code, out, err = run([*COMMANDS["fit"], "--data", str(typo_table), "--target", "y",
+                          "--quiet", "--categorical", "age", "--certificate", str(cert)],
+                         capsys)
+    assert code == 0, err
+    doc = json.loads(cert.read_text())
+    assert len(doc["ensemble"]["encoder"]["categories"]["age"]) == 60
+    # verify reads the columns the model encoded by level as text, as fit did
+    code, out, err = run(["verify", str(cert), "--data", str(typo_table), "--target", "y"],
+                         capsys)
+    assert code == 0, out + err
+    assert "certificate verified" in out
+
+
+@pytest.mark.parametrize("value,words", [("nope", "no column 'nope'"),
+                                         ("y", "names the target 'y'"),
+                                         ("age,", "column names separated by commas")])
+def test_categorical_option_bad_values(value, words, typo_table, capsys):
+    code, _out, err = run([*COMMANDS["boost"], "--data", str(typo_table), "--target", "y",
+                           "--categorical", value], capsys)
+    assert_one_line_error(code, err, words)

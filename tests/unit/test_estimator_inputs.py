@@ -254,3 +254,37 @@ def test_fit_intercept_must_be_a_bool(value):
     with pytest.raises(InvalidParameterError, match="`fit_intercept` must be True or False"):
         ExactRuleEnsembleRegressor(n_rules=1, fit_intercept=value, init=None,
                                    time_limit=10).fit(X, y)
+
+
+def _typo_frame():
+    rng = np.random.default_rng(2)
+    age = rng.normal(size=60).round(3).astype(object)
+    age[[17, 40]] = ["abc", "n/a?"]
+    return pd.DataFrame({"age": age, "b": rng.normal(size=60)}), rng.normal(size=60)
+
+
+@pytest.mark.parametrize("est", _regressors(), ids=lambda e: type(e).__name__)
+def test_numeric_column_with_typos_is_refused(est):
+    X, y = _typo_frame()
+    with pytest.raises(InvalidDataError,
+                       match=r"column 'age' looks numeric but 2 of its 60 values are not "
+                             r"numbers \(first: 'abc' at row index 17\).*\d+ levels.*Clean "
+                             r"the data.*astype\('category'\)"):
+        est.fit(X, y)
+
+
+def test_numbers_stored_as_text_are_refused_and_category_dtype_is_accepted():
+    from rulemip.data import Dataset
+
+    X, y = _typo_frame()
+    X["age"] = [str(v) for v in range(60)]
+    with pytest.raises(InvalidDataError, match="column 'age' holds numbers stored as text"):
+        Dataset.from_arrays(X, y)
+    ds = Dataset.from_arrays(X.assign(age=X["age"].astype("category")), y)
+    assert len(ds.encoder.categories["age"]) == 60
+    # a real categorical column with a few number-like levels is mostly text: encoded
+    X["age"] = ["red", "green", "7"] * 20
+    assert Dataset.from_arrays(X, y).encoder.categories["age"] == ("7", "green", "red")
+    # exactly half numbers is not a majority: categorical
+    X["age"] = ["red", "1"] * 30
+    assert Dataset.from_arrays(X, y).encoder.categories["age"] == ("1", "red")
