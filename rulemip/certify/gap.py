@@ -184,7 +184,9 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
         status=res.termination.value, bound_valid=res.bound_valid, engine=engine,
         backend=res.backend, backend_version=res.backend_version,
         options={"time_limit": solve.time_limit, "mip_gap": solve.mip_gap,
-                 "seed": solve.seed, "max_thresholds": problem.threshold_rule},
+                 "seed": solve.seed, "max_thresholds": problem.threshold_rule,
+                 "threshold_source": "explicit" if problem.threshold_rule == "explicit"
+                 else "data"},
         wall_time=res.wall_time, max_rule_length=problem.max_rule_length, notes=res.notes)
     return res, cert
 

@@ -21,6 +21,13 @@ def register(sub: Any) -> None:
                         "uses without --data) instead of --data/--target")
     p.add_argument("--tol", type=float, default=1e-7,
                    help="tolerance on risks, >= 0 (relative to max(1, |risk|))")
+    p.add_argument("--thresholds", metavar="FILE.json",
+                   help="the explicit cut points the fit was given (a JSON list with one list "
+                        "per feature): re-derives a certificate's explicit thresholds "
+                        "instead of taking them on trust")
+    p.add_argument("--strict", action="store_true",
+                   help="fail when the thresholds are taken on trust (only the lower bound, "
+                        "which a new solve re-derives, may be)")
     p.set_defaults(func=run)
 
 
@@ -46,6 +53,28 @@ def run(args: argparse.Namespace) -> int:
         X, y = read_table(args.data, args.target, categorical=[
             c for c in categorical if c != args.target])
         print(f"data: {args.data} (target {args.target!r}, {len(X)} rows)")
-    report = verify(cert, X, y, tol=args.tol)
+    thresholds = None if args.thresholds is None else _read_thresholds(args.thresholds)
+    report = verify(cert, X, y, tol=args.tol, thresholds=thresholds, strict=args.strict)
     print(report)
     return 0 if report.ok else 1
+
+
+def _read_thresholds(path: str) -> Any:
+    """``--thresholds FILE.json``: a JSON list with one list of cut points per feature
+    (checked against the data's feature count by :func:`rulemip.certify.verify`)."""
+    import json
+    from pathlib import Path
+
+    from rulemip.exceptions import InvalidParameterError
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidParameterError(
+            f"`--thresholds`: cannot read {path!r} as JSON ({exc}); give a file with a JSON "
+            "list of cut-point lists, one per feature, e.g. [[0.5, 1.5], [2.0]].") from None
+    if not isinstance(doc, list) or not all(isinstance(t, list) for t in doc):
+        raise InvalidParameterError(
+            f"`--thresholds`: {path!r} must hold a JSON list of cut-point lists, one per "
+            "feature, e.g. [[0.5, 1.5], [2.0]].")
+    return doc

@@ -219,7 +219,8 @@ class _ExactBase(BaseEstimator):
             backend_version=result.backend_version,
             options={"time_limit": self.time_limit, "mip_gap": self.mip_gap,
                      "init": self._init_preset(), "seed": seed,
-                     "max_thresholds": self.max_thresholds},
+                     "max_thresholds": self.max_thresholds,
+                     "threshold_source": "data" if self.thresholds is None else "explicit"},
             wall_time=result.wall_time, max_rule_length=self.max_rule_length,
             notes=tuple(result.notes))
 

@@ -413,3 +413,64 @@ def test_categorical_option_bad_values(value, words, typo_table, capsys):
     code, _out, err = run([*COMMANDS["boost"], "--data", str(typo_table), "--target", "y",
                            "--categorical", value], capsys)
     assert_one_line_error(code, err, words)
+
+
+def test_verify_report_says_what_was_taken_on_trust(cert, tiny, capsys):
+    code, out, _ = run(["verify", str(cert), "--data", str(tiny), "--target", "y",
+                        "--strict"], capsys)
+    assert code == 0
+    assert "  thresholds   re-derived" in out and "  lower bound  taken on trust" in out
+    assert out.strip().endswith("certificate verified (taken on trust: lower bound)")
+
+
+def test_verify_forged_explicit_thresholds(cert, tiny, tmp_path, capsys):
+    """Data-derived thresholds switched to an explicit, shorter list with the digest
+    recomputed: rejected; with the recorded provenance rewritten too: only on trust, which
+    --strict refuses and --thresholds (the data's list) exposes."""
+    from rulemip.certify import Certificate
+    from rulemip.certify.certificate import problem_digest
+
+    c = Certificate.load(cert)
+    used = {(cd.feature, v) for r in c.ensemble.rules for cd in r.conditions
+            for v in (cd.lower, cd.upper)}
+    ths = tuple(tuple(v for v in t if (j, v) in used) for j, t in enumerate(c.thresholds))
+    assert ths != c.thresholds
+
+    def forged(**options):
+        f = dataclasses.replace(
+            c, thresholds=ths, threshold_rule="explicit", options={**c.options, **options},
+            problem_digest=problem_digest(
+                c.dataset_digest, loss=c.loss, reg=c.reg, fit_intercept=c.fit_intercept,
+                n_rules=c.n_rules, max_rule_length=c.max_rule_length, thresholds=ths,
+                threshold_rule="explicit"))
+        path = tmp_path / f"forged{len(options)}.json"
+        f.save(path)
+        return str(path)
+
+    data = ["--data", str(tiny), "--target", "y"]
+    code, out, _ = run(["verify", forged(), *data], capsys)
+    assert code == 1 and "FAIL  thresholds" in out and "switched" in out
+    rewritten = forged(threshold_source="explicit")
+    code, out, _ = run(["verify", rewritten, *data], capsys)
+    assert code == 0 and "taken on trust: thresholds, lower bound" in out
+    code, out, _ = run(["verify", rewritten, *data, "--strict"], capsys)
+    assert code == 1 and "FAIL  thresholds" in out
+    listed = tmp_path / "ths.json"
+    listed.write_text(json.dumps([list(t) for t in c.thresholds]))
+    code, out, _ = run(["verify", rewritten, *data, "--thresholds", str(listed)], capsys)
+    assert code == 1 and "differ from the ones you gave" in out
+    code, out, _ = run(["verify", str(cert), *data, "--thresholds", str(listed)], capsys)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("content,words", [
+    ("{", "--thresholds"), ('{"a": 1}', "JSON list of cut-point lists"),
+    ("[[0.1]]", "one array of cut points per feature (2); got 1"),
+    ("[[NaN], [0.1]]", "contains nan"),
+])
+def test_verify_bad_thresholds_file(content, words, cert, tiny, tmp_path, capsys):
+    path = tmp_path / "t.json"
+    path.write_text(content)
+    code, _, err = run(["verify", str(cert), "--data", str(tiny), "--target", "y",
+                        "--thresholds", str(path)], capsys)
+    assert_one_line_error(code, err, words)
