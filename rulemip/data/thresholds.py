@@ -74,8 +74,24 @@ def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None =
     # snap each quantile to the midpoint closest to it; ties of data make duplicates
     idx = np.clip(np.searchsorted(mids, qs), 0, len(mids) - 1)
     left = np.clip(idx - 1, 0, len(mids) - 1)
-    pick = np.where(np.abs(mids[left] - qs) <= np.abs(mids[idx] - qs), left, idx)
-    return np.unique(mids[pick])
+    return np.unique(mids[_snap_left(mids[left], mids[idx], qs, left, idx)])
+
+
+def _snap_left(lo: NDArray[np.float64], hi: NDArray[np.float64], qs: NDArray[np.float64],
+               left: NDArray[np.int64], idx: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Index of the midpoint nearest to each quantile, the lower one on a tie.
+
+    A tie is decided up to the rounding of the computation (a few ulps of the values
+    involved), not by it: on integer-valued data a quantile often lies exactly halfway
+    between two midpoints, and whether ``|lo - q| <= |hi - q|`` holds in floating point
+    would then depend on the scale of the feature (x and 1e36·x would get different cut
+    points, and every learner built on them different rules). With the tolerance, a
+    positive rescaling of a feature rescales its cut points.
+    """
+    d_lo, d_hi = np.abs(lo - qs), np.abs(hi - qs)
+    scale = np.maximum(np.maximum(np.abs(lo), np.abs(hi)), np.abs(qs))
+    tol = 16.0 * np.finfo(float).eps * scale
+    return np.where(d_lo <= d_hi + tol, left, idx)
 
 
 def candidate_thresholds(X: NDArray[np.float64], max_thresholds: int | None = None,
