@@ -58,3 +58,11 @@ def check_random_state(seed: Any) -> Any:
         return _crs(seed)
     except ValueError as exc:  # pragma: no cover - message passthrough
         raise InvalidParameterError(f"`random_state` is invalid: {exc}") from exc
+
+
+def check_bool(value: Any, name: str) -> bool:
+    """Return ``value`` as a ``bool`` if it is True or False (numpy booleans too); a string
+    such as ``"yes"`` or a number is refused rather than read by its truthiness."""
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return bool(value)
+    raise InvalidParameterError(f"`{name}` must be True or False; got {value!r}.")

@@ -26,8 +26,13 @@ it was obtained (engine, backend and version, options, times).
 The lower bound itself rests on the solver run; it is re-derivable by solving again with
 the recorded options. The problem digest is a checksum, not a signature: it catches edits
 of the problem section, and re-deriving the thresholds catches a changed candidate set
-even when the digest is recomputed; explicit user thresholds can only be bound by the
-digest. See ``docs/howto/certificates.md``.
+even when the digest is recomputed. Explicit user thresholds cannot be re-derived from
+the data: they are compared with the list the verifier gives (``thresholds=``), refused
+when the fit recorded that its thresholds came from the data
+(``options["threshold_source"] == "data"``: the rule was switched), and otherwise taken
+on trust (``strict=True`` refuses that). The report lists, for every claim, whether it
+was re-derived or taken on trust (:class:`ClaimBasis`); threat model in
+``docs/howto/certificates.md``.
 """
 
 from __future__ import annotations
@@ -45,7 +50,7 @@ import numpy as np
 
 from rulemip._io import write_text_atomic
 from rulemip.certify import schema
-from rulemip.data import Dataset, candidate_thresholds
+from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import CertificateError, InvalidDataError, InvalidParameterError
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
@@ -262,12 +267,33 @@ class CheckResult:
     message: str
 
 
+REDERIVED = "re-derived"
+TAKEN_ON_TRUST = "taken on trust"
+
+
+@dataclass(frozen=True)
+class ClaimBasis:
+    """How :func:`verify` knows one claim: ``re-derived`` from the data (and the model),
+    or ``taken on trust`` from the certificate (``how`` says from what, and how to
+    re-derive it)."""
+
+    claim: str
+    basis: str
+    how: str
+
+    @property
+    def rederived(self) -> bool:
+        return self.basis == REDERIVED
+
+
 @dataclass(frozen=True)
 class VerificationReport:
-    """Outcome of :func:`verify`: every check with its message; ``ok`` if all passed."""
+    """Outcome of :func:`verify`: every check with its message (``ok`` if all passed) and,
+    for every claim, whether it was re-derived or taken on trust."""
 
     checks: tuple[CheckResult, ...]
     recomputed_risk: float
+    claims: tuple[ClaimBasis, ...] = ()
 
     @property
     def ok(self) -> bool:
@@ -277,16 +303,29 @@ class VerificationReport:
     def failures(self) -> tuple[CheckResult, ...]:
         return tuple(c for c in self.checks if not c.ok)
 
+    @property
+    def taken_on_trust(self) -> tuple[str, ...]:
+        """The claims verify could not re-derive (e.g. ``"lower bound"``)."""
+        return tuple(c.claim for c in self.claims if not c.rederived)
+
     def __str__(self) -> str:
         lines = [f"{'PASS' if c.ok else 'FAIL'}  {c.name}: {c.message}" for c in self.checks]
-        lines.append("certificate verified" if self.ok else
-                     f"certificate REJECTED ({len(self.failures)} failed check(s))")
+        if self.claims:
+            lines.append("claims:")
+            lines.extend(f"  {c.claim:<12} {c.basis:<15} {c.how}" for c in self.claims)
+        trust = self.taken_on_trust
+        if not self.ok:
+            lines.append(f"certificate REJECTED ({len(self.failures)} failed check(s))")
+        elif trust:
+            lines.append(f"certificate verified (taken on trust: {', '.join(trust)})")
+        else:
+            lines.append("certificate verified")
         return "\n".join(lines)
 
 
 def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
-           sample_weight: Any = None, tol: float = 1e-7, raise_on_failure: bool = False
-           ) -> VerificationReport:
+           sample_weight: Any = None, tol: float = 1e-7, raise_on_failure: bool = False,
+           thresholds: Any = None, strict: bool = False) -> VerificationReport:
     """Re-check a certificate against data (module docstring lists the checks).
 
     Parameters
@@ -295,17 +334,29 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     X, y : the data it was computed on (numpy or pandas; labels as given to ``fit``).
     tol : absolute tolerance on risks (relative to ``max(1, |risk|)``).
     raise_on_failure : raise :class:`CertificateError` listing the failed checks.
+    thresholds : the explicit cut points the fit was given (one list per feature), to
+        re-derive a certificate's explicit thresholds instead of taking them on trust.
+    strict : fail when the thresholds are taken on trust (the lower bound, which only a new
+        solve re-derives, is the one claim a strict report may still take on trust).
+
+    The report's ``claims`` say for every claim whether it was re-derived or taken on trust
+    (threat model: docs/howto/certificates.md).
     """
     if (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
             or tol < 0):
         raise InvalidParameterError(
             f"`tol` must be a finite number >= 0 (a tolerance on risks, e.g. 1e-7); got "
             f"{tol!r}.")
+    from rulemip._validation import check_bool
+
+    check_bool(strict, "strict")
     cert = certificate if isinstance(certificate, Certificate) else Certificate.load(certificate)
     ens = cert.ensemble
     ds = Dataset.from_arrays(X, y, loss=cert.loss, encoder=ens.encoder,
                              sample_weight=sample_weight)
+    given = None if thresholds is None else check_thresholds(thresholds, ds.d)
     checks: list[CheckResult] = []
+    claims: list[ClaimBasis] = []
     scale = max(1.0, abs(cert.risk)) if math.isfinite(cert.risk) else 1.0
 
     digest = ds.digest()
@@ -314,7 +365,10 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         "digest matches" if digest == cert.dataset_digest else
         f"data digest {digest[:16]}… differs from the certificate's "
         f"{cert.dataset_digest[:16]}… (different data, row order or feature names)"))
-    checks.extend(_problem_checks(cert, ds))
+    problem_checks, threshold_claim = _problem_checks(cert, ds, given, strict)
+    checks.extend(problem_checks)
+    claims.append(ClaimBasis("data", REDERIVED, "digest of the data given"))
+    claims.append(threshold_claim)
 
     bad_features = sorted({c.feature for r in ens.rules for c in r.conditions
                            if not 0 <= c.feature < ds.d})
@@ -323,7 +377,7 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             "features", False, f"rules use feature index(es) {bad_features}, but the data "
             f"has {ds.d} feature(s) (0..{ds.d - 1}): the ensemble was edited or belongs to "
             "other data"))
-        return _report(checks, math.nan, raise_on_failure)
+        return _report(checks, math.nan, raise_on_failure, claims)
 
     n_ok = len(ens.rules) <= cert.n_rules
     checks.append(CheckResult("size", n_ok, f"{len(ens.rules)} rule(s), at most "
@@ -382,9 +436,37 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             f"status 'optimal' but gap {gap:.3g} (tolerance {opt_tol:.3g}), bound_valid="
             f"{cert.bound_valid}"))
 
+    claims.extend(_claims_after_thresholds(cert))
     if cert.n_rules == 1 and cert.loss == "squared" and math.isfinite(lb):
-        checks.append(_replayed_proof(cert, ds, lb, tol * scale))
-    return _report(checks, risk, raise_on_failure)
+        proof = _replayed_proof(cert, ds, lb, tol * scale)
+        checks.append(proof)
+        if proof.ok and proof.message.startswith("replayed"):
+            claims = [ClaimBasis(c.claim, REDERIVED, "replayed: the exact box search "
+                                 "re-derived it from the data, no solver involved")
+                      if c.claim == "lower bound" else c for c in claims]
+    return _report(checks, risk, raise_on_failure, claims)
+
+
+def _claims_after_thresholds(cert: Certificate) -> list[ClaimBasis]:
+    """How the model, risk, bound, gap and status claims are known (see :func:`verify`)."""
+    run = ", ".join(p for p in (f"{cert.engine} engine" if cert.engine else "",
+                                f"{cert.backend} {cert.backend_version}".strip(),
+                                f"status {cert.status}") if p)
+    if cert.bound_valid:
+        bound = (f"from the solver run ({run}); checked only to be <= the risk and not "
+                 "beaten by refitting the same rules; re-derive it by solving again with "
+                 "the recorded options")
+    else:
+        bound = f"not claimed valid (bound_valid false; {run})"
+    status = ("from the gap under the lower bound, so it rests on the bound"
+              if cert.status == "optimal" else "the solver's termination, as recorded")
+    return [ClaimBasis("model", REDERIVED, "size, rule length and interval bounds on the "
+                       "thresholds checked"),
+            ClaimBasis("risk", REDERIVED, "recomputed from the data"),
+            ClaimBasis("lower bound", TAKEN_ON_TRUST, bound),
+            ClaimBasis("gap", REDERIVED, "recomputed from the risk and the lower bound"),
+            ClaimBasis("status", REDERIVED if cert.status == "optimal" else TAKEN_ON_TRUST,
+                       status)]
 
 
 def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> CheckResult:
@@ -406,23 +488,28 @@ def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> C
                        "finish")
 
 
-def _report(checks: list[CheckResult], risk: float, raise_on_failure: bool
-            ) -> VerificationReport:
-    report = VerificationReport(tuple(checks), risk)
+def _report(checks: list[CheckResult], risk: float, raise_on_failure: bool,
+            claims: list[ClaimBasis]) -> VerificationReport:
+    report = VerificationReport(tuple(checks), risk, tuple(claims))
     if raise_on_failure and not report.ok:
         raise CertificateError("certificate rejected: " + "; ".join(
             f"{c.name}: {c.message}" for c in report.failures))
     return report
 
 
-def _problem_checks(cert: Certificate, ds: Dataset) -> list[CheckResult]:
-    """The problem digest, and the thresholds re-derived from the data by the recorded
-    rule (module docstring, item 2)."""
+def _problem_checks(cert: Certificate, ds: Dataset, given: list[np.ndarray] | None,
+                    strict: bool) -> tuple[list[CheckResult], ClaimBasis]:
+    """The problem digest, and the thresholds: re-derived from the data by the recorded
+    rule (module docstring, item 2), compared with the list the verifier gives, or — for
+    explicit thresholds without such a list — taken on trust (refused with ``strict``),
+    unless the fit recorded that its thresholds came from the data (then the switch to
+    ``explicit`` is a forgery)."""
     if not cert.problem_digest:
         return [CheckResult(
             "problem", False, "a format-1 certificate: its candidate thresholds, n_rules, "
             "loss and reg are not bound to the data, so the bound may speak about another "
-            "problem; re-create it with this rulemip (`rulemip fit --certificate`)")]
+            "problem; re-create it with this rulemip (`rulemip fit --certificate`)")], \
+            ClaimBasis("thresholds", TAKEN_ON_TRUST, "a format-1 certificate")
     ok = cert.computed_problem_digest() == cert.problem_digest
     out = [CheckResult(
         "problem", ok,
@@ -430,28 +517,56 @@ def _problem_checks(cert: Certificate, ds: Dataset) -> list[CheckResult]:
         "problem digest" if ok else
         "the problem section (thresholds, n_rules, max_rule_length, loss, reg, "
         "fit_intercept or threshold rule) was changed after the solve: its digest differs")]
+    if given is not None:
+        same = _same_thresholds(given, cert.thresholds)
+        out.append(CheckResult(
+            "thresholds", same,
+            "recorded thresholds are the ones you gave" if same else
+            "recorded thresholds differ from the ones you gave: the bound speaks about "
+            "another candidate set"))
+        return out, ClaimBasis("thresholds", REDERIVED, "compared with the list you gave")
     if cert.threshold_rule == "explicit":
-        out.append(CheckResult("thresholds", True, "explicit thresholds given to the solve; "
-                               "bound by the problem digest only"))
-        return out
+        source = cert.options.get("threshold_source")
+        if source == "data":
+            out.append(CheckResult(
+                "thresholds", False,
+                "the fit recorded thresholds derived from the data (threshold_source "
+                "'data'), but the problem lists them as explicit: the threshold rule was "
+                "switched, so the cut points cannot be re-derived; a forged certificate"))
+            return out, ClaimBasis("thresholds", TAKEN_ON_TRUST, "provenance contradicts")
+        how = ("an explicit list (bound by the problem digest only, a checksum); pass the "
+               "list the fit was given (thresholds= / --thresholds FILE) to re-derive it")
+        out.append(CheckResult(
+            "thresholds", not strict,
+            "explicit thresholds, taken on trust" if not strict else
+            "explicit thresholds cannot be re-derived from the data and strict mode takes "
+            "nothing but the lower bound on trust: pass the list the fit was given "
+            "(thresholds= / --thresholds FILE)"))
+        return out, ClaimBasis("thresholds", TAKEN_ON_TRUST, how)
     rule = cert.threshold_rule if isinstance(cert.threshold_rule, int) else None
-    derived = candidate_thresholds(ds.X, rule)
-    same = len(derived) == len(cert.thresholds) and all(
-        len(a) == len(b) and np.allclose(a, b, rtol=1e-12, atol=0.0)
-        for a, b in zip(derived, cert.thresholds, strict=False))
+    derived = candidate_thresholds(ds.X, rule, ds.sample_weight)
+    same = _same_thresholds(derived, cert.thresholds)
     what = "all midpoints" if rule is None else f"at most {rule} quantile cut(s) per feature"
     out.append(CheckResult(
         "thresholds", same,
         f"recorded thresholds are the data's ({what})" if same else
         f"recorded thresholds are not the ones the data gives ({what}): a threshold was "
         "moved, added or dropped"))
-    return out
+    return out, ClaimBasis("thresholds", REDERIVED, f"from the data ({what})")
+
+
+def _same_thresholds(a: Any, b: Any) -> bool:
+    return len(a) == len(b) and all(
+        len(u) == len(v) and np.allclose(np.asarray(u, dtype=float),
+                                         np.asarray(v, dtype=float), rtol=1e-12, atol=0.0)
+        for u, v in zip(a, b, strict=False))
 
 
 def _threshold_rule_of(X: Any, thresholds: tuple[tuple[float, ...], ...],
-                       hint: Any) -> ThresholdRule:
-    """Which rule made ``thresholds`` from ``X``: ``hint`` (the fit's ``max_thresholds``)
-    or all midpoints when they reproduce them, else ``"explicit"``."""
+                       hint: Any, sample_weight: Any = None) -> ThresholdRule:
+    """Which rule made ``thresholds`` from ``X`` (and the row weights, which the quantile
+    rule uses): ``hint`` (the fit's ``max_thresholds``) or all midpoints when they
+    reproduce them, else ``"explicit"``."""
     tries: list[int | None] = [None]
     if isinstance(hint, int) and not isinstance(hint, bool) and hint >= 1:
         tries.insert(0, hint)
@@ -459,7 +574,7 @@ def _threshold_rule_of(X: Any, thresholds: tuple[tuple[float, ...], ...],
     if longest >= 1:
         tries.append(longest)
     for b in tries:
-        derived = candidate_thresholds(X, b)
+        derived = candidate_thresholds(X, b, sample_weight)
         if len(derived) == len(thresholds) and all(
                 len(a) == len(t) and np.array_equal(a, np.asarray(t))
                 for a, t in zip(derived, thresholds, strict=False)):
@@ -499,7 +614,8 @@ def make_certificate(dataset: Dataset, ensemble: RuleEnsemble, *, loss: str, reg
     from rulemip import __version__
 
     ths = tuple(tuple(float(v) for v in np.asarray(t)) for t in thresholds)
-    rule = _threshold_rule_of(dataset.X, ths, (options or {}).get("max_thresholds"))
+    rule = _threshold_rule_of(dataset.X, ths, (options or {}).get("max_thresholds"),
+                              dataset.sample_weight)
     data_digest = dataset.digest()
     return Certificate(
         dataset_digest=data_digest, n_samples=dataset.n,

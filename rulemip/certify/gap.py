@@ -36,7 +36,7 @@ import numpy as np
 from rulemip.budget import Budget
 from rulemip.certify.certificate import Certificate, make_certificate
 from rulemip.certify.theory import GapClassification, classify_gaps
-from rulemip.data import Dataset, candidate_thresholds
+from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
@@ -210,7 +210,9 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
         status=res.termination.value, bound_valid=res.bound_valid, engine=engine,
         backend=res.backend, backend_version=res.backend_version,
         options={"time_limit": solve.time_limit, "mip_gap": solve.mip_gap,
-                 "seed": solve.seed, "max_thresholds": problem.threshold_rule},
+                 "seed": solve.seed, "max_thresholds": problem.threshold_rule,
+                 "threshold_source": "explicit" if problem.threshold_rule == "explicit"
+                 else "data"},
         wall_time=res.wall_time, max_rule_length=problem.max_rule_length, notes=res.notes)
     return res, cert
 
@@ -262,8 +264,15 @@ def boosting_paths(ds: Dataset, variants: Sequence[str], k_max: int, problem: Pr
 def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
                  max_thresholds: int | None, thresholds: Sequence[Any] | None,
                  max_rule_length: int | None) -> ProblemSpec:
+    """The problem every method of the study solves, its settings checked as the
+    estimators check them (:mod:`rulemip._validation`, :func:`rulemip.data.check_thresholds`)."""
+    from rulemip._validation import check_bool, check_nonneg_float, check_positive_int
+
+    check_nonneg_float(reg, "reg")
+    check_bool(fit_intercept, "fit_intercept")
+    check_positive_int(max_rule_length, "max_rule_length", allow_none=True)
     ths = (candidate_thresholds(ds.X, max_thresholds) if thresholds is None
-           else [np.unique(np.asarray(t, dtype=float)) for t in thresholds])
+           else check_thresholds(thresholds, ds.d))
     return ProblemSpec(loss, float(reg), bool(fit_intercept),
                        tuple(tuple(float(v) for v in t) for t in ths), max_rule_length,
                        max_thresholds if thresholds is None else "explicit")

@@ -3,33 +3,53 @@ options several commands share, checking output paths before any work."""
 
 from __future__ import annotations
 
+import contextlib
+import sys
+import warnings
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 from rulemip._io import check_output_dir, check_output_path, write_json_atomic
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 
-__all__ = ["add_data_arguments", "add_max_thresholds_argument", "check_output_dir",
-           "check_output_path", "parse_max_thresholds", "read_table", "write_json_atomic"]
+__all__ = [
+    "add_data_arguments",
+    "add_max_thresholds_argument",
+    "check_output_dir",
+    "check_output_path",
+    "parse_max_thresholds",
+    "read_table",
+    "warnings_as_lines",
+    "write_json_atomic",
+]
 
 MAX_THRESHOLDS_HELP = ("candidate cut points per feature (quantile bins), a positive "
                        "integer, or 'all' for every midpoint between distinct values")
 
 
-def read_table(path: str, target: str, option: str = "--data") -> tuple[Any, Any]:
+def read_table(path: str, target: str, option: str = "--data",
+               categorical: Any = ()) -> tuple[Any, Any]:
     """Read ``path`` (CSV) and split off column ``target``: returns ``(X, y)``.
 
     Empty, ragged or header-only files, a missing target column and a target-only file
     raise :class:`~rulemip.exceptions.InvalidDataError` naming the file and the fix.
+    Columns named in ``categorical`` are read as text and given the pandas ``category``
+    dtype, so they are one-hot encoded by level even when their values are numbers
+    (``--categorical``). A column not named there whose
+    values are mostly numbers but has a typo is refused by the encoder
+    (:mod:`rulemip.data.encoding`), not one-hot encoded.
     """
     import pandas as pd
+
+    cats = parse_categorical(categorical)
 
     p = Path(path)
     if not p.is_file():
         what = "is a folder" if p.is_dir() else "does not exist"
         raise InvalidDataError(f"{option}: {path!r} {what}; give a CSV file.")
     try:
-        frame = pd.read_csv(p)
+        frame = pd.read_csv(p, dtype=dict.fromkeys(cats, str) or None)
     except pd.errors.EmptyDataError:
         raise InvalidDataError(
             f"{option}: {path} is empty; give a CSV file with a header line and one row "
@@ -51,7 +71,38 @@ def read_table(path: str, target: str, option: str = "--data") -> tuple[Any, Any
         raise InvalidDataError(
             f"{option}: {path} has only the target column {target!r}; at least one feature "
             "column is needed.")
+    unknown = [c for c in cats if c not in frame.columns]
+    if unknown:
+        raise InvalidParameterError(
+            f"`--categorical`: no column {unknown[0]!r} in {path}; columns are "
+            f"{list(frame.columns)}.")
+    if target in cats:
+        raise InvalidParameterError(
+            f"`--categorical` names the target {target!r}; list feature columns only.")
+    for c in cats:
+        frame[c] = frame[c].astype("category")
     return frame.drop(columns=[target]), frame[target]
+
+
+def parse_categorical(value: Any) -> tuple[str, ...]:
+    """``--categorical a,b`` (or repeated) -> ``("a", "b")``; empty names are refused."""
+    if value is None:
+        return ()
+    items = [value] if isinstance(value, str) else list(value)
+    names = tuple(n.strip() for item in items for n in str(item).split(","))
+    if any(not n for n in names):
+        raise InvalidParameterError(
+            f"`--categorical` takes column names separated by commas; got {value!r}.")
+    return tuple(dict.fromkeys(names))
+
+
+def add_categorical_argument(parser: Any) -> None:
+    """``--categorical COL[,COL...]``: columns to one-hot encode even if they hold numbers."""
+    parser.add_argument(
+        "--categorical", action="append", metavar="COL[,COL...]",
+        help="feature columns to treat as categorical (one indicator per level) even when "
+             "their values are numbers; a column that is mostly numbers with a few typos is "
+             "refused unless named here")
 
 
 def add_data_arguments(parser: Any, *, required: bool = True) -> None:
@@ -108,3 +159,24 @@ def check_positive(value: Any, option: str, *, integer: bool = False,
         kind = "an integer" if integer else "a number"
         raise InvalidParameterError(f"`{option}` must be {kind} {bound}; got {value!r}.")
     return value
+
+
+@contextlib.contextmanager
+def warnings_as_lines() -> Iterator[list[Any]]:
+    """Collect the warnings of a command (every :class:`SolveLimitWarning`, not only the
+    first) and print each distinct one on exit as one clean line on stderr,
+    ``warning: <message>`` — no file path, no source line (the form of Python's default
+    warning display, which is meant for programmers, not for command-line users)."""
+    from rulemip.exceptions import SolveLimitWarning
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", SolveLimitWarning)
+        try:
+            yield caught
+        finally:
+            seen: set[str] = set()
+            for w in caught:
+                line = " ".join(str(w.message).split())
+                if line not in seen:
+                    seen.add(line)
+                    print(f"warning: {line}", file=sys.stderr)

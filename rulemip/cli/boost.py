@@ -11,11 +11,13 @@ from rulemip.boosting.objectives import OBJECTIVES
 from rulemip.boosting.search import SEARCHES
 from rulemip.boosting.weights import WEIGHT_UPDATES
 from rulemip.cli._common import (
+    add_categorical_argument,
     add_data_arguments,
     add_max_thresholds_argument,
     check_output_path,
     parse_max_thresholds,
     read_table,
+    warnings_as_lines,
     write_json_atomic,
 )
 from rulemip.data.dataset import Dataset
@@ -27,6 +29,7 @@ def register(subparsers: Any) -> None:
         description="Fit a rule-boosting model and print its rules and the training risk "
                     "R_lambda after every round.")
     add_data_arguments(p)
+    add_categorical_argument(p)
     p.add_argument("--n-rules", type=int, default=10, metavar="K",
                    help="number of rules k (boosting rounds; default 10).")
     p.add_argument("--preset", choices=sorted(PRESETS),
@@ -87,7 +90,13 @@ def run(args: argparse.Namespace) -> int:
             "it for the default of 512 MB.")
     if args.json:
         check_output_path(args.json, "--json")
-    X, y = read_table(args.data, args.target)
+    X, y = read_table(args.data, args.target, categorical=args.categorical)
+    with warnings_as_lines():
+        return _fit_and_print(args, X, y, max_thresholds, choices)
+
+
+def _fit_and_print(args: argparse.Namespace, X: Any, y: Any, max_thresholds: int | None,
+                   choices: dict[str, Any]) -> int:
     ds = Dataset.from_arrays(X, y, loss=args.loss)
     booster = RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
                           max_rule_length=args.max_rule_length,

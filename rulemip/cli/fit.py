@@ -14,6 +14,7 @@ import warnings
 from typing import Any
 
 from rulemip.cli._common import (
+    add_categorical_argument,
     add_data_arguments,
     add_engine_arguments,
     add_max_thresholds_argument,
@@ -35,6 +36,7 @@ def register(sub: Any) -> None:
                     "bundled diabetes_small dataset.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_data_arguments(p, required=False)
+    add_categorical_argument(p)
     p.add_argument("--n-rules", "-k", type=int, default=3, metavar="K",
                    help="maximum number of rules (k), intercept not counted")
     p.add_argument("--loss", choices=["squared", "logistic", "poisson"], default="squared",
@@ -81,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         X, y = load_bundled("diabetes_small")
         source = "bundled diabetes_small (100 rows; bmi, bp, s5 -> progression)"
     else:
-        X, y = read_table(args.data, args.target)
+        X, y = read_table(args.data, args.target, categorical=args.categorical)
         source = f"{args.data} (target {args.target!r}, {len(X)} rows)"
     warm = None if str(args.warm_start).lower() == "none" else args.warm_start
     kwargs: dict[str, Any] = dict(
@@ -123,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
         lo, hi = est.boosting_risk_ - cert.risk, est.boosting_risk_ - cert.lower_bound
         print(f"boosting's certified excess risk: in [{lo:.6g}, {hi:.6g}]")
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     if args.certificate:
         path = cert.save(args.certificate)
         data = ("--bundled" if args.data is None else

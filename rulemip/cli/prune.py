@@ -17,6 +17,7 @@ import warnings
 from typing import Any
 
 from rulemip.cli._common import (
+    add_categorical_argument,
     add_data_arguments,
     check_output_path,
     read_table,
@@ -36,6 +37,7 @@ def register(sub: Any) -> None:
                     "bound and gap of the exact method, and timings.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_data_arguments(p)
+    add_categorical_argument(p)
     p.add_argument("--n-rules", "-k", type=int, default=10, metavar="K",
                    help="budget K of sum_i a_i z_i <= K (rules, total depth or total "
                         "features, per --attribute)")
@@ -103,7 +105,7 @@ def run(args: argparse.Namespace) -> int:
     depth = check_positive_int(args.depth, "--depth")
     if args.json:
         check_output_path(args.json, "--json")
-    X, y = read_table(args.data, args.target)
+    X, y = read_table(args.data, args.target, categorical=args.categorical)
     if not _is_numeric(y):
         from rulemip.exceptions import InvalidDataError
 
@@ -173,7 +175,7 @@ def run(args: argparse.Namespace) -> int:
               f"(on q; rounded selection is a heuristic); {res.wall_time:.2f} s selection")
     print(f"total time (ensemble fit + selection): {total:.2f} s")
     for w in caught:
-        print(f"warning: {w.message}", file=sys.stderr)
+        print(f"warning: {' '.join(str(w.message).split())}", file=sys.stderr)
     if args.json:
         write_json_atomic(args.json, {
             "ensemble": extractor.rules_.to_dict(),

@@ -21,11 +21,18 @@ def register(sub: Any) -> None:
                         "uses without --data) instead of --data/--target")
     p.add_argument("--tol", type=float, default=1e-7,
                    help="tolerance on risks, >= 0 (relative to max(1, |risk|))")
+    p.add_argument("--thresholds", metavar="FILE.json",
+                   help="the explicit cut points the fit was given (a JSON list with one list "
+                        "per feature): re-derives a certificate's explicit thresholds "
+                        "instead of taking them on trust")
+    p.add_argument("--strict", action="store_true",
+                   help="fail when the thresholds are taken on trust (only the lower bound, "
+                        "which a new solve re-derives, may be)")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
-    from rulemip.certify import verify
+    from rulemip.certify import Certificate, verify
     from rulemip.data import load_bundled
     from rulemip.exceptions import InvalidParameterError
 
@@ -35,12 +42,39 @@ def run(args: argparse.Namespace) -> int:
         raise InvalidParameterError(
             "a certificate is checked against data: give --data FILE.csv --target COLUMN "
             "(the data it was fitted on), or --bundled for the bundled diabetes_small data.")
+    cert = Certificate.load(args.certificate)
     if args.bundled:
         X, y = load_bundled("diabetes_small")
         print("data: bundled diabetes_small (100 rows; bmi, bp, s5 -> progression)")
     else:
-        X, y = read_table(args.data, args.target)
+        # the columns the model encoded by level are read as text, as `--categorical` did
+        encoder = cert.ensemble.encoder
+        categorical = tuple(encoder.categories) if encoder is not None else ()
+        X, y = read_table(args.data, args.target, categorical=[
+            c for c in categorical if c != args.target])
         print(f"data: {args.data} (target {args.target!r}, {len(X)} rows)")
-    report = verify(args.certificate, X, y, tol=args.tol)
+    thresholds = None if args.thresholds is None else _read_thresholds(args.thresholds)
+    report = verify(cert, X, y, tol=args.tol, thresholds=thresholds, strict=args.strict)
     print(report)
     return 0 if report.ok else 1
+
+
+def _read_thresholds(path: str) -> Any:
+    """``--thresholds FILE.json``: a JSON list with one list of cut points per feature
+    (checked against the data's feature count by :func:`rulemip.certify.verify`)."""
+    import json
+    from pathlib import Path
+
+    from rulemip.exceptions import InvalidParameterError
+
+    try:
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InvalidParameterError(
+            f"`--thresholds`: cannot read {path!r} as JSON ({exc}); give a file with a JSON "
+            "list of cut-point lists, one per feature, e.g. [[0.5, 1.5], [2.0]].") from None
+    if not isinstance(doc, list) or not all(isinstance(t, list) for t in doc):
+        raise InvalidParameterError(
+            f"`--thresholds`: {path!r} must hold a JSON list of cut-point lists, one per "
+            "feature, e.g. [[0.5, 1.5], [2.0]].")
+    return doc

@@ -3,8 +3,13 @@
 Numeric columns pass through. Each categorical/object/bool column with levels
 ``L_1..L_m`` becomes ``m`` indicator columns named ``"colour == red"``; a rule condition
 ``0.5 < x`` on such a column prints as ``colour == red`` and ``x <= 0.5`` as
-``colour != red``. The encoder is small, JSON-serializable and travels with every fitted
-:class:`~rulemip.rules.RuleEnsemble` so that new data is encoded the same way.
+``colour != red``. A text column whose values are mostly numbers is not one-hot encoded
+silently: it is a numeric column with typos (or numbers stored as text), and the user is
+told which column, how many values are not numbers and the first of them
+(:func:`_refuse_numbers_as_text`); a column meant as categorical says so with the pandas
+``category`` dtype (``--categorical`` on the command line). The encoder is small,
+JSON-serializable and travels with every fitted :class:`~rulemip.rules.RuleEnsemble` so
+that new data is encoded the same way.
 """
 
 from __future__ import annotations
@@ -68,13 +73,14 @@ class FeatureEncoder:
             for orig, name in zip(X.columns, names, strict=True):
                 col = X[orig]
                 if _is_categorical(col):
+                    _refuse_numbers_as_text(col, name)
                     levels = sorted({str(v) for v in col.dropna().tolist()})
                     if col.isna().any():
                         raise InvalidDataError(
                             f"column {name!r} has missing values; fill or drop them first.")
                     cats[name] = tuple(levels)
             return cls(names, cats)
-        arr = np.asarray(X)
+        arr = as_numeric_array(X)
         if arr.ndim != 2:
             raise InvalidDataError(
                 f"X must be 2-dimensional (n_samples, n_features); got shape {arr.shape}.")
@@ -107,7 +113,7 @@ class FeatureEncoder:
             if not parts:
                 return np.zeros((len(X), 0))
             return np.column_stack(parts)
-        arr = np.asarray(X)
+        arr = as_numeric_array(X)
         if arr.ndim == 1:
             raise InvalidDataError(
                 "X must be 2-dimensional; got a 1-d array. Reshape a single feature with "
@@ -146,7 +152,63 @@ def _is_categorical(series: Any) -> bool:
                 or pd.api.types.is_string_dtype(dtype) or pd.api.types.is_bool_dtype(dtype))
 
 
+def _refuse_numbers_as_text(series: Any, name: str) -> None:
+    """Refuse a text column (object/string dtype) in which a majority of the values parse
+    as numbers: one-hot encoding it would turn a numeric column with a few typos into one
+    indicator per distinct number without a word. A column the user declares categorical
+    (pandas ``category`` dtype; ``--categorical`` in the CLI) and booleans are not checked.
+
+    The rule: among the non-missing values, more than half parse as finite numbers
+    (``pd.to_numeric``). Then the column is numeric in intent; if some values do not parse,
+    the message names the column, how many do not and the first of them (with its row).
+    """
+    import pandas as pd
+
+    dtype = series.dtype
+    if isinstance(dtype, pd.CategoricalDtype) or pd.api.types.is_bool_dtype(dtype):
+        return
+    values = series.dropna()
+    if len(values) == 0:
+        return
+    parsed = pd.to_numeric(values.astype(str).str.strip(), errors="coerce")
+    is_number = np.isfinite(parsed.to_numpy(dtype=float))
+    n_numbers = int(is_number.sum())
+    if 2 * n_numbers <= len(values):
+        return  # mostly text: a categorical column
+    declare = (f"if {name!r} really is categorical, declare it (`--categorical {name}` on "
+               f"the command line; X[{name!r}].astype('category') in Python)")
+    n_bad = len(values) - n_numbers
+    if n_bad == 0:
+        raise InvalidDataError(
+            f"column {name!r} holds numbers stored as text ({len(values)} values); convert "
+            f"it with pd.to_numeric(X[{name!r}]) to use it as a number, or {declare}.")
+    first = int(np.flatnonzero(~is_number)[0])
+    raise InvalidDataError(
+        f"column {name!r} looks numeric but {n_bad} of its {len(values)} values "
+        f"{'is not a number' if n_bad == 1 else 'are not numbers'} (first: "
+        f"{values.iloc[first]!r} at row index {values.index[first]!r}); it would "
+        f"be one-hot encoded into {values.nunique()} levels. Clean the data (fix or drop "
+        f"those rows), or {declare}.")
+
+
+def as_numeric_array(X: Any, what: str = "X") -> NDArray[Any]:
+    """``np.asarray(X)`` for array input, refusing what ``asarray`` would silently
+    mangle: a scipy sparse matrix (it becomes a 0-d object array) and complex values
+    (casting to float drops the imaginary part)."""
+    if hasattr(X, "tocsr") and hasattr(X, "nnz"):  # scipy.sparse without importing scipy
+        raise InvalidDataError(
+            f"{what} is a sparse matrix ({type(X).__name__}); rulemip needs dense input: "
+            f"pass {what}.toarray() (rule models read every entry).")
+    arr = np.asarray(X)
+    if arr.dtype.kind == "c":
+        raise InvalidDataError(
+            f"Complex data not supported: {what} is complex-valued; pass the real part "
+            f"({what}.real) or split real and imaginary parts into separate columns.")
+    return arr
+
+
 def _to_float(values: Any, what: str) -> NDArray[np.float64]:
+    values = as_numeric_array(values, what)
     try:
         out = np.asarray(values, dtype=float)
     except (TypeError, ValueError) as exc:

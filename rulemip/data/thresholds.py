@@ -15,6 +15,7 @@ Cut points ``t_1 < ... < t_g`` split the line into ``g + 1`` *threshold groups*
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -73,8 +74,24 @@ def feature_thresholds(values: NDArray[np.float64], max_thresholds: int | None =
     # snap each quantile to the midpoint closest to it; ties of data make duplicates
     idx = np.clip(np.searchsorted(mids, qs), 0, len(mids) - 1)
     left = np.clip(idx - 1, 0, len(mids) - 1)
-    pick = np.where(np.abs(mids[left] - qs) <= np.abs(mids[idx] - qs), left, idx)
-    return np.unique(mids[pick])
+    return np.unique(mids[_snap_left(mids[left], mids[idx], qs, left, idx)])
+
+
+def _snap_left(lo: NDArray[np.float64], hi: NDArray[np.float64], qs: NDArray[np.float64],
+               left: NDArray[np.int64], idx: NDArray[np.int64]) -> NDArray[np.int64]:
+    """Index of the midpoint nearest to each quantile, the lower one on a tie.
+
+    A tie is decided up to the rounding of the computation (a few ulps of the values
+    involved), not by it: on integer-valued data a quantile often lies exactly halfway
+    between two midpoints, and whether ``|lo - q| <= |hi - q|`` holds in floating point
+    would then depend on the scale of the feature (x and 1e36·x would get different cut
+    points, and every learner built on them different rules). With the tolerance, a
+    positive rescaling of a feature rescales its cut points.
+    """
+    d_lo, d_hi = np.abs(lo - qs), np.abs(hi - qs)
+    scale = np.maximum(np.maximum(np.abs(lo), np.abs(hi)), np.abs(qs))
+    tol = 16.0 * np.finfo(float).eps * scale
+    return np.where(d_lo <= d_hi + tol, left, idx)
 
 
 def candidate_thresholds(X: NDArray[np.float64], max_thresholds: int | None = None,
@@ -98,3 +115,41 @@ def threshold_groups(X: NDArray[np.float64], thresholds: Sequence[NDArray[np.flo
     for j in range(d):
         G[:, j] = np.searchsorted(np.asarray(thresholds[j]), X[:, j], side="left")
     return G
+
+
+def check_thresholds(thresholds: Any, d: int, name: str = "thresholds"
+                     ) -> list[NDArray[np.float64]]:
+    """Validate explicit cut points: one 1-d list of finite real numbers per feature
+    (``d`` of them). Returns them sorted and without duplicates.
+
+    A NaN cut would compare false with every value (``x <= nan`` never holds), so it is
+    refused instead of being dropped; so are complex, non-numeric and nested entries.
+    """
+    from rulemip.exceptions import InvalidParameterError
+
+    fix = (f"Pass one 1-d list of finite cut points per feature, or `{name}=None` to "
+           "derive them from the data (`max_thresholds`).")
+    if isinstance(thresholds, str | bytes) or not hasattr(thresholds, "__len__"):
+        raise InvalidParameterError(
+            f"`{name}` must be a list of {d} arrays of cut points (one per feature); got "
+            f"{type(thresholds).__name__}. {fix}")
+    if len(thresholds) != d:
+        raise InvalidParameterError(
+            f"`{name}` must give one array of cut points per feature ({d}); got "
+            f"{len(thresholds)}. {fix}")
+    out: list[NDArray[np.float64]] = []
+    for j, t in enumerate(thresholds):
+        arr = np.asarray(t)
+        if arr.dtype.kind not in "biuf" or arr.ndim > 1:
+            what = "complex" if arr.dtype.kind == "c" else (
+                f"{arr.ndim}-d" if arr.ndim > 1 else f"non-numeric ({arr.dtype})")
+            raise InvalidParameterError(
+                f"`{name}[{j}]` must be a 1-d list of real numbers; got {what} values. {fix}")
+        arr = np.atleast_1d(arr).astype(float)
+        bad = arr[~np.isfinite(arr)]
+        if bad.size:
+            raise InvalidParameterError(
+                f"`{name}[{j}]` contains {float(bad[0])!r}; every cut point must be a finite "
+                f"number (a NaN cut never splits the data). Drop it. {fix}")
+        out.append(np.unique(arr))
+    return out

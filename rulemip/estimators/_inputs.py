@@ -116,11 +116,27 @@ def predict_matrix(est: Any, X: Any, *, fitted: str = "rules_") -> FloatArray:
 
 
 def check_float32_range(X: FloatArray, consumer: str) -> None:
-    """Refuse values that scikit-learn's trees cannot compare: they cast X to float32
-    (largest finite value ≈ 3.4e38), so larger entries become inf and fail deep inside."""
-    limit = float(np.finfo(np.float32).max)
-    big = float(np.max(np.abs(X))) if X.size else 0.0
+    """Refuse values that scikit-learn's trees cannot compare. They cast X to float32:
+    entries above its largest finite value (≈ 3.4e38) become inf and fail deep inside, and
+    non-zero entries below its smallest normal value (≈ 1.2e-38) lose their precision or
+    become 0, so distinct values merge and the trees learn a constant model without a
+    word. Both are refused with the column and the fix (rescale)."""
+    info = np.finfo(np.float32)
+    limit, tiny = float(info.max), float(info.tiny)
+    if not X.size:
+        return
+    absx = np.abs(X)
+    big = float(np.max(absx))
     if big > limit:
         raise InvalidDataError(
             f"X has values up to {big:.3g}, beyond the float32 range ({limit:.3g}) that "
             f"{consumer} compare in; rescale those columns (e.g. standardize X).")
+    small = (absx > 0) & (absx < tiny)
+    if np.any(small):
+        col = int(np.argwhere(small)[0][1])
+        least = float(np.min(absx[small]))
+        raise InvalidDataError(
+            f"X has non-zero values as small as {least:.3g} (first in column {col}), below "
+            f"the float32 range ({tiny:.3g}) that {consumer} compare in: they would merge "
+            "or round to 0 and the model would ignore them. Rescale those columns (e.g. "
+            "standardize X, or multiply the column by a power of 10).")

@@ -31,13 +31,14 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from rulemip._validation import (
+    check_bool,
     check_choice,
     check_nonneg_float,
     check_positive_int,
 )
 from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
 from rulemip.budget import Budget
-from rulemip.data import Dataset, candidate_thresholds
+from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
@@ -80,6 +81,7 @@ class _ExactBase(BaseEstimator):
         check_positive_int(self.n_rules, "n_rules")
         check_choice(self.loss, "loss", self._loss_choices)
         check_nonneg_float(self.reg, "reg")
+        check_bool(self.fit_intercept, "fit_intercept")
         check_positive_int(self.max_thresholds, "max_thresholds", allow_none=True)
         check_positive_int(self.max_rule_length, "max_rule_length", allow_none=True)
         check_choice(self.engine, "engine", ENGINES)
@@ -143,12 +145,7 @@ class _ExactBase(BaseEstimator):
     def _thresholds_for(self, ds: Dataset) -> list[np.ndarray]:
         if self.thresholds is None:
             return candidate_thresholds(ds.X, self.max_thresholds, ds.sample_weight)
-        ths = [np.unique(np.asarray(t, dtype=float)) for t in self.thresholds]
-        if len(ths) != ds.d:
-            raise InvalidParameterError(
-                f"`thresholds` must give one array of cut points per feature ({ds.d}); "
-                f"got {len(ths)}.")
-        return ths
+        return check_thresholds(self.thresholds, ds.d)
 
     def _warm_start_model(self, ds: Dataset, thresholds: list[np.ndarray],
                           budget: Budget) -> Any:
@@ -223,7 +220,8 @@ class _ExactBase(BaseEstimator):
             backend_version=result.backend_version,
             options={"time_limit": self.time_limit, "mip_gap": self.mip_gap,
                      "init": self._init_preset(), "seed": seed,
-                     "max_thresholds": self.max_thresholds},
+                     "max_thresholds": self.max_thresholds,
+                     "threshold_source": "data" if self.thresholds is None else "explicit"},
             wall_time=result.wall_time, max_rule_length=self.max_rule_length,
             notes=tuple(result.notes))
 

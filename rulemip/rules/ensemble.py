@@ -101,11 +101,45 @@ class RuleEnsemble:
                                         sample_weight=sample_weight)
 
     # ------------------------------------------------------------------ text
-    def to_text(self, precision: int = 4) -> str:
+    def merged_rules(self) -> tuple[tuple[Rule, tuple[int, ...]], ...]:
+        r"""Rules with identical conditions merged into one, weights summed, in order of
+        first appearance; each with the indices of the rules it stands for.
+
+        :math:`\sum_t \beta_t q_t` is unchanged by merging (:math:`\beta q + \beta' q =
+        (\beta+\beta')q`), so predictions are the same; the ridge penalty is not
+        (:math:`\beta^2+\beta'^2 < (\beta+\beta')^2` for weights of one sign), which is
+        why an optimal k-rule ensemble may hold the same rule twice.
+        """
+        groups: list[tuple[Rule, list[int]]] = []
+        for t, rule in enumerate(self.rules):
+            for g, (first, members) in enumerate(groups):
+                if first.same_body(rule):
+                    members.append(t)
+                    groups[g] = (first.with_weight(first.weight + rule.weight), members)
+                    break
+            else:
+                groups.append((rule, [t]))
+        return tuple((rule, tuple(members)) for rule, members in groups)
+
+    def to_text(self, precision: int = 4, *, merge_identical: bool = True) -> str:
+        """One line per rule, ``BASE`` first. With ``merge_identical`` (the default) rules
+        with identical conditions print as one line with their summed weight
+        (:meth:`merged_rules`), and a last line says which rules were merged."""
         lines = []
         if self.intercept != 0.0 or not self.rules:
             lines.append(f"BASE {self.intercept:+.{precision}g}")
-        lines.extend(r.to_text(precision) for r in self.rules)
+        if not merge_identical:
+            lines.extend(r.to_text(precision) for r in self.rules)
+            return "\n".join(lines)
+        merged = self.merged_rules()
+        lines.extend(r.to_text(precision) for r, _ in merged)
+        repeated = [m for _, m in merged if len(m) > 1]
+        if repeated:
+            which = "; ".join(" = ".join(f"rule {t + 1}" for t in m) for m in repeated)
+            lines.append(
+                f"({len(self.rules)} rules, shown as {len(merged)}: identical conditions "
+                f"merged, weights summed ({which}); predictions are the same. The ridge "
+                "penalty makes a repeated rule optimal: splitting a weight lowers its cost.)")
         return "\n".join(lines)
 
     def __str__(self) -> str:

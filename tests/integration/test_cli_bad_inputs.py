@@ -358,3 +358,130 @@ def test_boost_max_memory_must_be_positive(value, tiny, capsys):
                           "--max-memory", value], capsys)
     assert_one_line_error(code, err, "--max-memory", "positive")
     assert "risk" not in out
+
+
+def test_boost_limit_warning_is_one_clean_line(tmp_path, capsys):
+    """A SolveLimitWarning is printed as `warning: ...` on one line: no file path, no
+    source line of Python's default warning display."""
+    rng = np.random.default_rng(0)
+    X = rng.random((400, 6))
+    frame = pd.DataFrame(X, columns=list("abcdef")).assign(y=X[:, 0] * X[:, 1])
+    frame.to_csv(tmp_path / "w.csv", index=False)
+    code, _out, err = run(["boost", "--data", str(tmp_path / "w.csv"), "--target", "y",
+                          "--n-rules", "2", "--time-limit", "0.001", "--max-thresholds", "all",
+                          "--max-rule-length", "3", "--quiet"], capsys)
+    assert code == 0, err
+    lines = err.strip().splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("warning: ") and "time limit" in lines[0], err
+    assert ".py:" not in err and "SolveLimitWarning" not in err
+
+
+@pytest.fixture(scope="module")
+def typo_table(tmp_path_factory):
+    """59 numbers and one "abc" in column ``age``; a clean numeric column ``b``."""
+    rng = np.random.default_rng(5)
+    age = rng.normal(size=60).round(3).astype(object)
+    age[17] = "abc"
+    b = rng.normal(size=60)
+    path = tmp_path_factory.mktemp("typo") / "typo.csv"
+    pd.DataFrame({"age": age, "b": b, "y": 2.0 * (b > 0)}).to_csv(path, index=False)
+    return path
+
+
+@pytest.mark.parametrize("command", ["fit", "boost", "prune"])
+def test_numeric_column_with_a_typo_is_refused_not_one_hot_encoded(command, typo_table,
+                                                                   capsys):
+    code, _out, err = run([*COMMANDS[command], "--data", str(typo_table), "--target", "y",
+                           "--quiet"], capsys)
+    assert_one_line_error(code, err, "column 'age'", "1 of its 60 values is not a number",
+                          "'abc'", "row index 17", "--categorical age", "Clean the data")
+
+
+def test_declared_categorical_column_is_one_hot_encoded_and_verifies(typo_table, tmp_path,
+                                                                    capsys):
+    cert = tmp_path / "c.json"
+    code, out, err = run([*COMMANDS["fit"], "--data", str(typo_table), "--target", "y",
+                          "--quiet", "--categorical", "age", "--certificate", str(cert)],
+                         capsys)
+    assert code == 0, err
+    doc = json.loads(cert.read_text())
+    assert len(doc["ensemble"]["encoder"]["categories"]["age"]) == 60
+    # verify reads the columns the model encoded by level as text, as fit did
+    code, out, err = run(["verify", str(cert), "--data", str(typo_table), "--target", "y"],
+                         capsys)
+    assert code == 0, out + err
+    assert "certificate verified" in out
+
+
+@pytest.mark.parametrize("value,words", [("nope", "no column 'nope'"),
+                                         ("y", "names the target 'y'"),
+                                         ("age,", "column names separated by commas")])
+def test_categorical_option_bad_values(value, words, typo_table, capsys):
+    code, _out, err = run([*COMMANDS["boost"], "--data", str(typo_table), "--target", "y",
+                           "--categorical", value], capsys)
+    assert_one_line_error(code, err, words)
+
+
+def test_verify_report_says_what_was_taken_on_trust(cert, tiny, capsys):
+    code, out, _ = run(["verify", str(cert), "--data", str(tiny), "--target", "y",
+                        "--strict"], capsys)
+    assert code == 0
+    # one rule under squared loss: the bound is re-derived by replaying the box search
+    assert "  thresholds   re-derived" in out and "  lower bound  re-derived" in out
+    assert "replayed" in out
+    assert out.strip().endswith("certificate verified")
+
+
+def test_verify_forged_explicit_thresholds(cert, tiny, tmp_path, capsys):
+    """Data-derived thresholds switched to an explicit, shorter list with the digest
+    recomputed: rejected; with the recorded provenance rewritten too: only on trust, which
+    --strict refuses and --thresholds (the data's list) exposes."""
+    from rulemip.certify import Certificate
+    from rulemip.certify.certificate import problem_digest
+
+    c = Certificate.load(cert)
+    used = {(cd.feature, v) for r in c.ensemble.rules for cd in r.conditions
+            for v in (cd.lower, cd.upper)}
+    ths = tuple(tuple(v for v in t if (j, v) in used) for j, t in enumerate(c.thresholds))
+    assert ths != c.thresholds
+
+    def forged(**options):
+        f = dataclasses.replace(
+            c, thresholds=ths, threshold_rule="explicit", options={**c.options, **options},
+            problem_digest=problem_digest(
+                c.dataset_digest, loss=c.loss, reg=c.reg, fit_intercept=c.fit_intercept,
+                n_rules=c.n_rules, max_rule_length=c.max_rule_length, thresholds=ths,
+                threshold_rule="explicit"))
+        path = tmp_path / f"forged{len(options)}.json"
+        f.save(path)
+        return str(path)
+
+    data = ["--data", str(tiny), "--target", "y"]
+    code, out, _ = run(["verify", forged(), *data], capsys)
+    assert code == 1 and "FAIL  thresholds" in out and "switched" in out
+    rewritten = forged(threshold_source="explicit")
+    code, out, _ = run(["verify", rewritten, *data], capsys)
+    # the one-rule bound is replayed on the claimed (shorter) list: only thresholds remain
+    assert code == 0 and "taken on trust: thresholds)" in out
+    code, out, _ = run(["verify", rewritten, *data, "--strict"], capsys)
+    assert code == 1 and "FAIL  thresholds" in out
+    listed = tmp_path / "ths.json"
+    listed.write_text(json.dumps([list(t) for t in c.thresholds]))
+    code, out, _ = run(["verify", rewritten, *data, "--thresholds", str(listed)], capsys)
+    assert code == 1 and "differ from the ones you gave" in out
+    code, out, _ = run(["verify", str(cert), *data, "--thresholds", str(listed)], capsys)
+    assert code == 0, out
+
+
+@pytest.mark.parametrize("content,words", [
+    ("{", "--thresholds"), ('{"a": 1}', "JSON list of cut-point lists"),
+    ("[[0.1]]", "one array of cut points per feature (2); got 1"),
+    ("[[NaN], [0.1]]", "contains nan"),
+])
+def test_verify_bad_thresholds_file(content, words, cert, tiny, tmp_path, capsys):
+    path = tmp_path / "t.json"
+    path.write_text(content)
+    code, _, err = run(["verify", str(cert), "--data", str(tiny), "--target", "y",
+                        "--thresholds", str(path)], capsys)
+    assert_one_line_error(code, err, words)

@@ -140,3 +140,125 @@ def test_non_numeric_mip_gap_option_is_refused(certified):
     doc["solver"]["options"]["mip_gap"] = "tiny"
     with pytest.raises(CertificateError, match=r"solver\.options\.mip_gap"):
         Certificate.from_dict(doc)
+
+
+def _forge_explicit(cert, thresholds, **options):
+    """What a forger can do without a key: edit the problem (and options) and recompute
+    the problem digest."""
+    from rulemip.certify.certificate import problem_digest
+
+    ths = tuple(tuple(float(v) for v in t) for t in thresholds)
+    return dataclasses.replace(
+        cert, thresholds=ths, threshold_rule="explicit", options={**cert.options, **options},
+        problem_digest=problem_digest(
+            cert.dataset_digest, loss=cert.loss, reg=cert.reg,
+            fit_intercept=cert.fit_intercept, n_rules=cert.n_rules,
+            max_rule_length=cert.max_rule_length, thresholds=ths, threshold_rule="explicit"))
+
+
+@pytest.fixture
+def fitted_certificate():
+    """A certificate of the exact estimator with thresholds derived from the data."""
+    from rulemip import ExactRuleEnsembleRegressor
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 2))
+    y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
+    # two rules: a one-rule squared-loss bound is re-derived by replaying the box search
+    # (test_one_rule_lower_bound_is_rederived)
+    est = ExactRuleEnsembleRegressor(2, max_thresholds=4, init=None, time_limit=20).fit(X, y)
+    assert est.certificate_.threshold_rule == 4
+    assert est.certificate_.options["threshold_source"] == "data"
+    return X, y, est.certificate_
+
+
+def test_report_lists_each_claim_as_rederived_or_taken_on_trust(fitted_certificate):
+    X, y, cert = fitted_certificate
+    report = verify(cert, X, y)
+    assert report.ok
+    basis = {c.claim: c.basis for c in report.claims}
+    assert basis == {"data": "re-derived", "thresholds": "re-derived", "model": "re-derived",
+                     "risk": "re-derived", "lower bound": "taken on trust",
+                     "gap": "re-derived", "status": "re-derived"}
+    assert report.taken_on_trust == ("lower bound",)
+    text = str(report)
+    assert "claims:" in text and text.endswith("certificate verified (taken on trust: "
+                                               "lower bound)")
+    # a time-limited certificate's bound and status are the solver's word
+    limited = dataclasses.replace(cert, status="time_limit")
+    assert set(verify(limited, X, y).taken_on_trust) == {"lower bound", "status"}
+
+
+def test_switching_data_thresholds_to_explicit_is_caught(fitted_certificate):
+    """Dropping cut points shrinks the language (a higher bound becomes 'valid' for it);
+    switching the rule to explicit and recomputing the digest must not make that pass."""
+    X, y, cert = fitted_certificate
+    used = {(c.feature, v) for r in cert.ensemble.rules for c in r.conditions
+            for v in (c.lower, c.upper)}
+    fewer = [[v for v in t if (j, v) in used] for j, t in enumerate(cert.thresholds)]
+    assert sum(map(len, fewer)) < sum(map(len, cert.thresholds))
+    forged = _forge_explicit(cert, fewer)
+    report = verify(forged, X, y)
+    assert [f.name for f in report.failures] == ["thresholds"]
+    assert "switched" in report.failures[0].message
+    # the forger who also rewrites the recorded provenance gets thresholds on trust only
+    forged = _forge_explicit(cert, fewer, threshold_source="explicit")
+    report = verify(forged, X, y)
+    assert report.ok and "thresholds" in report.taken_on_trust
+    assert "taken on trust: thresholds, lower bound" in str(report)
+    # which strict mode refuses and the fit's own list exposes
+    assert [f.name for f in verify(forged, X, y, strict=True).failures] == ["thresholds"]
+    assert [f.name for f in verify(forged, X, y, thresholds=cert.thresholds).failures] \
+        == ["thresholds"]
+
+
+def test_explicit_thresholds_given_to_verify_are_rederived():
+    from rulemip import ExactRuleEnsembleRegressor
+
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(30, 2))
+    y = 2.0 * (X[:, 0] > 0.25) + 0.1 * rng.normal(size=30)
+    cuts = [[-0.5, 0.25, 1.0], [0.0]]
+    est = ExactRuleEnsembleRegressor(2, thresholds=cuts, init=None, time_limit=20).fit(X, y)
+    cert = est.certificate_
+    assert cert.threshold_rule == "explicit" and cert.options["threshold_source"] == "explicit"
+    report = verify(cert, X, y)
+    assert report.ok and report.taken_on_trust == ("thresholds", "lower bound")
+    assert not verify(cert, X, y, strict=True).ok
+    given = verify(cert, X, y, thresholds=[[1.0, 0.25, -0.5], [0.0]], strict=True)
+    assert given.ok and given.taken_on_trust == ("lower bound",)
+    moved = verify(cert, X, y, thresholds=[[-0.5, 0.3, 1.0], [0.0]])
+    assert [f.name for f in moved.failures] == ["thresholds"]
+    with pytest.raises(ValueError, match=r"thresholds\[0\]` contains nan"):
+        verify(cert, X, y, thresholds=[[np.nan], [0.0]])
+
+
+def test_weighted_fit_records_data_thresholds_and_verifies_with_its_weights():
+    """Quantile cuts of a weighted fit are weighted quantiles: the certificate records the
+    rule (not 'explicit') and verify re-derives them with the same weights."""
+    from rulemip import ExactRuleEnsembleRegressor
+
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(40, 2))
+    y = X[:, 0] + 0.1 * rng.normal(size=40)
+    w = rng.integers(1, 4, size=40).astype(float)
+    est = ExactRuleEnsembleRegressor(1, max_thresholds=3, init=None, time_limit=20)
+    est.fit(X, y, sample_weight=w)
+    cert = est.certificate_
+    assert cert.threshold_rule == 3
+    assert verify(cert, X, y, sample_weight=w, strict=True).ok
+
+
+def test_one_rule_lower_bound_is_rederived():
+    """One rule under squared loss: verify replays the exact box search, so the lower
+    bound is re-derived, not taken on trust."""
+    from rulemip import ExactRuleEnsembleRegressor
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 2))
+    y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
+    est = ExactRuleEnsembleRegressor(1, max_thresholds=4, time_limit=20).fit(X, y)
+    report = verify(est.certificate_, X, y)
+    assert report.ok
+    assert report.taken_on_trust == ()
+    assert {c.claim: c.basis for c in report.claims}["lower bound"] == "re-derived"

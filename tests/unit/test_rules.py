@@ -56,3 +56,37 @@ def test_ensemble_risk_matches_loss():
     ens = RuleEnsemble([Rule([Condition(0, 0.5, name="x")], 2.0)], 1.0)
     # f = (1, 3, 3): squared errors 0, 1, 1; ridge 0.3·4
     assert ens.risk(X, y, reg=0.3) == pytest.approx((0 + 1 + 1 + 1.2) / 3)
+
+
+def test_identical_rules_print_merged_and_predict_the_same():
+    a = Rule([Condition(0, 0.5, math.inf, "a")], 1.0)
+    b = Rule([Condition(1, -math.inf, 0.2, "b")], -2.0)
+    ens = RuleEnsemble([a, b, a.with_weight(0.5)], 0.1)
+    text = ens.to_text().splitlines()
+    assert text[:3] == ["BASE +0.1", "IF a > 0.5 THEN +1.5", "IF b <= 0.2 THEN -2"]
+    assert len(text) == 4 and "rule 1 = rule 3" in text[3] and "3 rules, shown as 2" in text[3]
+    assert str(ens) == ens.to_text()
+    # the raw listing keeps every rule; the ensemble itself is not changed
+    assert len(ens.to_text(merge_identical=False).splitlines()) == 4 and len(ens) == 3
+    merged = RuleEnsemble([r for r, _ in ens.merged_rules()], ens.intercept)
+    X = np.random.default_rng(0).normal(size=(50, 2))
+    np.testing.assert_allclose(merged.predict(X), ens.predict(X), rtol=0, atol=1e-12)
+    # but the ridge penalty differs: the split weights cost less
+    y = ens.predict(X)
+    assert ens.risk(X, y, reg=1.0) < merged.risk(X, y, reg=1.0)
+    # no note when nothing is repeated
+    assert "merged" not in RuleEnsemble([a, b]).to_text()
+
+
+@pytest.mark.slow
+def test_exact_classifier_repeated_rule_is_printed_once():
+    """Under a ridge the exact 2-rule optimum may hold one rule twice (seed 1): printed
+    as one rule with a note, predictions unchanged."""
+    from rulemip import ExactRuleEnsembleClassifier
+
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(40, 2))
+    y = (X[:, 0] + 0.3 * rng.normal(size=40) > 0).astype(int)
+    m = ExactRuleEnsembleClassifier(2, reg=1.0, max_thresholds=4, time_limit=20).fit(X, y)
+    assert len(m.rules_) == 2 and len(m.rules_.merged_rules()) == 1
+    assert "identical conditions merged" in str(m.rules_)
