@@ -82,8 +82,8 @@ from rulemip.algorithms.cbcd_model import (
     path_clique_matrix,
 )
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.forest import ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
-from rulemip.formulations.tree_pruning import TreePruningCIP
 
 __all__ = ["CutPool", "PathModel", "PathResult", "block_update", "cbcd", "node_reach",
            "path_clique_matrix", "regularization_path"]
@@ -487,7 +487,6 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
             raw.append((float(lam), z.copy(), obj))
         if info["time_limit_reached"]:
             break
-    oracle = TreePruningCIP(prob.M, prob.y, prob.gamma)
     Mv = None
     yv = None
     if X_valid is not None and y_valid is not None:
@@ -502,9 +501,8 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     models = []
     n = prob.y.shape[0]
     for lam, zz, obj in raw:
-        S, w = oracle.weights(zz)
-        resid = prob.y - (prob.M[:, S] @ w if S.size else 0.0)
-        q = 0.5 * (prob.yty - float(prob.Mty[S] @ w)) if S.size else 0.5 * prob.yty
+        fit = ridge_refit(prob.M, prob.y, prob.gamma, zz, Mty=prob.Mty, yty=prob.yty)
+        S, w, resid, q = fit.S, fit.w, fit.r, fit.value
         vr = None
         if Mv is not None and yv is not None:
             pos = np.searchsorted(Mv[0], S)

@@ -15,6 +15,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.forest import Forest, ridge_refit, root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
 from rulemip.solvers.base import get_backend
@@ -25,28 +26,9 @@ FloatArray = NDArray[np.float64]
 _BLOCK_TOL_MIP = 1e-7     # OA tolerance with MILP masters (their row tolerances are ~1e-7)
 
 # ----------------------------------------------------------------------------- helpers
-def path_clique_matrix(parent: NDArray[np.int64]) -> sp.csr_matrix:
-    """Rows = root-to-leaf paths of the forest ``parent`` (−1 for roots).
-
-    These are the maximal cliques of the conflict graph (node ~ ancestor); since that
-    graph is perfect (a comparability graph), ``{u ∈ [0,1]^m : Σ_{j∈path} u_j ≤ 1}`` is
-    exactly the convex hull of the antichains, and with binary u the rows are equivalent
-    to the pairwise conflicts.
-    """
-    parent = np.asarray(parent, dtype=np.int64)
-    m = parent.shape[0]
-    has_child = np.zeros(m, dtype=bool)
-    has_child[parent[parent >= 0]] = True
-    rows: list[int] = []
-    cols: list[int] = []
-    for k, leaf in enumerate(np.flatnonzero(~has_child)):
-        j = int(leaf)
-        while j >= 0:
-            rows.append(k)
-            cols.append(j)
-            j = int(parent[j])
-    n_leaves = int((~has_child).sum())
-    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_leaves, m))
+path_clique_matrix = root_to_leaf_paths
+"""Rows = root-to-leaf paths of the forest ``parent``: the one implementation,
+:func:`rulemip.formulations.forest.root_to_leaf_paths` (kept under this name)."""
 
 
 def node_reach(nodes: NodeMatrix, X: ArrayLike, idx: ArrayLike | None = None) -> sp.csc_matrix:
@@ -110,16 +92,6 @@ def _groups(ac: NDArray[np.bool_]) -> list[NDArray[np.int64]]:
     return out
 
 
-def _post_order(children: list[list[int]], roots: list[int]) -> list[int]:
-    order: list[int] = []
-    stack = list(roots)
-    while stack:
-        i = stack.pop()
-        order.append(i)
-        stack.extend(children[i])
-    return order[::-1]
-
-
 class CutPool:
     """Binary points visited per tree (block-local 0/1 vectors), for cut recycling.
 
@@ -156,10 +128,7 @@ class _Tree:
     MT: sp.csc_matrix                # n × |N_t|
     MTt: sp.csr_matrix               # its transpose (fast M_tᵀ r)
     GT: FloatArray                   # M_tᵀ M_t (dense, |N_t| × |N_t|)
-    paths: sp.csr_matrix             # root-to-leaf rows
-    children: list[list[int]]
-    roots: list[int]
-    post: list[int]                  # children before parents
+    forest: Forest                   # tree-local structure: paths, antichain DP
     antichains: NDArray[np.bool_] | None
     ac_a: FloatArray | None          # cost of every enumerated antichain
     ac_groups: list[NDArray[np.int64]] | None = None  # antichains of size s as (count × s)
@@ -199,18 +168,14 @@ class _Problem:
             par = np.where(gp >= 0, loc[np.maximum(gp, 0)], -1).astype(np.int64)
             MT = sp.csc_matrix(self.M[:, idx])
             GT = np.asarray((MT.T @ MT).toarray(), dtype=float)
-            children: list[list[int]] = [[] for _ in range(idx.size)]
-            roots: list[int] = []
-            for j, p in enumerate(par):
-                (children[int(p)] if p >= 0 else roots).append(j)
+            forest = Forest(par)
             ac = None
             if enumeration_limit > 0:
-                ac = _enumerate_antichains(children, roots, idx.size, enumeration_limit)
+                ac = _enumerate_antichains(forest.children, [int(r) for r in forest.roots],
+                                           idx.size, enumeration_limit)
             at = self.a[idx]
             self.trees.append(_Tree(idx=idx, parent=par, a=at, MT=MT, MTt=sp.csr_matrix(MT.T),
-                                    GT=GT, children=children, roots=roots,
-                                    post=_post_order(children, roots),
-                                    paths=path_clique_matrix(par), antichains=ac,
+                                    GT=GT, forest=forest, antichains=ac,
                                     ac_a=None if ac is None else ac.astype(float) @ at,
                                     ac_groups=None if ac is None else _groups(ac)))
         self.tree_of = np.empty(nodes.n_nodes, dtype=np.int64)
@@ -247,21 +212,13 @@ class _Problem:
 
 
 class _Fit:
-    """Ridge refit on the support of a binary z: w_S, residual r and q(z)."""
+    """Ridge refit on the support of a binary z: w_S, residual r and q(z)
+    (:func:`rulemip.formulations.forest.ridge_refit`)."""
 
     def __init__(self, prob: _Problem, z: FloatArray) -> None:
-        self.S = np.flatnonzero(z > 0.5)
-        if self.S.size == 0:
-            self.w = np.zeros(0)
-            self.r = prob.y.copy()
-            self.q = 0.5 * prob.yty
-            return
-        MS = prob.M[:, self.S]
-        H = np.asarray((MS.T @ MS).toarray(), dtype=float)
-        H[np.diag_indices_from(H)] += 1.0 / prob.gamma
-        self.w = sla.cho_solve(sla.cho_factor(H), prob.Mty[self.S])
-        self.r = prob.y - MS @ self.w
-        self.q = 0.5 * (prob.yty - float(prob.Mty[self.S] @ self.w))
+        fit = ridge_refit(prob.M, prob.y, prob.gamma, (np.asarray(z) > 0.5).astype(float),
+                          Mty=prob.Mty, yty=prob.yty)
+        self.S, self.w, self.r, self.q = fit.S, fit.w, fit.r, fit.value
 
 
 @dataclass
@@ -350,7 +307,7 @@ class _Master:
             u = model.add_variables("u", k, binary=True)
             nu = model.add_variables("nu", 1, lb=-math.inf)
             ids = np.asarray(u.ids).ravel()
-            model.add_constraints("paths", matrix=tr.paths, cols=ids, upper=1.0)
+            model.add_constraints("paths", matrix=tr.forest.paths, cols=ids, upper=1.0)
             model.add_objective(ids, self.lam * tr.a / s)
             model.add_objective(np.asarray(nu.ids).ravel(), np.ones(1))
             self._mip = self.prob.backend().persistent(model.to_standard_form())
@@ -367,24 +324,6 @@ class _Master:
 
 
 def _tree_dp(profit: FloatArray, tr: _Tree) -> tuple[float, FloatArray]:
-    """max Σ profit_i u_i over the tree's antichains (same recursion as
-    :func:`~rulemip.algorithms.knapsack_conflicts.forest_penalized`, with the tree's
-    post-order precomputed)."""
-    f = np.zeros(profit.shape[0])
-    take = np.zeros(profit.shape[0], dtype=bool)
-    for i in tr.post:
-        below = sum(f[j] for j in tr.children[i]) if tr.children[i] else 0.0
-        if profit[i] > below and profit[i] > 0:
-            take[i] = True
-            f[i] = profit[i]
-        else:
-            f[i] = max(below, 0.0)
-    u = np.zeros(profit.shape[0])
-    stack = list(tr.roots)
-    while stack:
-        i = stack.pop()
-        if take[i]:
-            u[i] = 1.0
-        else:
-            stack.extend(tr.children[i])
-    return float(sum(f[r] for r in tr.roots)), u
+    """max Σ profit_i u_i over the tree's antichains (the forest DP,
+    :meth:`rulemip.formulations.forest.Forest.max_antichain`)."""
+    return tr.forest.max_antichain(profit)

@@ -90,6 +90,7 @@ import scipy.linalg as sla
 from numpy.typing import NDArray
 
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.forest import Forest, pruning_gradient
 from rulemip.formulations.tree_pruning import TreePruningCIP
 
 __all__ = ["FWIteration", "FWResult", "ForestLMO", "antichain_min", "frank_wolfe_relaxation"]
@@ -98,62 +99,18 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def _depth_levels(parent: IntArray) -> list[IntArray]:
-    """Node indices grouped by depth (roots first); raises on a cycle."""
-    parent = np.asarray(parent, dtype=np.int64)
-    m = parent.shape[0]
-    depth = np.zeros(m, dtype=np.int64)
-    for _ in range(m + 1):
-        new = np.where(parent >= 0, depth[np.maximum(parent, 0)] + 1, 0)
-        if np.array_equal(new, depth):
-            break
-        depth = new
-    else:
-        raise InvalidParameterError("`parent` does not describe a forest (cycle).")
-    if m == 0:
-        return []
-    return [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1)]
-
-
 def antichain_min(c: FloatArray, parent: IntArray,
-                  levels: list[IntArray] | None = None) -> tuple[float, FloatArray]:
-    r"""Exact :math:`\min_s c^\top s` over antichains of the forest ``parent``.
-
-    By the integrality of the path polytope (module docstring) this is also the minimum
-    over :math:`\{s \in [0,1]^m : \sum_{j\in\pi} s_j \le 1\}`.  DP
-    :math:`f_i = \min(c_i, \sum_{j \in \mathrm{ch}(i)} f_j)`, bottom-up by depth level, then
-    top-down selection (``i`` is selected iff its own choice is "take" and no ancestor's is).
+                  forest: Forest | None = None) -> tuple[float, FloatArray]:
+    r"""Exact :math:`\min_s c^\top s` over antichains of the forest ``parent`` (also over
+    :math:`\{s \in [0,1]^m : \sum_{j\in\pi} s_j \le 1\}`, module docstring): the DP
+    :meth:`rulemip.formulations.forest.Forest.min_antichain` (pass ``forest`` to reuse its
+    precomputed levels).
 
     Returns
     -------
     (value, s) : the minimum and a 0/1 minimizer.
     """
-    c = np.asarray(c, dtype=float)
-    parent = np.asarray(parent, dtype=np.int64)
-    m = c.shape[0]
-    if levels is None:
-        levels = _depth_levels(parent)
-    below = np.zeros(m)
-    f = np.zeros(m)
-    take = np.zeros(m, dtype=bool)
-    for idx in reversed(levels):
-        take[idx] = c[idx] < below[idx]
-        f[idx] = np.where(take[idx], c[idx], below[idx])
-        p = parent[idx]
-        has = p >= 0
-        if has.any():
-            below += np.bincount(p[has], weights=f[idx][has], minlength=m)
-    blocked = np.zeros(m, dtype=bool)
-    s = np.zeros(m)
-    for idx in levels:
-        p = parent[idx]
-        has = p >= 0
-        pb = np.zeros(idx.shape[0], dtype=bool)
-        pb[has] = blocked[p[has]] | take[p[has]]
-        blocked[idx] = pb
-        s[idx] = (take[idx] & ~pb).astype(float)
-    value = float(f[levels[0]].sum()) if levels else 0.0
-    return value, s
+    return (forest if forest is not None else Forest(parent)).min_antichain(c)
 
 
 class ForestLMO:
@@ -170,7 +127,7 @@ class ForestLMO:
     def __init__(self, parent: IntArray, a: FloatArray | None = None,
                  budget: float | None = None, max_breakpoints: int = 200) -> None:
         self.parent = np.asarray(parent, dtype=np.int64)
-        self.levels = _depth_levels(self.parent)
+        self.forest = Forest(self.parent)
         self.budget = None if budget is None else float(budget)
         if self.budget is not None:
             if a is None or not self.budget >= 0:
@@ -187,7 +144,7 @@ class ForestLMO:
         breakpoint cap was hit, then ``last_exact`` is False and ``s`` is feasible) and a
         valid lower bound ``bound ≤ min_{s∈P} cᵀs`` (equal to ``cᵀs`` when exact)."""
         c = np.asarray(c, dtype=float)
-        val0, s0 = antichain_min(c, self.parent, self.levels)
+        val0, s0 = self.forest.min_antichain(c)
         self.last_breakpoints, self.last_exact = 0, True
         if self.budget is None:
             return s0, val0
@@ -198,7 +155,7 @@ class ForestLMO:
         pos = a > 0
         # above mu_hi every node of positive cost has a positive weight: never selected
         mu_hi = float(np.max(np.maximum(-c[pos], 0.0) / a[pos])) * (1 + 1e-9) + 1e-12
-        v_hi, s_hi = antichain_min(c + mu_hi * a, self.parent, self.levels)
+        v_hi, s_hi = self.forest.min_antichain(c + mu_hi * a)
         lo = (float(c @ s0), cost0, s0)
         hi = (float(c @ s_hi), float(a @ s_hi), s_hi)
         best = max(val0, v_hi - mu_hi * K)
@@ -209,7 +166,7 @@ class ForestLMO:
             mu = (hi[0] - lo[0]) / (lo[1] - hi[1])
             mu = max(mu, 0.0)
             line = lo[0] + mu * (lo[1] - K)
-            v, s = antichain_min(c + mu * a, self.parent, self.levels)
+            v, s = self.forest.min_antichain(c + mu * a)
             phi = v - mu * K
             best = max(best, phi)
             if phi >= line - tol:
@@ -372,8 +329,8 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     alpha = [1.0]
     z = start.copy()
     def state(r: FloatArray, z: FloatArray) -> tuple[float, FloatArray]:
-        f = 0.5 * float(base.y @ r) + float(c_lin @ z)
-        g = -0.5 * base.gamma * np.asarray(base.M.T @ r).ravel() ** 2 + c_lin
+        f = 0.5 * float(base.y @ r) + float(c_lin @ z)  # q(z) = ½ yᵀr
+        g = pruning_gradient(base.Mt, r, base.gamma) + c_lin
         return f, g
 
     f, g = state(_Segment(base, z, np.zeros(m), 0.0).Ay, z)

@@ -54,6 +54,7 @@ from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 from rulemip.algorithms.outer_approximation import OAOptions, OAResult, OuterApproximation
 from rulemip.algorithms.pruning_oracle import PruningOracle, SelectionState
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP, pruning_feasible_model
 from rulemip.model import MIPModel
@@ -101,24 +102,6 @@ def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, n_rules: float,
                 p = nodes.parent[p]
 
 
-def _leaf_paths(nodes: NodeMatrix) -> sp.csr_matrix:
-    """(#leaves, m) 0/1 matrix: row ℓ marks the root-to-leaf path of leaf ℓ."""
-    leaves = np.flatnonzero(nodes.is_leaf)
-    rows: list[IntArray] = []
-    cols: list[IntArray] = []
-    cur = leaves.copy()
-    idx = np.arange(leaves.size)
-    while cur.size:
-        rows.append(idx)
-        cols.append(cur)
-        par = nodes.parent[cur]
-        keep = par >= 0
-        cur, idx = par[keep], idx[keep]
-    r = np.concatenate(rows)
-    c = np.concatenate(cols)
-    return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(leaves.size, nodes.n_nodes))
-
-
 def clique_pruning_model(nodes: NodeMatrix, n_rules: float, attribute: str = "rule") -> MIPModel:
     r"""Feasible set of CIP (2) with clique conflict rows.
 
@@ -133,7 +116,7 @@ def clique_pruning_model(nodes: NodeMatrix, n_rules: float, attribute: str = "ru
     model = MIPModel()
     z = model.add_variables("z", nodes.n_nodes, binary=True)
     ids = np.asarray(z.ids).ravel()
-    model.add_constraints("paths", matrix=_leaf_paths(nodes), cols=ids, upper=1.0)
+    model.add_constraints("paths", matrix=root_to_leaf_paths(nodes.parent), cols=ids, upper=1.0)
     model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
                           upper=float(n_rules))
     return model

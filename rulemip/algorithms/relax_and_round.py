@@ -45,7 +45,6 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from rulemip.algorithms.cbcd import path_clique_matrix
 from rulemip.algorithms.frank_wolfe import ForestLMO, FWIteration, frank_wolfe_relaxation
 from rulemip.algorithms.knapsack_conflicts import (
     forest_knapsack,
@@ -55,6 +54,7 @@ from rulemip.algorithms.knapsack_conflicts import (
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
 from rulemip.algorithms.prune_exact import greedy_prune
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.model import MIPModel
@@ -110,7 +110,7 @@ def relaxation_model(nodes: NodeMatrix, n_rules: float | None = None,
     model = MIPModel("relax_and_round")
     z = model.add_variables("z", m, binary=True)
     ids = np.asarray(z.ids).ravel()
-    model.add_constraints("paths", matrix=path_clique_matrix(nodes.parent), cols=ids,
+    model.add_constraints("paths", matrix=root_to_leaf_paths(nodes.parent), cols=ids,
                           upper=1.0)
     if n_rules is not None:
         a = nodes.attribute(attribute)  # type: ignore[arg-type]

@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import FormulationError, InvalidParameterError
+from rulemip.formulations.forest import RidgeRefit, pruning_gradient, ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
 
@@ -57,31 +57,27 @@ class TreePruningCIP:
         if self.M.shape[0] != self.y.shape[0]:
             raise InvalidParameterError("M and y have different numbers of rows")
         self.gamma = float(gamma)
-        self.Mty = np.asarray(self.M.T @ self.y).ravel()
+        self.Mt = sp.csr_matrix(self.M.T)
+        self.Mty = np.asarray(self.Mt @ self.y).ravel()
         self.yty = float(self.y @ self.y)
 
     def weights(self, z: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Support S and optimal weights w_S (for binary z: the ridge refit of (1))."""
-        z = np.asarray(z, dtype=float).ravel()
-        S = np.flatnonzero(z > 1e-12)
-        if S.size == 0:
-            return S, np.zeros(0)
-        MS = self.M[:, S]
-        G = (MS.T @ MS).toarray()
-        G[np.diag_indices_from(G)] += 1.0 / (self.gamma * z[S])
-        w = sla.solve(G, self.Mty[S], assume_a="pos")
-        return S, np.asarray(w, dtype=float)
+        fit = self.refit(z)
+        return fit.S, fit.w
+
+    def refit(self, z: NDArray[np.float64]) -> RidgeRefit:
+        """Support, weights, residual and q(z)
+        (:func:`~rulemip.formulations.forest.ridge_refit`)."""
+        return ridge_refit(self.M, self.y, self.gamma, z, Mty=self.Mty, yty=self.yty)
 
     def value_and_gradient(self, z: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         """q(z) and ∇q(z) for z ∈ [0, 1]^m (Woodbury on the support)."""
-        S, w = self.weights(z)
-        r = self.y - (self.M[:, S] @ w if S.size else 0.0)
-        value = 0.5 * (self.yty - float(self.Mty[S] @ w))
-        g = -0.5 * self.gamma * np.asarray(self.M.T @ r).ravel() ** 2
-        return value, g
+        fit = self.refit(z)
+        return fit.value, pruning_gradient(self.Mt, fit.r, self.gamma)
 
     def value(self, z: NDArray[np.float64]) -> float:
-        return self.value_and_gradient(z)[0]
+        return self.refit(z).value
 
 
 def pruning_feasible_model(nodes: NodeMatrix, n_rules: float,
