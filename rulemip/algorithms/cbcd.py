@@ -81,6 +81,7 @@ from rulemip.algorithms.cbcd_model import (
     node_reach,
     path_clique_matrix,
 )
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.forest import ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
@@ -226,7 +227,7 @@ def block_update(nodes: NodeMatrix, y: ArrayLike, lam: float, z: ArrayLike, tree
 
 
 def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int,
-              active_set: bool, pool: CutPool, time_limit: float | None, tol: float,
+              active_set: bool, pool: CutPool, budget: Budget, tol: float,
               exact_blocks: bool | None = None) -> tuple[FloatArray, float, dict[str, Any]]:
     t0 = time.perf_counter()
     m = prob.nodes.n_nodes
@@ -247,7 +248,7 @@ def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int
     stol = tol * prob.scale
 
     def out_of_time() -> bool:
-        return time_limit is not None and time.perf_counter() - t0 >= time_limit
+        return budget.expired()
 
     def update(k: int, exact: bool) -> float:
         nonlocal fit, obj
@@ -348,9 +349,9 @@ def _check_common(lam: float | None, max_sweeps: int, time_limit: float | None,
 def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule",
          gamma: float = 1.0, z0: ArrayLike | None = None, max_sweeps: int = 100,
          active_set: bool = True, cut_pool: CutPool | None = None,
-         time_limit: float | None = None, solver: str = "highs", tol: float = 1e-9,
-         enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None
-         ) -> tuple[FloatArray, float, dict[str, Any]]:
+         time_limit: float | None = None, solver: str = "auto", tol: float = 1e-9,
+         enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None,
+         budget: Budget | None = None) -> tuple[FloatArray, float, dict[str, Any]]:
     r"""CBCD for problem (4): ``min q(z) + λ Σ a_i z_i`` over binary z with conflicts.
 
     Parameters
@@ -366,9 +367,12 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     cut_pool : :class:`CutPool` to recycle cuts across calls (e.g. along a path).
     time_limit : seconds; when reached the current point is returned
         (``info["time_limit_reached"]``).
-    solver : backend for block masters too large to enumerate (``enumeration_limit``).
+    solver : backend for block masters too large to enumerate (``enumeration_limit``);
+        ``"auto"``: the first installed backend that serves a persistent MILP master.
     tol : stop when a full sweep decreases the objective by at most ``tol·½‖y‖²``.
     enumeration_limit : trees with at most this many antichains get an enumerated master.
+    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
+        end counts).
     exact_blocks : after the separable (paper) updates converge, sweep with exact profiled
         block updates (OA) until none improves.  ``None`` (default): only over trees whose
         antichains can be enumerated (``enumeration_limit``; complete trees of depth ≤ 3);
@@ -387,8 +391,8 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     z_init = None if z0 is None else np.asarray(z0, dtype=float)
     return _run_cbcd(prob, float(lam), z_init, max_sweeps, active_set,
-                     cut_pool if cut_pool is not None else CutPool(), time_limit, tol,
-                     exact_blocks)
+                     cut_pool if cut_pool is not None else CutPool(),
+                     Budget.coerce(budget, time_limit), tol, exact_blocks)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -421,11 +425,11 @@ class PathResult:
 def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | None = None, *,
                         n_lambdas: int = 50, attribute: str = "rule", gamma: float = 1.0,
                         X_valid: ArrayLike | None = None, y_valid: ArrayLike | None = None,
-                        time_limit: float | None = None, solver: str = "highs",
+                        time_limit: float | None = None, solver: str = "auto",
                         lambda_min_ratio: float = 1e-3, intercept: float = 0.0,
                         max_sweeps: int = 100, active_set: bool = True, tol: float = 1e-9,
-                        enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None
-                        ) -> PathResult:
+                        enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None,
+                        budget: Budget | None = None) -> PathResult:
     r"""CBCD along a descending λ grid with warm starts and shared cut recycling.
 
     Default grid: ``n_lambdas`` values log-spaced from ``λ_max`` down to
@@ -443,6 +447,9 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     with ``M_valid`` column i = ``μ_i·1{x in box_i}`` (:func:`node_reach`); pass ``y_valid``
     on the scale of ``y`` (``intercept`` = the training mean when y was centered).
 
+    ``time_limit`` (or the fit's ``budget``, the earlier end counting) covers the whole
+    path; every sweep asks the same :class:`~rulemip.budget.Budget`.
+
     Returns
     -------
     PathResult : distinct supports in order of appearance; ``history`` has one entry per λ
@@ -450,6 +457,7 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     """
     t0 = time.perf_counter()
     _check_common(None, max_sweeps, time_limit, tol)
+    clock = Budget.coerce(budget, time_limit)
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     lmax = prob.lambda_max()
     if lambdas is None:
@@ -473,11 +481,10 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     raw: list[tuple[float, FloatArray, float]] = []
     seen: set[bytes] = set()
     for lam in grid:
-        rem = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if rem is not None and rem <= 0:
+        if clock.expired():
             break
-        z, obj, info = _run_cbcd(prob, float(lam), z, max_sweeps, active_set, pool, rem, tol,
-                                 exact_blocks)
+        z, obj, info = _run_cbcd(prob, float(lam), z, max_sweeps, active_set, pool, clock,
+                                 tol, exact_blocks)
         entry = {k: v for k, v in info.items() if k != "objective_trace"}
         entry.update(lam=float(lam), objective=obj, n_selected=int(z.sum()))
         history.append(entry)

@@ -18,7 +18,7 @@ from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.forest import Forest, ridge_refit, root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
-from rulemip.solvers.base import get_backend
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, resolve_backend
 from rulemip.solvers.result import SolveOptions
 
 FloatArray = NDArray[np.float64]
@@ -183,8 +183,11 @@ class _Problem:
             self.tree_of[tr.idx] = k
 
     def backend(self) -> Any:
+        """The block masters' backend, resolved once on what they need (a persistent
+        MILP master; ``"auto"``: the first installed backend that serves one)."""
         if self._backend is None:
-            self._backend = get_backend(self.solver)
+            self._backend = resolve_backend(self.solver, PERSISTENT_MASTER_NEEDS,
+                                            outer_approximation=False)[0]
         return self._backend
 
     def single_gains(self) -> FloatArray:

@@ -89,6 +89,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import Forest, pruning_gradient
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -303,7 +304,8 @@ class _Segment:
 def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
                            lin: FloatArray | None = None, z0: FloatArray | None = None,
                            time_limit: float | None = None, max_iter: int = 1000,
-                           rel_tol: float = 1e-6, abs_tol: float = 1e-9) -> FWResult:
+                           rel_tol: float = 1e-6, abs_tol: float = 1e-9,
+                           budget: Budget | None = None) -> FWResult:
     r"""Minimize ``f(z) = q(z) + linᵀz`` over the LMO's polytope by pairwise Frank–Wolfe.
 
     Parameters
@@ -313,6 +315,8 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     lin : (m,) linear term (``λ a`` for the penalized problem); zero if ``None``.
     z0 : a vertex of ``P`` to start from (default 0, always feasible).
     time_limit, max_iter : limits (seconds; iterations).
+    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
+        end counts); every iteration asks it.
     rel_tol, abs_tol : stop when ``value − lower_bound ≤ max(abs_tol, rel_tol·|value|)``.
 
     Returns
@@ -320,6 +324,7 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     FWResult : upper ``value`` at ``z`` and a valid ``lower_bound`` (module docstring).
     """
     t0 = time.perf_counter()
+    clock = Budget.coerce(budget, time_limit)
     m = base.M.shape[1]
     c_lin = np.zeros(m) if lin is None else np.asarray(lin, dtype=float)
     if max_iter < 0:
@@ -351,7 +356,7 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
         if it >= max_iter:
             termination = "max_iter"
             break
-        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+        if clock.expired():
             termination = "time_limit"
             break
         it += 1

@@ -34,6 +34,7 @@ from rulemip.exceptions import FormulationError, InvalidParameterError
 from rulemip.formulations.forest import RidgeRefit, pruning_gradient, ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
+from rulemip.solvers.result import Limit, TerminationReason
 
 __all__ = ["TreePruningCIP", "TreePruningMIP", "TreePruningMIPSolution",
            "pruning_feasible_model"]
@@ -111,9 +112,14 @@ class TreePruningMIPSolution:
     w : (m,) weights (zero off the support).
     value : objective of (1) at ``(z, w)``, recomputed from the data (``inf`` without a
         solution).
-    lower_bound : the solver's dual bound (valid lower bound on the optimum of (1)).
+    lower_bound : the solver's dual bound (valid lower bound on the optimum of (1)); 0 when
+        the recomputed ``value`` refutes it (q ≥ 0).
     gap : relative gap between ``value`` and ``lower_bound``.
     result : the backend's :class:`~rulemip.solvers.SolveResult`.
+    termination, limit : the status decided by :func:`rulemip.solvers.status.promote`
+        (``optimal`` only when the backend finished, its bound is not refuted by ``value``
+        and the gap is at most ``mip_gap``).
+    notes : what :func:`~rulemip.solvers.status.promote` had to say.
     """
 
     z: NDArray[np.float64] | None
@@ -122,6 +128,9 @@ class TreePruningMIPSolution:
     lower_bound: float
     gap: float
     result: Any
+    termination: TerminationReason = TerminationReason.NO_SOLUTION_FOUND
+    limit: Limit | None = None
+    notes: tuple[str, ...] = ()
 
 
 class TreePruningMIP:
@@ -247,22 +256,42 @@ class TreePruningMIP:
         r = self.y - np.asarray(self.nodes.M @ w).ravel()
         return 0.5 * float(r @ r) + 0.5 / self.gamma * float(w @ w)
 
-    def solve(self, solver: str = "scip", *, time_limit: float | None = None,
+    def solve(self, solver: str = "auto", *, time_limit: float | None = None,
               mip_gap: float = 1e-6, **backend_kwargs: Any) -> TreePruningMIPSolution:
-        """Build, solve with backend ``solver`` (through the solver registry) and decode.
+        """Build, solve with backend ``solver`` and decode.
 
-        ``value`` is recomputed from the data at the decoded ``(z, w)``; ``lower_bound`` is
-        the backend's dual bound.
+        The backend is resolved once by :func:`rulemip.solvers.base.resolve_backend` on
+        what the model needs (``"auto"``: the first installed backend that takes it
+        natively; a named backend that cannot is refused before any work).
+        ``backend_kwargs`` configure a named backend. ``value`` is recomputed from the data
+        at the decoded ``(z, w)``; the status, bound and gap are decided by
+        :func:`rulemip.solvers.status.promote` at ``mip_gap``.
         """
-        from rulemip.solvers import SolveOptions, get_backend, relative_gap
+        from rulemip.solvers import SolveOptions, get_backend
+        from rulemip.solvers.base import required_capabilities, resolve_backend
+        from rulemip.solvers.status import promote
 
         model = self.build()
-        res = get_backend(solver, **backend_kwargs).solve(
-            model.to_standard_form(), SolveOptions(time_limit=time_limit, mip_gap=mip_gap))
+        sf = model.to_standard_form()
+        if backend_kwargs:
+            if solver == "auto":
+                raise InvalidParameterError("backend options need a named `solver`; got "
+                                            "solver='auto' with " + ", ".join(backend_kwargs))
+            backend: Any = get_backend(solver, **backend_kwargs)
+        else:
+            backend = solver
+        backend = resolve_backend(backend, required_capabilities(sf),
+                                  outer_approximation=False)[0]
+        res = backend.solve(sf, SolveOptions(time_limit=time_limit, mip_gap=mip_gap))
+        finished = res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
         if res.x is None:
+            verdict = promote(math.inf, float(res.bounds.dual), finished=finished,
+                              mip_gap=mip_gap, limit=res.limit, no_solution=res.termination)
             return TreePruningMIPSolution(None, None, math.inf, float(res.bounds.dual),
-                                          math.inf, res)
+                                          math.inf, res, verdict.termination, verdict.limit)
         z, w = self.decode(model, res.x)
         value = self.objective(w)
-        lb = min(float(res.bounds.dual), value)
-        return TreePruningMIPSolution(z, w, value, lb, relative_gap(value, lb), res)
+        verdict = promote(value, float(res.bounds.dual), finished=finished, mip_gap=mip_gap,
+                          limit=res.limit, fallback_bound=0.0)
+        return TreePruningMIPSolution(z, w, value, verdict.lower_bound, verdict.gap, res,
+                                      verdict.termination, verdict.limit, verdict.notes)
