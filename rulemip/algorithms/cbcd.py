@@ -41,9 +41,10 @@ Two kinds of block update are used.
   not beat the current value the block is optimal.  Otherwise: for trees with at most
   ``enumeration_limit`` antichains, G is evaluated at every antichain (batched |U|×|U|
   solves); for larger trees by outer approximation over the tree's nodes, cuts
-  ``ν ≥ q(u^h) + ∇q(u^h)ᵀ(u − u^h)``, master ``min ν + λ aᵀu`` over the antichains (one cut:
-  the forest DP; several: a small MILP with root-to-leaf clique rows
-  ``Σ_{j ∈ path} u_j ≤ 1``, which describe the antichains exactly, on the chosen backend),
+  ``ν ≥ f(u^h) + ∇f(u^h)ᵀ(u − u^h)`` of ``f = q + λ aᵀu``, master ``min ν`` over the
+  antichains (a small MILP with root-to-leaf clique rows ``Σ_{j ∈ path} u_j ≤ 1``, which
+  describe the antichains exactly; the loop is the shared
+  :class:`~rulemip.algorithms.outer_approximation.OuterApproximation` engine),
   with **cut recycling** (§3.2.1): the points visited in a tree are cached in a
   :class:`CutPool`, stay feasible when the partial residual changes, and their cuts are
   re-evaluated from the new ``(c, K)`` by a |U|×|U| solve — no n-dimensional work.
@@ -73,8 +74,8 @@ from rulemip.algorithms.cbcd_model import (
     CutPool,
     _Block,
     _block_data,
+    _block_master,
     _Fit,
-    _Master,
     _Problem,
     _Tree,
     _tree_dp,
@@ -94,7 +95,6 @@ FloatArray = NDArray[np.float64]
 _ACCEPT = 1e-12           # relative decrease needed to accept a block update
 _BLOCK_TOL = 1e-10        # relative (to ½‖y‖²) OA tolerance, enumerated masters
 _ENUM_LIMIT = 1_000       # enumerate a tree's antichains for the master up to this count
-_MAX_BLOCK_ITER = 100
 _MAX_BLOCK_ITER_MIP = 30
 
 
@@ -144,7 +144,7 @@ def _enumerated_block(blk: _Block, tr: _Tree, lam: float, gamma: float, u_cur: F
 
 
 def _solve_block(prob: _Problem, k: int, fit: _Fit, z: FloatArray, lam: float, pool: CutPool,
-                 info: dict[str, Any]) -> tuple[FloatArray, float]:
+                 info: dict[str, Any], budget: Budget) -> tuple[FloatArray, float]:
     """Exact block update of tree k (screen, then OA with recycled cuts).
 
     Returns the block minimizer u and the block objective ``q + λ a_tᵀu`` at it (the other
@@ -165,44 +165,31 @@ def _solve_block(prob: _Problem, k: int, fit: _Fit, z: FloatArray, lam: float, p
     blk = _block_data(prob, tr, fit.S)
     if tr.ac_groups is not None:  # few antichains: evaluate the block objective at all
         return _enumerated_block(blk, tr, lam, prob.gamma, u_cur)
-    master = _Master(prob, tr, lam, blk.q0)
+    seeds = [u_cur, u_dp, *pool.points(k)]
+    values = [blk.value_grad(u, prob.gamma) for u in seeds]
+    f0 = values[0][0] + lam * float(tr.a @ u_cur)
+    oa = _block_master(prob, tr, blk, lam, budget, btol, _MAX_BLOCK_ITER_MIP, f0)
     seen: set[bytes] = set()
-    ub, u_best = math.inf, u_cur
-
-    def cut(u: FloatArray) -> None:
-        nonlocal ub, u_best
+    for j, (u, (val, gr)) in enumerate(zip(seeds, values, strict=True)):
+        if u.tobytes() in seen:
+            continue
         seen.add(u.tobytes())
-        val, gr = blk.value_grad(u, prob.gamma)
-        master.add(val, gr, u)
-        f = val + lam * float(tr.a @ u)
-        if f < ub:
-            ub, u_best = f, u.copy()
-
-    cut(u_cur)
-    cut(u_dp)
-    info["cuts_added"] += 1
-    for p in pool.points(k):
-        if p.tobytes() not in seen:
-            cut(p)
-            info["cuts_recycled"] += 1
-    certified = False
-    for _ in range(_MAX_BLOCK_ITER if tr.antichains is not None else _MAX_BLOCK_ITER_MIP):
-        lb, u_new = master.solve()
-        if ub - lb <= btol or u_new.tobytes() in seen:
-            # bounds met (a repeated point means the master is within its tolerance)
-            certified = True
-            break
-        cut(u_new)
-        info["cuts_added"] += 1
-    info["blocks_uncertified"] = info.get("blocks_uncertified", 0) + int(not certified)
-    info["master_solves"] += master.n_solves
+        oa.add_cut(val + lam * float(tr.a @ u), gr + lam * tr.a, u)
+        info["cuts_recycled"] += int(j >= 2)
+    n_seeded = oa.n_cuts
+    res = oa.run()
+    info["cuts_added"] += 1 + oa.n_cuts - n_seeded
+    info["blocks_uncertified"] = info.get("blocks_uncertified", 0) + int(not res.converged)
+    info["master_solves"] += res.iterations
+    u_best = u_cur if res.z is None else np.rint(res.z)
+    ub = res.value if res.z is not None else f_cur
     for p in (u_best, u_dp):
         pool.add(k, p)
     return u_best, ub
 
 
 def block_update(nodes: NodeMatrix, y: ArrayLike, lam: float, z: ArrayLike, tree: int, *,
-                 attribute: str = "rule", gamma: float = 1.0, solver: str = "highs",
+                 attribute: str = "rule", gamma: float = 1.0, solver: str = "auto",
                  enumeration_limit: int = _ENUM_LIMIT) -> tuple[FloatArray, float]:
     """One exact block update (problem (5)/(6)) of tree ``tree`` (position in
     ``np.unique(nodes.tree)``) at the feasible binary ``z``.
@@ -221,7 +208,7 @@ def block_update(nodes: NodeMatrix, y: ArrayLike, lam: float, z: ArrayLike, tree
     fit = _Fit(prob, zz)
     info: dict[str, Any] = {"block_solves": 0, "cuts_added": 0, "cuts_recycled": 0,
                             "master_solves": 0}
-    u, _ = _solve_block(prob, tree, fit, zz, float(lam), CutPool(), info)
+    u, _ = _solve_block(prob, tree, fit, zz, float(lam), CutPool(), info, Budget.unlimited())
     zz[prob.trees[tree].idx] = u
     return zz, _Fit(prob, zz).q + float(lam) * float(prob.a @ zz)
 
@@ -256,7 +243,7 @@ def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int
         info["block_updates"] += 1
         u_cur = z[tr.idx].copy()
         if exact:
-            u_best, f_best = _solve_block(prob, k, fit, z, lam, pool, info)
+            u_best, f_best = _solve_block(prob, k, fit, z, lam, pool, info, budget)
             if not f_best < fit.q + lam * float(tr.a @ u_cur) - accept:
                 return 0.0
         else:

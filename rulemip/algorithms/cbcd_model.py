@@ -1,6 +1,6 @@
 """The data structures of coordinate-wise block descent (:mod:`rulemip.algorithms.cbcd`):
 trees as path/antichain structures, the problem and fit state, the cut pool and the exact
-outer-approximation master of one tree's block
+outer-approximation master of one tree's block (on the shared engine)
 (``docs/explanation/tree_pruning_paths.md`` states the math)."""
 
 from __future__ import annotations
@@ -14,12 +14,13 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.forest import Forest, ridge_refit, root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, resolve_backend
-from rulemip.solvers.result import SolveOptions
 
 FloatArray = NDArray[np.float64]
 
@@ -261,69 +262,38 @@ def _block_data(prob: _Problem, tr: _Tree, S: NDArray[np.int64]) -> _Block:
     return _Block(q0, np.asarray(tr.MTt @ r).ravel(), K)
 
 
-class _Master:
-    """Exact OA master ``min ν + λ aᵀu`` over a tree's antichains (module doc)."""
+class _BlockObjective:
+    """One tree's block objective ``q(u) + λ aᵀu`` as an outer-approximation oracle
+    (convex; the linear term is carried exactly by every cut)."""
 
-    def __init__(self, prob: _Problem, tr: _Tree, lam: float, q0: float) -> None:
-        self.prob, self.tr, self.lam, self.q0 = prob, tr, lam, q0
-        self.alpha: list[float] = []
-        self.beta: list[FloatArray] = []
-        self._mip: Any = None
-        self.n_solves = 0
+    def __init__(self, blk: _Block, gamma: float, lin: FloatArray) -> None:
+        self.blk, self.gamma, self.lin = blk, gamma, lin
 
-    def add(self, value: float, grad: FloatArray, u: FloatArray) -> None:
-        self.alpha.append(value - float(grad @ u))
-        self.beta.append(grad.copy())
-        if self._mip is not None:
-            self._add_row(len(self.alpha) - 1)
+    def value_and_gradient(self, u: FloatArray) -> tuple[float, FloatArray]:
+        v, g = self.blk.value_grad(u, self.gamma)
+        return v + float(self.lin @ u), g + self.lin
 
-    def _add_row(self, h: int) -> None:
-        s = self.prob.scale
-        row = np.concatenate([-self.beta[h] / s, [1.0]])
-        self._mip.add_rows(sp.csr_matrix(row.reshape(1, -1)),
-                           np.array([(self.alpha[h] - self.q0) / s]), np.array([math.inf]))
 
-    def solve(self) -> tuple[float, FloatArray]:
-        """Return (lower bound, minimizer u)."""
-        self.n_solves += 1
-        tr, lam = self.tr, self.lam
-        lin = lam * tr.a
-        if len(self.alpha) == 1:
-            best, u = _tree_dp(-(self.beta[0] + lin), tr)
-            return self.alpha[0] - best, u
-        if tr.antichains is not None:
-            A = tr.antichains.astype(float)
-            B = np.column_stack(self.beta)
-            vals = np.max(A @ B + np.asarray(self.alpha), axis=1)
-            assert tr.ac_a is not None
-            vals = vals + lam * tr.ac_a
-            j = int(np.argmin(vals))
-            return float(vals[j]), A[j].copy()
-        return self._solve_mip()
-
-    def _solve_mip(self) -> tuple[float, FloatArray]:
-        tr = self.tr
-        k = tr.idx.size
-        s = self.prob.scale
-        if self._mip is None:
-            model = MIPModel("cbcd_block")
-            u = model.add_variables("u", k, binary=True)
-            nu = model.add_variables("nu", 1, lb=-math.inf)
-            ids = np.asarray(u.ids).ravel()
-            model.add_constraints("paths", matrix=tr.forest.paths, cols=ids, upper=1.0)
-            model.add_objective(ids, self.lam * tr.a / s)
-            model.add_objective(np.asarray(nu.ids).ravel(), np.ones(1))
-            self._mip = self.prob.backend().persistent(model.to_standard_form())
-            for h in range(len(self.alpha)):
-                self._add_row(h)
-        res = self._mip.solve(SolveOptions(mip_gap=1e-9, optimality_tol=0.0,
-                                           extra={"mip_abs_gap": 0.1 * _BLOCK_TOL_MIP}))
-        if res.x is None or not math.isfinite(res.bounds.dual):
-            raise InvalidDataError(f"block master failed ({res.termination.value}, "
-                                   f"{res.raw_status}).")
-        u_new = np.clip(np.rint(res.x[:k]), 0.0, 1.0)
-        return self.q0 + s * float(res.bounds.dual), u_new
-
+def _block_master(prob: _Problem, tr: _Tree, blk: _Block, lam: float, budget: Budget,
+                  tol: float, max_iter: int, first_value: float) -> OuterApproximation:
+    """The exact OA of one tree's block on the shared engine
+    (:class:`~rulemip.algorithms.outer_approximation.OuterApproximation`): binary u, one
+    row per root-to-leaf path (exactly the antichains), masters ``min ν`` over the cuts of
+    ``q(u) + λ aᵀu``, solved to a relative gap of 1e-9 and — HiGHS — an absolute gap of a
+    tenth of ``tol`` (``first_value`` is the first cut's value: the engine measures ν in
+    its units); converged when ``U − LB ≤ tol``."""
+    model = MIPModel("cbcd_block")
+    u = model.add_variables("z", tr.idx.size, binary=True)
+    model.add_constraints("paths", matrix=tr.forest.paths, cols=np.asarray(u.ids).ravel(),
+                          upper=1.0)
+    backend = prob.backend()
+    extra: dict[str, Any] = {}
+    if backend.name == "highs":
+        extra["mip_abs_gap"] = 0.1 * tol / max(abs(first_value), 1e-8)
+    opts = OAOptions(budget=budget, abs_tol=tol, rel_tol=0.0, max_iter=max_iter,
+                     solver=backend, adaptive_master_gap=False, master_extra=extra)
+    return OuterApproximation(_BlockObjective(blk, prob.gamma, lam * tr.a), model,
+                              options=opts)
 
 
 def _tree_dp(profit: FloatArray, tr: _Tree) -> tuple[float, FloatArray]:

@@ -55,6 +55,7 @@ from rulemip.model.mip_model import MIPModel
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
     PersistentSolver,
+    SolverBackend,
     resolve_backend,
 )
 from rulemip.solvers.result import (
@@ -91,7 +92,8 @@ class OAOptions:
     rel_tol: float = 1e-6
     max_iter: int = 10_000
     relax: bool = False
-    solver: str = "highs"
+    #: backend name, or a backend already resolved once for the whole fit
+    solver: str | SolverBackend = "highs"
     threads: int | None = None
     seed: int = 0
     callback: Callable[[dict[str, Any]], None] | None = None
