@@ -108,23 +108,27 @@ def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, n_rules: float,
                 p = nodes.parent[p]
 
 
-def clique_pruning_model(nodes: NodeMatrix, n_rules: float, attribute: str = "rule") -> MIPModel:
+def clique_pruning_model(nodes: NodeMatrix, n_rules: float | None,
+                         attribute: str = "rule") -> MIPModel:
     r"""Feasible set of CIP (2) with clique conflict rows.
 
-    Binary z, one row :math:`\sum_{i \in P_\ell \cup \{\ell\}} z_i \le 1` per leaf ℓ and
-    the budget :math:`\sum_i a_i z_i \le K`.  Same integer points as
-    :func:`~rulemip.formulations.tree_pruning.pruning_feasible_model` (z_i + z_j ≤ 1 for
-    every ancestor/descendant pair), tighter linear relaxation.
+    Binary z, one row :math:`\sum_{i \in P_\ell \cup \{\ell\}} z_i \le 1` per leaf ℓ
+    (:func:`~rulemip.formulations.forest.root_to_leaf_paths`) and, unless ``n_rules`` is
+    ``None`` (the penalized problem), the budget :math:`\sum_i a_i z_i \le K`.  Same integer
+    points as :func:`~rulemip.formulations.tree_pruning.pruning_feasible_model` (z_i + z_j ≤ 1
+    for every ancestor/descendant pair), tighter linear relaxation: the convex hull of the
+    antichains.
     """
-    if not n_rules >= 0:
+    if n_rules is not None and not n_rules >= 0:
         raise InvalidParameterError(f"n_rules must be >= 0; got {n_rules}")
-    a = nodes.attribute(attribute)  # type: ignore[arg-type]
     model = MIPModel()
     z = model.add_variables("z", nodes.n_nodes, binary=True)
     ids = np.asarray(z.ids).ravel()
     model.add_constraints("paths", matrix=root_to_leaf_paths(nodes.parent), cols=ids, upper=1.0)
-    model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
-                          upper=float(n_rules))
+    if n_rules is not None:
+        a = nodes.attribute(attribute)  # type: ignore[arg-type]
+        model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
+                              upper=float(n_rules))
     return model
 
 

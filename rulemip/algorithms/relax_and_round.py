@@ -42,7 +42,6 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.algorithms.frank_wolfe import ForestLMO, FWIteration, frank_wolfe_relaxation
@@ -52,10 +51,9 @@ from rulemip.algorithms.knapsack_conflicts import (
     forest_penalized,
 )
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
-from rulemip.algorithms.prune_exact import greedy_prune
+from rulemip.algorithms.prune_exact import clique_pruning_model, greedy_prune
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
-from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.model import MIPModel
@@ -106,17 +104,10 @@ class _Penalized:
 def relaxation_model(nodes: NodeMatrix, n_rules: float | None = None,
                      attribute: str = "rule") -> MIPModel:
     """Feasible set of the relaxation: ``z`` in [0,1] (declared binary; relax it), one row
-    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``n_rules``."""
-    m = nodes.n_nodes
-    model = MIPModel("relax_and_round")
-    z = model.add_variables("z", m, binary=True)
-    ids = np.asarray(z.ids).ravel()
-    model.add_constraints("paths", matrix=root_to_leaf_paths(nodes.parent), cols=ids,
-                          upper=1.0)
-    if n_rules is not None:
-        a = nodes.attribute(attribute)  # type: ignore[arg-type]
-        model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
-                              upper=float(n_rules))
+    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``n_rules``
+    (:func:`~rulemip.algorithms.prune_exact.clique_pruning_model`)."""
+    model = clique_pruning_model(nodes, n_rules, attribute)
+    model.name = "relax_and_round"
     return model
 
 
