@@ -58,3 +58,23 @@ def test_memory_cap() -> None:
         b.check_memory(10_000, "boxes")
     with pytest.raises(InvalidParameterError):
         Budget.coerce("x", None)  # type: ignore[arg-type]
+
+
+def test_default_max_memory_is_a_share_of_available_memory(monkeypatch):
+    import rulemip.budget as budget
+
+    monkeypatch.setattr(budget, "available_memory", lambda: 16 * 2**30)
+    assert budget.default_max_memory() == 4 * 2**30
+    monkeypatch.setattr(budget, "available_memory", lambda: 256 * 2**30)
+    assert budget.default_max_memory() == budget.DEFAULT_MEMORY_CAP
+    monkeypatch.setattr(budget, "available_memory", lambda: None)
+    assert budget.default_max_memory() == budget.DEFAULT_MEMORY_FALLBACK
+    monkeypatch.setattr(budget, "available_memory", lambda: 10 * 2**20)
+    assert budget.default_max_memory() == 64 * 2**20
+
+
+def test_available_memory_reads_the_machine():
+    from rulemip.budget import available_memory
+
+    avail = available_memory()
+    assert avail is None or avail > 0
