@@ -82,16 +82,30 @@ def canonical_rule(rule: Rule, X: NDArray[np.float64],
     lower, upper = _tightest_box(X[covered], thresholds)
     useful = [j for j in range(X.shape[1])
               if math.isfinite(lower[j]) or math.isfinite(upper[j])]
+    # a feature set qualifies when every uncovered row lies outside the tightest interval
+    # of one of its features: bit r of excluded[j] says row r is outside on feature j
+    rest = X[~covered]
+    everyone = (1 << rest.shape[0]) - 1
+    excluded = {j: _bits(~((rest[:, j] > lower[j]) & (rest[:, j] <= upper[j])))
+                for j in useful}
     tried = 0
     for size in range(1, n_features + 1):
         for features in itertools.combinations(useful, size):
             tried += 1
             if tried > MAX_FEATURE_SETS:
                 return rule
-            if np.array_equal(_covers(X, lower, upper, features), covered):
+            hit = 0
+            for j in features:
+                hit |= excluded[j]
+            if hit == everyone:
                 return _drop_bounds(rule.weight, X, covered, lower, upper, features,
                                     encoder)
     return rule  # unreachable for a rule of the grid: its own features qualify
+
+
+def _bits(mask: NDArray[np.bool_]) -> int:
+    """The boolean vector as an integer bit set (bit r for entry r)."""
+    return int.from_bytes(np.packbits(mask, bitorder="little").tobytes(), "little")
 
 
 def _drop_bounds(weight: float, X: NDArray[np.float64], covered: NDArray[np.bool_],
