@@ -300,3 +300,10 @@ def test_complex_or_sparse_y_is_refused_by_gap_study(kind):
         warnings.simplefilter("error")
         with pytest.raises(InvalidDataError, match=r"y is (complex-valued|a sparse matrix)"):
             gap_study(X, bad, 1, ["SGS"], time_limit=10)
+
+
+def test_numpy_booleans_are_booleans():
+    from rulemip._validation import check_bool
+
+    assert check_bool(np.True_, "fit_intercept") is True
+    assert check_bool(np.bool_(False), "fit_intercept") is False
