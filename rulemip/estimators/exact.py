@@ -205,7 +205,9 @@ class _ExactBase(BaseEstimator):
         # one representative among rules tied by covering the same rows (rulemip.rules.
         # canonical): weighted and repeated data, or shuffled rows, give the same model
         self.rules_ = canonical_ensemble(_with_encoder(result.ensemble, ds), ds.X,
-                                         thresholds, ds.sample_weight)
+                                         thresholds, ds.sample_weight,
+                                         fit_intercept=self.fit_intercept,
+                                         max_rule_length=self.max_rule_length)
         if not result.is_optimal:
             warnings.warn(
                 f"solve stopped before proving optimality ({result.termination.value}, "

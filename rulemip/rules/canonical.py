@@ -20,7 +20,9 @@ training rows and the candidate thresholds:
 4. bounds dropped in feature order (lower, then upper) while the box still covers
    exactly :math:`S`.
 
-The result covers the same rows (the risk and the training predictions are unchanged),
+With an intercept, a rule and a box covering exactly the other rows are interchangeable
+as well (:func:`canonical_ensemble`). The result covers the same rows (the risk and the
+training predictions are unchanged),
 uses no more features than the rule (so ``max_rule_length`` holds) and only grid
 thresholds (so the certificate's language check holds). The search over feature sets is
 capped (:data:`MAX_FEATURE_SETS`); past the cap the rule is kept as it is.
@@ -79,6 +81,16 @@ def canonical_rule(rule: Rule, X: NDArray[np.float64],
         return rule  # covers no row: nothing ties it to the data
     if covered.all():
         return Rule((), rule.weight)
+    found = _box_covering(covered, X, thresholds, n_features, rule.weight, encoder)
+    return rule if found is None else found
+
+
+def _box_covering(covered: NDArray[np.bool_], X: NDArray[np.float64],
+                  thresholds: Sequence[NDArray[np.float64]], max_features: int,
+                  weight: float, encoder: Any) -> Rule | None:
+    """Steps 2-4 of the module docstring for the row set ``covered``: the canonical box
+    of at most ``max_features`` features covering exactly those rows, or None (no such
+    box, or the search cap was reached)."""
     lower, upper = _tightest_box(X[covered], thresholds)
     useful = [j for j in range(X.shape[1])
               if math.isfinite(lower[j]) or math.isfinite(upper[j])]
@@ -88,19 +100,23 @@ def canonical_rule(rule: Rule, X: NDArray[np.float64],
     everyone = (1 << rest.shape[0]) - 1
     excluded = {j: _bits(~((rest[:, j] > lower[j]) & (rest[:, j] <= upper[j])))
                 for j in useful}
+    hit_all = 0
+    for j in useful:
+        hit_all |= excluded[j]
+    if hit_all != everyone:
+        return None  # not even the tightest box on every feature covers exactly these rows
     tried = 0
-    for size in range(1, n_features + 1):
+    for size in range(1, max_features + 1):
         for features in itertools.combinations(useful, size):
             tried += 1
             if tried > MAX_FEATURE_SETS:
-                return rule
+                return None
             hit = 0
             for j in features:
                 hit |= excluded[j]
             if hit == everyone:
-                return _drop_bounds(rule.weight, X, covered, lower, upper, features,
-                                    encoder)
-    return rule  # unreachable for a rule of the grid: its own features qualify
+                return _drop_bounds(weight, X, covered, lower, upper, features, encoder)
+    return None
 
 
 def _bits(mask: NDArray[np.bool_]) -> int:
@@ -128,11 +144,34 @@ def _drop_bounds(weight: float, X: NDArray[np.float64], covered: NDArray[np.bool
 
 def canonical_ensemble(ensemble: RuleEnsemble, X: NDArray[np.float64],
                        thresholds: Sequence[NDArray[np.float64]],
-                       sample_weight: NDArray[np.float64] | None = None) -> RuleEnsemble:
-    """``ensemble`` with every rule replaced by :func:`canonical_rule` on the rows of
-    positive weight; intercept, weights, loss, encoder and predictions on those rows are
-    unchanged."""
+                       sample_weight: NDArray[np.float64] | None = None, *,
+                       fit_intercept: bool = False,
+                       max_rule_length: int | None = None) -> RuleEnsemble:
+    r"""``ensemble`` with every rule replaced by :func:`canonical_rule` on the rows of
+    positive weight; predictions on those rows and the penalty are unchanged.
+
+    With an intercept, a rule :math:`q_A` of weight :math:`w` and a box :math:`q_B`
+    covering exactly the other rows are interchangeable:
+    :math:`c + w q_A = (c + w) - w q_B` on the training rows, with the same penalty
+    :math:`w^2`. So an optimum holding A twice and one holding A and B are the same
+    optimum; of the two orientations the one whose rule does not cover the reference row
+    (the lexicographically smallest training row) is kept, when the complement is a box
+    of at most ``max_rule_length`` features.
+    """
     rows = X if sample_weight is None else X[np.asarray(sample_weight) > 0]
-    rules = [canonical_rule(r, rows, thresholds, ensemble.encoder) for r in ensemble.rules]
-    return RuleEnsemble(rules, ensemble.intercept, ensemble.loss, ensemble.encoder,
-                        ensemble.classes)
+    intercept = ensemble.intercept
+    rules: list[Rule] = []
+    reference = int(np.lexsort(rows.T[::-1])[0]) if rows.size else -1
+    cap = rows.shape[1] if max_rule_length is None else int(max_rule_length)
+    for r in ensemble.rules:
+        rule = canonical_rule(r, rows, thresholds, ensemble.encoder)
+        if fit_intercept and reference >= 0 and rule.conditions:
+            covered = rule.query(rows)
+            if covered[reference] and not covered.all():
+                flipped = _box_covering(~covered, rows, thresholds, cap, -rule.weight,
+                                        ensemble.encoder)
+                if flipped is not None:
+                    intercept += rule.weight
+                    rule = flipped
+        rules.append(rule)
+    return RuleEnsemble(rules, intercept, ensemble.loss, ensemble.encoder, ensemble.classes)

@@ -8,6 +8,7 @@ import itertools
 import math
 
 import numpy as np
+import pytest
 
 from rulemip.data import candidate_thresholds
 from rulemip.rules import Rule, RuleEnsemble, conditions_from_box
@@ -87,3 +88,23 @@ def test_rules_covering_all_or_no_rows():
     assert canonical_rule(everything, X, ths).conditions == ()
     nothing = Rule(conditions_from_box(*_interval(1, 0, 10.0, math.inf)), 1.0)
     assert canonical_rule(nothing, X, ths) == nothing
+
+
+def test_rule_and_its_complement_are_oriented_canonically_with_an_intercept():
+    """c + w q_A = (c + w) - w q_B when B covers exactly the rows A does not: the
+    ensembles {A, A} and {A, B} are one optimum and map to the same model."""
+    X = np.arange(8.0).reshape(-1, 1)
+    ths = candidate_thresholds(X)
+    a = Rule(conditions_from_box(*_interval(1, 0, -math.inf, 2.5)), -1.5)  # covers row 0
+    b = Rule(conditions_from_box(*_interval(1, 0, 2.5, math.inf)), 1.5)
+    twice = RuleEnsemble([a, a], 4.0)
+    pair = RuleEnsemble([a, b], 4.0 - 1.5)
+    np.testing.assert_allclose(twice.predict(X), pair.predict(X))
+    one = canonical_ensemble(twice, X, ths, fit_intercept=True)
+    other = canonical_ensemble(pair, X, ths, fit_intercept=True)
+    assert one.to_text() == other.to_text()
+    assert all(not r.query(X)[0] for r in one.rules)  # the reference row is not covered
+    np.testing.assert_allclose(one.predict(X), twice.predict(X))
+    assert one.risk(X, X[:, 0], reg=1.0) == pytest.approx(twice.risk(X, X[:, 0], reg=1.0))
+    # without an intercept nothing is flipped
+    assert canonical_ensemble(twice, X, ths).to_text() == twice.to_text()

@@ -129,11 +129,9 @@ def test_zero_thresholds_points_to_none(rng):
 @pytest.mark.parametrize("est", [
     ExactRuleEnsembleRegressor(), ExactRuleEnsembleRegressor(n_rules=2, init=None),
     ExactRuleEnsembleClassifier(), ExactRuleEnsembleClassifier(n_rules=2, init=None),
-    pytest.param(ExactRuleEnsembleClassifier(n_rules=2), marks=pytest.mark.xfail(
-        strict=False, reason="a different optimum, not a different box: one fit returns "
-        "rule A twice, the other A and a rule B covering the complement of A's rows (with "
-        "the intercept shifted), the same training predictions and ridge penalty; tie "
-        "breaking by coverage (rulemip.rules.canonical) cannot map B to A")),
+    # one fit returns rule A twice, the other A and a box B covering exactly the other
+    # rows (intercept shifted): the same optimum, oriented canonically
+    ExactRuleEnsembleClassifier(n_rules=2),
 ], ids=lambda e: f"{type(e).__name__}({e.n_rules}, init={e.init})")
 def test_sample_weight_check_at_default_settings(est):
     """scikit-learn's weighted-vs-repeated check on 15 rows x 30 features: many boxes
