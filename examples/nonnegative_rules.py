@@ -2,9 +2,11 @@
 
 Every rule may only *raise* the prediction ("monotone" ensembles: risk factors that add
 up). The file implements the formulation protocol
-(:class:`rulemip.formulations.protocol.Formulation`) by reusing the interval-cover model and
-adding one row block, then registers it as ``engine="mip-nonneg"``; the driver does the
-rest — backend choice, native solve or tangent cuts, the time budget, the status.
+(:class:`rulemip.Formulation`) by reusing the interval-cover model and adding one row
+block, using only what the protocol declares (``build_model``, ``decode_solution``,
+``encode_start``, ``polish``, and the built model's ``model``, ``dataset`` and ``block``),
+then registers it as ``engine="mip-nonneg"``; the driver does the rest — backend choice,
+native solve or tangent cuts, the time budget, the status.
 ``docs/howto/add_formulation.md`` walks through it; ``tests/integration/test_add_formulation.py``
 checks it against brute force on every backend that can take it.
 
@@ -16,11 +18,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms.driver import ENGINES, register_formulation, solve_exact
-from rulemip.data import Dataset
-from rulemip.formulations.interval_cover import BuiltIntervalCover, IntervalCoverMIP
-from rulemip.losses import get_loss
-from rulemip.rules import RuleEnsemble
+from rulemip import Dataset, RuleEnsemble, get_loss, register_formulation
+from rulemip.algorithms.driver import ENGINES, solve_exact
+from rulemip.formulations.interval_cover import IntervalCoverMIP
+from rulemip.formulations.protocol import BuiltModel
 from rulemip.solvers.base import Capability, SolverBackend
 
 FloatArray = NDArray[np.float64]
@@ -42,6 +43,7 @@ class NonnegativeRulesMIP:
                  max_rule_length: int | None = None) -> None:
         if reg <= 0:
             raise ValueError(f"`reg` must be > 0 for nonnegative rules; got {reg!r}.")
+        self.loss, self.reg, self.fit_intercept = loss, reg, fit_intercept
         self.base = IntervalCoverMIP(n_rules, loss=loss, reg=reg,
                                      fit_intercept=fit_intercept, thresholds=thresholds,
                                      max_rule_length=max_rule_length)
@@ -51,7 +53,7 @@ class NonnegativeRulesMIP:
         return self.base.needs()
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend, native: bool,
-                    warm_start: RuleEnsemble | None = None) -> BuiltIntervalCover:
+                    warm_start: RuleEnsemble | None = None) -> BuiltModel:
         built = self.base.build_model(dataset, backend=backend, native=native,
                                       warm_start=None)  # a signed warm start may not fit
         beta = built.block("beta")
@@ -59,28 +61,36 @@ class NonnegativeRulesMIP:
                                     lower=0.0)
         return built
 
-    def encode_start(self, built: BuiltIntervalCover, ensemble: RuleEnsemble
+    def encode_start(self, built: BuiltModel, ensemble: RuleEnsemble
                      ) -> FloatArray | None:
         if any(r.weight < 0 for r in ensemble.rules):
             return None
         return self.base.encode_start(built, ensemble)
 
-    def decode_solution(self, built: BuiltIntervalCover, x: FloatArray
+    def decode_solution(self, built: BuiltModel, x: FloatArray
                         ) -> tuple[RuleEnsemble, float, list[str]]:
-        # the solver's own weights (a refit would drop the sign constraint), clipped at 0
-        # against solver tolerances, and the risk recomputed from the data
-        x = np.array(x, dtype=float)
-        beta = built.block("beta")
-        x[beta] = np.maximum(x[beta], 0.0)
-        ens, risk, _ = self.base.decode(built, x, refit=False)
+        # the rules of x (the base decodes them, one per rule slot, in slot order) with the
+        # solver's own weights — the base's refit would drop the sign constraint — clipped
+        # at 0 against solver tolerances, and the risk recomputed from the data
+        x = np.asarray(x, dtype=float)
+        rules = self.base.decode_solution(built, x)[0].rules
+        beta = np.maximum(x[built.block("beta")], 0.0)
+        b0 = float(x[built.block("beta0")][0]) if self.fit_intercept else 0.0
+        ens = RuleEnsemble([r.with_weight(float(b)) for r, b in zip(rules, beta, strict=True)],
+                           b0, self.loss)
         ds = built.dataset
-        lo = get_loss(self.base.loss)
-        risk = lo.risk(ens.decision_function_encoded(ds.X), ds.y, weights=ens.weights,
-                       reg=self.base.reg, sample_weight=ds.sample_weight)
+        risk = get_loss(self.loss).risk(ens.decision_function_encoded(ds.X), ds.y,
+                                        weights=ens.weights, reg=self.reg,
+                                        sample_weight=ds.sample_weight)
         return ens, float(risk), []
 
-    def polish(self, built: BuiltIntervalCover, x: FloatArray) -> FloatArray | None:
-        return self.base.polish(built, x)
+    def polish(self, built: BuiltModel, x: FloatArray) -> FloatArray | None:
+        # the base refits the weights without the sign constraint: keep its point only
+        # when it is feasible for this model too (β ≥ 0), else there is no repair
+        polished = self.base.polish(built, x)
+        if polished is None or np.any(polished[built.block("beta")] < 0.0):
+            return None
+        return polished
 
 
 # one line makes it an engine of solve_exact (and so of the estimators)

@@ -38,6 +38,12 @@ _EXPORTS: dict[str, str] = {
     "TreeRuleExtractor": "rulemip.estimators",
     "RGBClassifier": "rulemip.estimators",
     "RGBRegressor": "rulemip.estimators",
+    # extension points (docs/howto/add_formulation.md, docs/howto/backends.md)
+    "Formulation": "rulemip.formulations.protocol",
+    "register_formulation": "rulemip.algorithms.driver",
+    "register_method": "rulemip.algorithms.driver",
+    "solve": "rulemip.algorithms.driver",
+    "register_backend": "rulemip.solvers.base:register",
     # errors and warnings
     "RulemipError": "rulemip.exceptions",
     "InvalidDataError": "rulemip.exceptions",
@@ -55,10 +61,11 @@ __all__ = [*sorted(_EXPORTS), "__version__"]
 
 
 def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
+    target = _EXPORTS.get(name)
+    if target is None:
         raise AttributeError(f"module 'rulemip' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
+    module, _, attr = target.partition(":")  # "module:attr" exports under another name
+    value = getattr(importlib.import_module(module), attr or name)
     globals()[name] = value
     return value
 

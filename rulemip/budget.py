@@ -136,3 +136,39 @@ class Budget:
 
 
 __all__ = ["Budget", "ResourceLimitError"]
+
+
+#: share of the machine's available memory a search may use by default
+DEFAULT_MEMORY_SHARE: float = 0.25
+#: the default memory budget never exceeds this many bytes
+DEFAULT_MEMORY_CAP: int = 8 * 2**30
+#: the default memory budget when the available memory cannot be read
+DEFAULT_MEMORY_FALLBACK: int = 1 * 2**30
+
+
+def available_memory() -> int | None:
+    """Bytes of memory available to new allocations (``MemAvailable`` of
+    ``/proc/meminfo`` on Linux, ``os.sysconf`` elsewhere); None when unknown."""
+    import os
+
+    try:
+        with open("/proc/meminfo") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES")) * int(os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return None
+
+
+def default_max_memory() -> int:
+    """The default memory budget of one search: a quarter of the available memory
+    (:data:`DEFAULT_MEMORY_SHARE`), at most 8 GiB, 1 GiB when it cannot be read
+    (docs/reference/parameters.md)."""
+    avail = available_memory()
+    if avail is None:
+        return DEFAULT_MEMORY_FALLBACK
+    return int(max(64 * 2**20, min(DEFAULT_MEMORY_CAP, DEFAULT_MEMORY_SHARE * avail)))

@@ -20,6 +20,22 @@ def _pyplot() -> Any:
     return plt
 
 
+def set_k_ticks(ax: Any, ks: Any) -> None:
+    """Integer ticks only on an axis of rule counts ``ks`` — also for a single k, where
+    an integer locator that finds fewer than two integers in view falls back to
+    fractional ticks (0.96, 0.98, …): up to 12 counts get one tick each, more get an
+    integer locator that accepts a single tick."""
+    from matplotlib.ticker import MaxNLocator
+
+    values = sorted({int(k) for k in np.asarray(ks).ravel().tolist()})
+    if 0 < len(values) <= 12:
+        ax.set_xticks(values)
+        if len(values) == 1:
+            ax.set_xlim(values[0] - 0.5, values[0] + 0.5)
+    else:
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True, min_n_ticks=1))
+
+
 def plot_risk_vs_k(table: Any, path: str | Path, title: str = "") -> Path:
     """Training risk against k per boosting variant, with the exact incumbent and the
     certified band [lower bound, incumbent]."""
@@ -33,9 +49,7 @@ def plot_risk_vs_k(table: Any, path: str | Path, title: str = "") -> Path:
     for variant, grp in table.groupby("variant", sort=False):
         g = grp.sort_values("k")
         ax.plot(g["k"], g["risk_boost"], marker="o", ms=3, lw=1, label=str(variant))
-    from matplotlib.ticker import MaxNLocator
-
-    ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # k is a count: no 2.5 ticks
+    set_k_ticks(ax, ks)
     ax.set_xlabel("number of rules k")
     ax.set_ylabel("training risk")
     ax.set_title(title or "boosting vs certified optimum")

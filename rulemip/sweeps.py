@@ -1,11 +1,13 @@
 """Gap-study sweeps over datasets × splits × k that outgrow one machine.
 
 A sweep is a list of independent :class:`GapTask` s (one dataset, one split, one k). Each
-task runs the boosting variants up to its k and the exact engine at k, and returns its
-table rows and certificate. The driver writes every finished task to
-``out_dir/tasks/<task_id>.json`` (atomically) *as it finishes*, so an interrupted sweep
-resumes by skipping the tasks whose file exists; the final table is assembled from the
-files and sorted, so it does not depend on completion order.
+task runs the boosting variants up to its k and the exact engine at k, all within its
+``time_limit`` (one :class:`~rulemip.budget.Budget`, shared as in
+:mod:`rulemip.certify.gap`), and returns its table rows and certificate. The driver
+writes every finished task to ``out_dir/tasks/<task_id>.json`` (atomically) *as it
+finishes*, so an interrupted sweep resumes by skipping the tasks whose file exists; the
+final table is assembled from the files and sorted, so it does not depend on completion
+order.
 
 Execution: serial, joblib processes (``n_jobs``), or a Dask cluster (``scheduler`` = a
 ``tcp://`` address or a ``dask.distributed.Client``). Results travel back to the driver,
@@ -66,10 +68,11 @@ class GapTask:
 
 def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
     """Run one task; returns ``{"task": ..., "rows": [...], "certificate": {...}}``."""
+    from rulemip.budget import Budget
     from rulemip.certify.gap import (
         ProblemSpec,
         SolveSpec,
-        boosting_path,
+        boosting_paths,
         exact_at_k,
         make_problem,
         null_risk,
@@ -77,6 +80,7 @@ def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
     )
     from rulemip.data import Dataset
 
+    budget = Budget.from_time_limit(task.time_limit)  # every phase of the task
     X_arr, y_arr = _split(X, y, task.split, task.train_fraction)
     ds = Dataset.from_arrays(X_arr, y_arr, loss=task.loss)
     problem: ProblemSpec = make_problem(ds, loss=task.loss, reg=task.reg,
@@ -84,10 +88,10 @@ def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
                                         max_thresholds=task.max_thresholds, thresholds=None,
                                         max_rule_length=task.max_rule_length)
     solve = SolveSpec(task.engine, task.solver, task.time_limit, task.mip_gap)
-    boost = {v: boosting_path(ds, v, task.k, problem, solve)[task.k - 1]
-             for v in task.variants}
+    paths = boosting_paths(ds, task.variants, task.k, problem, solve, budget)
+    boost = {v: paths[v][task.k - 1] for v in task.variants}
     best = min(boost.values(), key=lambda rb: rb[0])[1]
-    _, cert = exact_at_k(ds, task.k, problem, solve, best)
+    _, cert = exact_at_k(ds, task.k, problem, solve, best, budget=budget)
     null = null_risk(ds, task.loss, task.fit_intercept)
     rows = rows_for_k(task.k, boost, cert, null)
     for r in rows:

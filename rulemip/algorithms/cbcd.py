@@ -41,9 +41,10 @@ Two kinds of block update are used.
   not beat the current value the block is optimal.  Otherwise: for trees with at most
   ``enumeration_limit`` antichains, G is evaluated at every antichain (batched |U|×|U|
   solves); for larger trees by outer approximation over the tree's nodes, cuts
-  ``ν ≥ q(u^h) + ∇q(u^h)ᵀ(u − u^h)``, master ``min ν + λ aᵀu`` over the antichains (one cut:
-  the forest DP; several: a small MILP with root-to-leaf clique rows
-  ``Σ_{j ∈ path} u_j ≤ 1``, which describe the antichains exactly, on the chosen backend),
+  ``ν ≥ f(u^h) + ∇f(u^h)ᵀ(u − u^h)`` of ``f = q + λ aᵀu``, master ``min ν`` over the
+  antichains (a small MILP with root-to-leaf clique rows ``Σ_{j ∈ path} u_j ≤ 1``, which
+  describe the antichains exactly; the loop is the shared
+  :class:`~rulemip.algorithms.outer_approximation.OuterApproximation` engine),
   with **cut recycling** (§3.2.1): the points visited in a tree are cached in a
   :class:`CutPool`, stay feasible when the partial residual changes, and their cuts are
   re-evaluated from the new ``(c, K)`` by a |U|×|U| solve — no n-dimensional work.
@@ -73,17 +74,18 @@ from rulemip.algorithms.cbcd_model import (
     CutPool,
     _Block,
     _block_data,
+    _block_master,
     _Fit,
-    _Master,
     _Problem,
     _Tree,
     _tree_dp,
     node_reach,
     path_clique_matrix,
 )
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.forest import ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
-from rulemip.formulations.tree_pruning import TreePruningCIP
 
 __all__ = ["CutPool", "PathModel", "PathResult", "block_update", "cbcd", "node_reach",
            "path_clique_matrix", "regularization_path"]
@@ -93,7 +95,6 @@ FloatArray = NDArray[np.float64]
 _ACCEPT = 1e-12           # relative decrease needed to accept a block update
 _BLOCK_TOL = 1e-10        # relative (to ½‖y‖²) OA tolerance, enumerated masters
 _ENUM_LIMIT = 1_000       # enumerate a tree's antichains for the master up to this count
-_MAX_BLOCK_ITER = 100
 _MAX_BLOCK_ITER_MIP = 30
 
 
@@ -143,7 +144,7 @@ def _enumerated_block(blk: _Block, tr: _Tree, lam: float, gamma: float, u_cur: F
 
 
 def _solve_block(prob: _Problem, k: int, fit: _Fit, z: FloatArray, lam: float, pool: CutPool,
-                 info: dict[str, Any]) -> tuple[FloatArray, float]:
+                 info: dict[str, Any], budget: Budget) -> tuple[FloatArray, float]:
     """Exact block update of tree k (screen, then OA with recycled cuts).
 
     Returns the block minimizer u and the block objective ``q + λ a_tᵀu`` at it (the other
@@ -164,44 +165,31 @@ def _solve_block(prob: _Problem, k: int, fit: _Fit, z: FloatArray, lam: float, p
     blk = _block_data(prob, tr, fit.S)
     if tr.ac_groups is not None:  # few antichains: evaluate the block objective at all
         return _enumerated_block(blk, tr, lam, prob.gamma, u_cur)
-    master = _Master(prob, tr, lam, blk.q0)
+    seeds = [u_cur, u_dp, *pool.points(k)]
+    values = [blk.value_grad(u, prob.gamma) for u in seeds]
+    f0 = values[0][0] + lam * float(tr.a @ u_cur)
+    oa = _block_master(prob, tr, blk, lam, budget, btol, _MAX_BLOCK_ITER_MIP, f0)
     seen: set[bytes] = set()
-    ub, u_best = math.inf, u_cur
-
-    def cut(u: FloatArray) -> None:
-        nonlocal ub, u_best
+    for j, (u, (val, gr)) in enumerate(zip(seeds, values, strict=True)):
+        if u.tobytes() in seen:
+            continue
         seen.add(u.tobytes())
-        val, gr = blk.value_grad(u, prob.gamma)
-        master.add(val, gr, u)
-        f = val + lam * float(tr.a @ u)
-        if f < ub:
-            ub, u_best = f, u.copy()
-
-    cut(u_cur)
-    cut(u_dp)
-    info["cuts_added"] += 1
-    for p in pool.points(k):
-        if p.tobytes() not in seen:
-            cut(p)
-            info["cuts_recycled"] += 1
-    certified = False
-    for _ in range(_MAX_BLOCK_ITER if tr.antichains is not None else _MAX_BLOCK_ITER_MIP):
-        lb, u_new = master.solve()
-        if ub - lb <= btol or u_new.tobytes() in seen:
-            # bounds met (a repeated point means the master is within its tolerance)
-            certified = True
-            break
-        cut(u_new)
-        info["cuts_added"] += 1
-    info["blocks_uncertified"] = info.get("blocks_uncertified", 0) + int(not certified)
-    info["master_solves"] += master.n_solves
+        oa.add_cut(val + lam * float(tr.a @ u), gr + lam * tr.a, u)
+        info["cuts_recycled"] += int(j >= 2)
+    n_seeded = oa.n_cuts
+    res = oa.run()
+    info["cuts_added"] += 1 + oa.n_cuts - n_seeded
+    info["blocks_uncertified"] = info.get("blocks_uncertified", 0) + int(not res.converged)
+    info["master_solves"] += res.iterations
+    u_best = u_cur if res.z is None else np.rint(res.z)
+    ub = res.value if res.z is not None else f_cur
     for p in (u_best, u_dp):
         pool.add(k, p)
     return u_best, ub
 
 
 def block_update(nodes: NodeMatrix, y: ArrayLike, lam: float, z: ArrayLike, tree: int, *,
-                 attribute: str = "rule", gamma: float = 1.0, solver: str = "highs",
+                 attribute: str = "rule", gamma: float = 1.0, solver: str = "auto",
                  enumeration_limit: int = _ENUM_LIMIT) -> tuple[FloatArray, float]:
     """One exact block update (problem (5)/(6)) of tree ``tree`` (position in
     ``np.unique(nodes.tree)``) at the feasible binary ``z``.
@@ -220,13 +208,13 @@ def block_update(nodes: NodeMatrix, y: ArrayLike, lam: float, z: ArrayLike, tree
     fit = _Fit(prob, zz)
     info: dict[str, Any] = {"block_solves": 0, "cuts_added": 0, "cuts_recycled": 0,
                             "master_solves": 0}
-    u, _ = _solve_block(prob, tree, fit, zz, float(lam), CutPool(), info)
+    u, _ = _solve_block(prob, tree, fit, zz, float(lam), CutPool(), info, Budget.unlimited())
     zz[prob.trees[tree].idx] = u
     return zz, _Fit(prob, zz).q + float(lam) * float(prob.a @ zz)
 
 
 def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int,
-              active_set: bool, pool: CutPool, time_limit: float | None, tol: float,
+              active_set: bool, pool: CutPool, budget: Budget, tol: float,
               exact_blocks: bool | None = None) -> tuple[FloatArray, float, dict[str, Any]]:
     t0 = time.perf_counter()
     m = prob.nodes.n_nodes
@@ -247,7 +235,7 @@ def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int
     stol = tol * prob.scale
 
     def out_of_time() -> bool:
-        return time_limit is not None and time.perf_counter() - t0 >= time_limit
+        return budget.expired()
 
     def update(k: int, exact: bool) -> float:
         nonlocal fit, obj
@@ -255,7 +243,7 @@ def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int
         info["block_updates"] += 1
         u_cur = z[tr.idx].copy()
         if exact:
-            u_best, f_best = _solve_block(prob, k, fit, z, lam, pool, info)
+            u_best, f_best = _solve_block(prob, k, fit, z, lam, pool, info, budget)
             if not f_best < fit.q + lam * float(tr.a @ u_cur) - accept:
                 return 0.0
         else:
@@ -348,9 +336,9 @@ def _check_common(lam: float | None, max_sweeps: int, time_limit: float | None,
 def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule",
          gamma: float = 1.0, z0: ArrayLike | None = None, max_sweeps: int = 100,
          active_set: bool = True, cut_pool: CutPool | None = None,
-         time_limit: float | None = None, solver: str = "highs", tol: float = 1e-9,
-         enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None
-         ) -> tuple[FloatArray, float, dict[str, Any]]:
+         time_limit: float | None = None, solver: str = "auto", tol: float = 1e-9,
+         enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None,
+         budget: Budget | None = None) -> tuple[FloatArray, float, dict[str, Any]]:
     r"""CBCD for problem (4): ``min q(z) + λ Σ a_i z_i`` over binary z with conflicts.
 
     Parameters
@@ -366,9 +354,12 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     cut_pool : :class:`CutPool` to recycle cuts across calls (e.g. along a path).
     time_limit : seconds; when reached the current point is returned
         (``info["time_limit_reached"]``).
-    solver : backend for block masters too large to enumerate (``enumeration_limit``).
+    solver : backend for block masters too large to enumerate (``enumeration_limit``);
+        ``"auto"``: the first installed backend that serves a persistent MILP master.
     tol : stop when a full sweep decreases the objective by at most ``tol·½‖y‖²``.
     enumeration_limit : trees with at most this many antichains get an enumerated master.
+    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
+        end counts).
     exact_blocks : after the separable (paper) updates converge, sweep with exact profiled
         block updates (OA) until none improves.  ``None`` (default): only over trees whose
         antichains can be enumerated (``enumeration_limit``; complete trees of depth ≤ 3);
@@ -387,8 +378,8 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     z_init = None if z0 is None else np.asarray(z0, dtype=float)
     return _run_cbcd(prob, float(lam), z_init, max_sweeps, active_set,
-                     cut_pool if cut_pool is not None else CutPool(), time_limit, tol,
-                     exact_blocks)
+                     cut_pool if cut_pool is not None else CutPool(),
+                     Budget.coerce(budget, time_limit), tol, exact_blocks)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -421,11 +412,11 @@ class PathResult:
 def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | None = None, *,
                         n_lambdas: int = 50, attribute: str = "rule", gamma: float = 1.0,
                         X_valid: ArrayLike | None = None, y_valid: ArrayLike | None = None,
-                        time_limit: float | None = None, solver: str = "highs",
+                        time_limit: float | None = None, solver: str = "auto",
                         lambda_min_ratio: float = 1e-3, intercept: float = 0.0,
                         max_sweeps: int = 100, active_set: bool = True, tol: float = 1e-9,
-                        enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None
-                        ) -> PathResult:
+                        enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None,
+                        budget: Budget | None = None) -> PathResult:
     r"""CBCD along a descending λ grid with warm starts and shared cut recycling.
 
     Default grid: ``n_lambdas`` values log-spaced from ``λ_max`` down to
@@ -443,6 +434,9 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     with ``M_valid`` column i = ``μ_i·1{x in box_i}`` (:func:`node_reach`); pass ``y_valid``
     on the scale of ``y`` (``intercept`` = the training mean when y was centered).
 
+    ``time_limit`` (or the fit's ``budget``, the earlier end counting) covers the whole
+    path; every sweep asks the same :class:`~rulemip.budget.Budget`.
+
     Returns
     -------
     PathResult : distinct supports in order of appearance; ``history`` has one entry per λ
@@ -450,6 +444,7 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     """
     t0 = time.perf_counter()
     _check_common(None, max_sweeps, time_limit, tol)
+    clock = Budget.coerce(budget, time_limit)
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     lmax = prob.lambda_max()
     if lambdas is None:
@@ -473,11 +468,10 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     raw: list[tuple[float, FloatArray, float]] = []
     seen: set[bytes] = set()
     for lam in grid:
-        rem = None if time_limit is None else time_limit - (time.perf_counter() - t0)
-        if rem is not None and rem <= 0:
+        if clock.expired():
             break
-        z, obj, info = _run_cbcd(prob, float(lam), z, max_sweeps, active_set, pool, rem, tol,
-                                 exact_blocks)
+        z, obj, info = _run_cbcd(prob, float(lam), z, max_sweeps, active_set, pool, clock,
+                                 tol, exact_blocks)
         entry = {k: v for k, v in info.items() if k != "objective_trace"}
         entry.update(lam=float(lam), objective=obj, n_selected=int(z.sum()))
         history.append(entry)
@@ -487,7 +481,6 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
             raw.append((float(lam), z.copy(), obj))
         if info["time_limit_reached"]:
             break
-    oracle = TreePruningCIP(prob.M, prob.y, prob.gamma)
     Mv = None
     yv = None
     if X_valid is not None and y_valid is not None:
@@ -502,9 +495,8 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     models = []
     n = prob.y.shape[0]
     for lam, zz, obj in raw:
-        S, w = oracle.weights(zz)
-        resid = prob.y - (prob.M[:, S] @ w if S.size else 0.0)
-        q = 0.5 * (prob.yty - float(prob.Mty[S] @ w)) if S.size else 0.5 * prob.yty
+        fit = ridge_refit(prob.M, prob.y, prob.gamma, zz, Mty=prob.Mty, yty=prob.yty)
+        S, w, resid, q = fit.S, fit.w, fit.r, fit.value
         vr = None
         if Mv is not None and yv is not None:
             pos = np.searchsorted(Mv[0], S)

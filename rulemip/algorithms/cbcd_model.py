@@ -1,6 +1,6 @@
 """The data structures of coordinate-wise block descent (:mod:`rulemip.algorithms.cbcd`):
 trees as path/antichain structures, the problem and fit state, the cut pool and the exact
-outer-approximation master of one tree's block
+outer-approximation master of one tree's block (on the shared engine)
 (``docs/explanation/tree_pruning_paths.md`` states the math)."""
 
 from __future__ import annotations
@@ -14,39 +14,22 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.forest import Forest, ridge_refit, root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
-from rulemip.solvers.base import get_backend
-from rulemip.solvers.result import SolveOptions
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, resolve_backend
 
 FloatArray = NDArray[np.float64]
 
 _BLOCK_TOL_MIP = 1e-7     # OA tolerance with MILP masters (their row tolerances are ~1e-7)
 
 # ----------------------------------------------------------------------------- helpers
-def path_clique_matrix(parent: NDArray[np.int64]) -> sp.csr_matrix:
-    """Rows = root-to-leaf paths of the forest ``parent`` (−1 for roots).
-
-    These are the maximal cliques of the conflict graph (node ~ ancestor); since that
-    graph is perfect (a comparability graph), ``{u ∈ [0,1]^m : Σ_{j∈path} u_j ≤ 1}`` is
-    exactly the convex hull of the antichains, and with binary u the rows are equivalent
-    to the pairwise conflicts.
-    """
-    parent = np.asarray(parent, dtype=np.int64)
-    m = parent.shape[0]
-    has_child = np.zeros(m, dtype=bool)
-    has_child[parent[parent >= 0]] = True
-    rows: list[int] = []
-    cols: list[int] = []
-    for k, leaf in enumerate(np.flatnonzero(~has_child)):
-        j = int(leaf)
-        while j >= 0:
-            rows.append(k)
-            cols.append(j)
-            j = int(parent[j])
-    n_leaves = int((~has_child).sum())
-    return sp.csr_matrix((np.ones(len(rows)), (rows, cols)), shape=(n_leaves, m))
+path_clique_matrix = root_to_leaf_paths
+"""Rows = root-to-leaf paths of the forest ``parent``: the one implementation,
+:func:`rulemip.formulations.forest.root_to_leaf_paths` (kept under this name)."""
 
 
 def node_reach(nodes: NodeMatrix, X: ArrayLike, idx: ArrayLike | None = None) -> sp.csc_matrix:
@@ -110,16 +93,6 @@ def _groups(ac: NDArray[np.bool_]) -> list[NDArray[np.int64]]:
     return out
 
 
-def _post_order(children: list[list[int]], roots: list[int]) -> list[int]:
-    order: list[int] = []
-    stack = list(roots)
-    while stack:
-        i = stack.pop()
-        order.append(i)
-        stack.extend(children[i])
-    return order[::-1]
-
-
 class CutPool:
     """Binary points visited per tree (block-local 0/1 vectors), for cut recycling.
 
@@ -156,10 +129,7 @@ class _Tree:
     MT: sp.csc_matrix                # n × |N_t|
     MTt: sp.csr_matrix               # its transpose (fast M_tᵀ r)
     GT: FloatArray                   # M_tᵀ M_t (dense, |N_t| × |N_t|)
-    paths: sp.csr_matrix             # root-to-leaf rows
-    children: list[list[int]]
-    roots: list[int]
-    post: list[int]                  # children before parents
+    forest: Forest                   # tree-local structure: paths, antichain DP
     antichains: NDArray[np.bool_] | None
     ac_a: FloatArray | None          # cost of every enumerated antichain
     ac_groups: list[NDArray[np.int64]] | None = None  # antichains of size s as (count × s)
@@ -199,18 +169,14 @@ class _Problem:
             par = np.where(gp >= 0, loc[np.maximum(gp, 0)], -1).astype(np.int64)
             MT = sp.csc_matrix(self.M[:, idx])
             GT = np.asarray((MT.T @ MT).toarray(), dtype=float)
-            children: list[list[int]] = [[] for _ in range(idx.size)]
-            roots: list[int] = []
-            for j, p in enumerate(par):
-                (children[int(p)] if p >= 0 else roots).append(j)
+            forest = Forest(par)
             ac = None
             if enumeration_limit > 0:
-                ac = _enumerate_antichains(children, roots, idx.size, enumeration_limit)
+                ac = _enumerate_antichains(forest.children, [int(r) for r in forest.roots],
+                                           idx.size, enumeration_limit)
             at = self.a[idx]
             self.trees.append(_Tree(idx=idx, parent=par, a=at, MT=MT, MTt=sp.csr_matrix(MT.T),
-                                    GT=GT, children=children, roots=roots,
-                                    post=_post_order(children, roots),
-                                    paths=path_clique_matrix(par), antichains=ac,
+                                    GT=GT, forest=forest, antichains=ac,
                                     ac_a=None if ac is None else ac.astype(float) @ at,
                                     ac_groups=None if ac is None else _groups(ac)))
         self.tree_of = np.empty(nodes.n_nodes, dtype=np.int64)
@@ -218,8 +184,11 @@ class _Problem:
             self.tree_of[tr.idx] = k
 
     def backend(self) -> Any:
+        """The block masters' backend, resolved once on what they need (a persistent
+        MILP master; ``"auto"``: the first installed backend that serves one)."""
         if self._backend is None:
-            self._backend = get_backend(self.solver)
+            self._backend = resolve_backend(self.solver, PERSISTENT_MASTER_NEEDS,
+                                            outer_approximation=False)[0]
         return self._backend
 
     def single_gains(self) -> FloatArray:
@@ -247,21 +216,13 @@ class _Problem:
 
 
 class _Fit:
-    """Ridge refit on the support of a binary z: w_S, residual r and q(z)."""
+    """Ridge refit on the support of a binary z: w_S, residual r and q(z)
+    (:func:`rulemip.formulations.forest.ridge_refit`)."""
 
     def __init__(self, prob: _Problem, z: FloatArray) -> None:
-        self.S = np.flatnonzero(z > 0.5)
-        if self.S.size == 0:
-            self.w = np.zeros(0)
-            self.r = prob.y.copy()
-            self.q = 0.5 * prob.yty
-            return
-        MS = prob.M[:, self.S]
-        H = np.asarray((MS.T @ MS).toarray(), dtype=float)
-        H[np.diag_indices_from(H)] += 1.0 / prob.gamma
-        self.w = sla.cho_solve(sla.cho_factor(H), prob.Mty[self.S])
-        self.r = prob.y - MS @ self.w
-        self.q = 0.5 * (prob.yty - float(prob.Mty[self.S] @ self.w))
+        fit = ridge_refit(prob.M, prob.y, prob.gamma, (np.asarray(z) > 0.5).astype(float),
+                          Mty=prob.Mty, yty=prob.yty)
+        self.S, self.w, self.r, self.q = fit.S, fit.w, fit.r, fit.value
 
 
 @dataclass
@@ -301,90 +262,41 @@ def _block_data(prob: _Problem, tr: _Tree, S: NDArray[np.int64]) -> _Block:
     return _Block(q0, np.asarray(tr.MTt @ r).ravel(), K)
 
 
-class _Master:
-    """Exact OA master ``min ν + λ aᵀu`` over a tree's antichains (module doc)."""
+class _BlockObjective:
+    """One tree's block objective ``q(u) + λ aᵀu`` as an outer-approximation oracle
+    (convex; the linear term is carried exactly by every cut)."""
 
-    def __init__(self, prob: _Problem, tr: _Tree, lam: float, q0: float) -> None:
-        self.prob, self.tr, self.lam, self.q0 = prob, tr, lam, q0
-        self.alpha: list[float] = []
-        self.beta: list[FloatArray] = []
-        self._mip: Any = None
-        self.n_solves = 0
+    def __init__(self, blk: _Block, gamma: float, lin: FloatArray) -> None:
+        self.blk, self.gamma, self.lin = blk, gamma, lin
 
-    def add(self, value: float, grad: FloatArray, u: FloatArray) -> None:
-        self.alpha.append(value - float(grad @ u))
-        self.beta.append(grad.copy())
-        if self._mip is not None:
-            self._add_row(len(self.alpha) - 1)
+    def value_and_gradient(self, u: FloatArray) -> tuple[float, FloatArray]:
+        v, g = self.blk.value_grad(u, self.gamma)
+        return v + float(self.lin @ u), g + self.lin
 
-    def _add_row(self, h: int) -> None:
-        s = self.prob.scale
-        row = np.concatenate([-self.beta[h] / s, [1.0]])
-        self._mip.add_rows(sp.csr_matrix(row.reshape(1, -1)),
-                           np.array([(self.alpha[h] - self.q0) / s]), np.array([math.inf]))
 
-    def solve(self) -> tuple[float, FloatArray]:
-        """Return (lower bound, minimizer u)."""
-        self.n_solves += 1
-        tr, lam = self.tr, self.lam
-        lin = lam * tr.a
-        if len(self.alpha) == 1:
-            best, u = _tree_dp(-(self.beta[0] + lin), tr)
-            return self.alpha[0] - best, u
-        if tr.antichains is not None:
-            A = tr.antichains.astype(float)
-            B = np.column_stack(self.beta)
-            vals = np.max(A @ B + np.asarray(self.alpha), axis=1)
-            assert tr.ac_a is not None
-            vals = vals + lam * tr.ac_a
-            j = int(np.argmin(vals))
-            return float(vals[j]), A[j].copy()
-        return self._solve_mip()
-
-    def _solve_mip(self) -> tuple[float, FloatArray]:
-        tr = self.tr
-        k = tr.idx.size
-        s = self.prob.scale
-        if self._mip is None:
-            model = MIPModel("cbcd_block")
-            u = model.add_variables("u", k, binary=True)
-            nu = model.add_variables("nu", 1, lb=-math.inf)
-            ids = np.asarray(u.ids).ravel()
-            model.add_constraints("paths", matrix=tr.paths, cols=ids, upper=1.0)
-            model.add_objective(ids, self.lam * tr.a / s)
-            model.add_objective(np.asarray(nu.ids).ravel(), np.ones(1))
-            self._mip = self.prob.backend().persistent(model.to_standard_form())
-            for h in range(len(self.alpha)):
-                self._add_row(h)
-        res = self._mip.solve(SolveOptions(mip_gap=1e-9, optimality_tol=0.0,
-                                           extra={"mip_abs_gap": 0.1 * _BLOCK_TOL_MIP}))
-        if res.x is None or not math.isfinite(res.bounds.dual):
-            raise InvalidDataError(f"block master failed ({res.termination.value}, "
-                                   f"{res.raw_status}).")
-        u_new = np.clip(np.rint(res.x[:k]), 0.0, 1.0)
-        return self.q0 + s * float(res.bounds.dual), u_new
-
+def _block_master(prob: _Problem, tr: _Tree, blk: _Block, lam: float, budget: Budget,
+                  tol: float, max_iter: int, first_value: float) -> OuterApproximation:
+    """The exact OA of one tree's block on the shared engine
+    (:class:`~rulemip.algorithms.outer_approximation.OuterApproximation`): binary u, one
+    row per root-to-leaf path (exactly the antichains), masters ``min ν`` over the cuts of
+    ``q(u) + λ aᵀu``, solved to a relative gap of 1e-9 and — HiGHS — an absolute gap of a
+    tenth of ``tol`` (``first_value`` is the first cut's value: the engine measures ν in
+    its units); converged when ``U − LB ≤ tol``."""
+    model = MIPModel("cbcd_block")
+    u = model.add_variables("z", tr.idx.size, binary=True)
+    model.add_constraints("paths", matrix=tr.forest.paths, cols=np.asarray(u.ids).ravel(),
+                          upper=1.0)
+    backend = prob.backend()
+    extra: dict[str, Any] = {}
+    if backend.name == "highs":
+        extra["mip_abs_gap"] = 0.1 * tol / max(abs(first_value), 1e-8)
+    opts = OAOptions(budget=budget, abs_tol=tol, rel_tol=0.0, max_iter=max_iter,
+                     solver=backend, adaptive_master_gap=False, master_extra=extra)
+    return OuterApproximation(_BlockObjective(blk, prob.gamma, lam * tr.a), model,
+                              options=opts)
 
 
 def _tree_dp(profit: FloatArray, tr: _Tree) -> tuple[float, FloatArray]:
-    """max Σ profit_i u_i over the tree's antichains (same recursion as
-    :func:`~rulemip.algorithms.knapsack_conflicts.forest_penalized`, with the tree's
-    post-order precomputed)."""
-    f = np.zeros(profit.shape[0])
-    take = np.zeros(profit.shape[0], dtype=bool)
-    for i in tr.post:
-        below = sum(f[j] for j in tr.children[i]) if tr.children[i] else 0.0
-        if profit[i] > below and profit[i] > 0:
-            take[i] = True
-            f[i] = profit[i]
-        else:
-            f[i] = max(below, 0.0)
-    u = np.zeros(profit.shape[0])
-    stack = list(tr.roots)
-    while stack:
-        i = stack.pop()
-        if take[i]:
-            u[i] = 1.0
-        else:
-            stack.extend(tr.children[i])
-    return float(sum(f[r] for r in tr.roots)), u
+    """max Σ profit_i u_i over the tree's antichains (the forest DP,
+    :meth:`rulemip.formulations.forest.Forest.max_antichain`)."""
+    return tr.forest.max_antichain(profit)

@@ -70,7 +70,8 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
-from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.result import Limit
+from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -316,18 +317,19 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
                                  deadline=deadline, callback=callback)
     ens, risk = prob.decode(res.z)
-    lb = min(max(res.lower_bound, prob.bound), risk)
-    gap = relative_gap(risk, lb)
-    term = TerminationReason.OPTIMAL if res.complete and gap <= mip_gap + 1e-12 \
-        else TerminationReason.FEASIBLE
-    limit = None if term is TerminationReason.OPTIMAL else \
-        (Limit.TIME if not res.complete else Limit.GAP)
+    # the one status rule: OPTIMAL only when the search was exhaustive, the bound is not
+    # refuted by the recomputed risk, and the gap is within mip_gap (solvers/status.py)
+    verdict = promote(risk, max(res.lower_bound, prob.bound), finished=res.complete,
+                      mip_gap=mip_gap, limit=None if res.complete else Limit.TIME,
+                      fallback_bound=prob.safe_bound)
     notes = (f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
              f"local search: {ls.value:.10g} ({ls.kicks} kicks, {ls.wall_time:.2f} s)",
              f"sweep branch and bound: {res.nodes} nodes"
              + ("" if res.complete else ", stopped by the time limit"))
-    return ExactResult(ensemble=ens, risk=risk, lower_bound=lb, gap=gap, termination=term,
-                       limit=limit, wall_time=time.perf_counter() - t0, iterations=res.nodes,
+    return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
+                       gap=verdict.gap, termination=verdict.termination,
+                       limit=verdict.limit, wall_time=time.perf_counter() - t0,
+                       iterations=res.nodes,
                        engine="cip", backend="cell-bnb", backend_version="",
                        n_boxes=prob.n_boxes, n_cells=cells.n_cells, bound_valid=True,
-                       notes=notes)
+                       notes=notes + verdict.notes)

@@ -50,6 +50,7 @@ from numpy.typing import NDArray
 from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
 from rulemip.boosting.objectives import make_objective, ridge_gain_objective
+from rulemip.boosting.range_search import box_search
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
@@ -397,11 +398,15 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
     sst = float(w @ (r * r))
     objective = ridge_gain_objective(r, weights=w, reg=cip.reg,
                                      fit_intercept=cip.fit_intercept)
-    found = find_rule(space, objective, max_rule_length=max_props,
-                      allow_empty=not cip.fit_intercept, time_limit=budget.remaining())
+    found = box_search(space, objective, max_rule_length=cip.max_rule_length,
+                       length_counts="features", allow_empty=not cip.fit_intercept,
+                       time_limit=budget.remaining())
     one = WorkingSet(cells, cip.max_rule_length, cip.fit_intercept)
     admissible = found is not None and one.add_bounds(found.lower, found.upper)
-    prob = cip.problem_over(dataset, cells, one.candidate_boxes())
+    # the search's bound is the proof: the combinatorial bounds (the levels DP costs
+    # seconds on thousands of cells) only when it did not finish
+    prob = cip.problem_over(dataset, cells, one.candidate_boxes(),
+                            combinatorial=found is None or not found.certified)
     z = np.ones(1) if admissible else np.zeros(prob.n_boxes)
     ens, risk = prob.decode(z)
     if found is None:

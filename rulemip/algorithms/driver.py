@@ -52,8 +52,14 @@ from rulemip.solvers.base import (
     resolve_backend,
     supports,
 )
-from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
-from rulemip.solvers.status import REFUTATION_TOL, promote
+from rulemip.solvers.result import (
+    Limit,
+    SolveOptions,
+    SolveResult,
+    TerminationReason,
+    relative_gap,
+)
+from rulemip.solvers.status import REFUTATION_TOL, bound_slack, promote
 
 FloatArray = NDArray[np.float64]
 Callback = Callable[[dict[str, Any]], Any]
@@ -103,7 +109,8 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
             mip_gap=mip_gap, start=start)
         raise
     return result_from_solve(formulation, built, res, wall_time=time.perf_counter() - t0,
-                             mip_gap=mip_gap, start=start)
+                             mip_gap=mip_gap, start=start,
+                             bound_tolerance=getattr(backend, "bound_tolerance", None))
 
 
 def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,
@@ -121,9 +128,12 @@ def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBack
 
 def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveResult, *,
                       wall_time: float, mip_gap: float = 1e-6,
-                      start: FloatArray | None = None) -> ExactResult:
+                      start: FloatArray | None = None,
+                      bound_tolerance: float | None = None) -> ExactResult:
     """Decode a backend's result into an :class:`ExactResult`: the incumbent (or the
-    start when the backend found none), its risk recomputed from the data, one status."""
+    start when the backend found none), its risk recomputed from the data, its dual bound
+    lowered by the backend's feasibility tolerance (:func:`bound_slack`;
+    ``bound_tolerance`` overrides the table there), one status."""
     notes = list(built.notes) + list(res.notes)
     history = tuple(getattr(res, "history", ()) or ())
     iterations = int(res.iterations or res.nodes or 0)
@@ -150,7 +160,17 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
         if abs(obj - solver_risk) > 1e-6 * max(1.0, abs(obj)):
             notes.append(f"solver objective {obj:.10g} differs from the risk of its "
                          f"solution recomputed from the data {solver_risk:.10g}.")
-    verdict = promote(float(risk), float(res.bounds.dual), finished=finished, mip_gap=mip_gap,
+    dual = float(res.bounds.dual)
+    if math.isfinite(dual):
+        sf = built.model.to_standard_form()
+        slack = bound_slack(res.backend, objective_weight(sf),
+                            epigraph=bool(sf.loss_terms) or sf.has_quadratic,
+                            tolerance=bound_tolerance)
+        if slack > 0.0:
+            dual -= slack
+            notes.append(f"the backend's dual bound lowered by {slack:.3g} for its "
+                         "feasibility tolerance (docs/explanation/solving.md)")
+    verdict = promote(float(risk), dual, finished=finished, mip_gap=mip_gap,
                       limit=limit, bound_valid=built.bound_valid,
                       fallback_bound=built.safe_bound, no_solution=res.termination)
     notes.extend(verdict.notes)
@@ -158,6 +178,18 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
                        verdict.termination, verdict.limit, wall_time, iterations,
                        formulation.engine, res.backend, res.backend_version, 0,
                        built.n_cells, built.bound_valid, tuple(notes), history)
+
+
+def objective_weight(sf: Any) -> float:
+    """1-norm of a standard form's objective coefficients: ``Σ|c_j|``, plus ``Σ|s·w_i|``
+    over its loss terms, plus 1 for a quadratic part (the weight of its epigraph) — what a
+    row violation of ε can move the objective by, per unit ε (:func:`bound_slack`)."""
+    weight = float(np.abs(np.asarray(sf.c, dtype=float)).sum())
+    for term in sf.loss_terms:
+        weight += abs(float(term.scale)) * float(np.abs(np.asarray(term.weights)).sum())
+    if sf.has_quadratic:
+        weight += 1.0
+    return weight
 
 
 def _wrap_callback(callback: Callback | None) -> Callback | None:
@@ -289,11 +321,46 @@ ENGINES: Sequence[str] = _EngineNames()
 
 
 # ---------------------------------------------------------------------- the entry point
+#: An engine that enumerates every candidate box (``"cip"``, ``"cip-bnb"``), named
+#: explicitly, is refused beyond this many boxes (counted by :func:`count_boxes` before
+#: any is built): its exact enumeration keeps a Gram matrix of ``8·B²`` bytes (8 GiB at
+#: this size) and its outer-approximation masters carry dense cuts over every box. Beyond
+#: it, column generation (``"cg"``, also what ``"auto"`` picks) prices the boxes without
+#: enumerating them. Issue 22: diabetes with 8 cut points per feature (about 3·10¹⁶
+#: boxes) was still building boxes after 150 s at 5.2 GB under a 5 s limit.
+CIP_EXPLICIT_MAX_BOXES = 32_768
+
+_ENUMERATING_ENGINES = ("cip", "cip-bnb")
+
+
+def check_engine_fits(engine: str, thresholds: Sequence[FloatArray],
+                      max_rule_length: int | None) -> None:
+    """Refuse an explicitly named enumerating engine whose candidate boxes cannot be built
+    within memory (:data:`CIP_EXPLICIT_MAX_BOXES`), before any work, naming the engines
+    that can serve."""
+    if engine not in _ENUMERATING_ENGINES:
+        return
+    n_boxes = count_boxes(thresholds, max_rule_length)
+    if n_boxes <= CIP_EXPLICIT_MAX_BOXES:
+        return
+    gib = 8.0 * float(n_boxes) ** 2 / 2**30
+    raise InvalidParameterError(
+        f"`engine='{engine}'` enumerates every candidate box, and these thresholds give "
+        f"{n_boxes:.3g} of them (more than {CIP_EXPLICIT_MAX_BOXES}; its Gram matrix alone "
+        f"would need {gib:.3g} GiB). Use engine='auto' or engine='cg' (column generation "
+        "prices boxes without enumerating them), or fewer boxes: a smaller "
+        "`max_thresholds` or a `max_rule_length`.")
+
+
 def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
-                  max_rule_length: int | None) -> str:
-    """``"auto"``: with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES``
-    candidate boxes, column generation over boxes beyond; the MIP at ``reg = 0``.
-    A named engine is checked for applicability."""
+                  max_rule_length: int | None, *, n_rules: int | None = None,
+                  loss: str | None = None) -> str:
+    """``"auto"``: one rule under squared loss with ``reg > 0`` by column generation,
+    whose one-rule path is the exact box search (docs/explanation/box_search.md); else
+    with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES`` candidate boxes,
+    column generation over boxes beyond; the MIP at ``reg = 0``.
+    A named engine is checked for applicability (``reg``, and whether its candidate
+    boxes fit: :func:`check_engine_fits`)."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
     if engine != "auto":
@@ -302,7 +369,10 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
             raise InvalidParameterError(
                 f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
                 "engine='mip' or a small positive reg such as 1e-6.")
+        check_engine_fits(engine, thresholds, max_rule_length)
         return engine
+    if reg > 0 and n_rules == 1 and loss == "squared":
+        return "cg"
     if reg > 0:
         # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
         # (a valid bound > 0 on tables where the MIP's bound stays 0)
@@ -333,7 +403,8 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     the engine ``engine`` (module docstring); ``budget`` is the fit's time budget
     (``time_limit`` may only shorten it)."""
     clock = Budget.coerce(budget, time_limit)
-    chosen = choose_engine(engine, reg, thresholds, max_rule_length)
+    chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
+                           loss=loss)
     spec = method_spec(chosen)
     check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:
@@ -344,14 +415,62 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
         "loss": loss, "reg": reg, "fit_intercept": fit_intercept,
         "thresholds": list(thresholds), "max_rule_length": max_rule_length,
         "solver": solver, "time_limit": clock.remaining(), "budget": clock,
-        "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed, "callback": callback}
+        "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed,
+        "callback": with_gap(callback)}
     accepted = spec.accepted()
     kwargs = offered if accepted is None else {k: v for k, v in offered.items()
                                                if k in accepted}
     result = spec.function(dataset, n_rules, **kwargs)
     result = checked(result, dataset, reg=reg, mip_gap=mip_gap)
-    return at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
-                               loss=loss, fit_intercept=fit_intercept)
+    result = at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
+                                 loss=loss, fit_intercept=fit_intercept)
+    return with_time_limit_named(result, clock)
+
+
+#: The budget counts as spent, for naming the limit, when at most this share of it (and at
+#: least ``TIME_SPENT_FLOOR`` seconds) is left: engines stop a little before the deadline
+#: rather than start a step they cannot finish.
+TIME_SPENT_SHARE = 0.05
+TIME_SPENT_FLOOR = 0.5
+
+
+def with_time_limit_named(result: ExactResult, clock: Budget) -> ExactResult:
+    """``result`` with ``limit=TIME`` instead of ``GAP`` (or none) when it is not optimal
+    and its time budget is spent: a search that ran out of time — e.g. a tangent-cut loop
+    whose last master was stopped by the clock, or pricing cut at its share of the time —
+    stopped because of the time limit, whatever the phase that noticed it called it
+    (``limit=gap`` is for a search that ended by itself with the gap open)."""
+    left = clock.remaining()
+    if result.is_optimal or left is None or result.limit not in (Limit.GAP, None) \
+            or result.ensemble is None:
+        return result
+    total = (clock.deadline or 0.0) - clock.started
+    if left > max(TIME_SPENT_FLOOR, TIME_SPENT_SHARE * total):
+        return result
+    note = (f"the time limit ended the search with the gap at {result.gap:.3g} "
+            f"(reported as limit={None if result.limit is None else result.limit.value} by "
+            "the phase that stopped).")
+    return replace(result, limit=Limit.TIME, notes=(*result.notes, note))
+
+
+def with_gap(callback: Callback | None) -> Callback | None:
+    """``callback`` receiving progress dicts whose ``gap`` is the relative gap of their
+    ``ub``/``lb`` (or ``primal``/``dual``) whenever both are finite: engines that report
+    only the bounds (column generation, say) no longer show ``gap inf%``."""
+    if callback is None:
+        return None
+
+    def cb(info: dict[str, Any]) -> Any:
+        out = dict(info)
+        ub = float(out.get("ub", out.get("primal", math.inf)))
+        lb = float(out.get("lb", out.get("dual", -math.inf)))
+        gap = out.get("gap")
+        if (gap is None or not math.isfinite(float(gap))) and math.isfinite(ub) \
+                and math.isfinite(lb):
+            out["gap"] = relative_gap(ub, lb)
+        return callback(out)
+
+    return cb
 
 
 def empty_model(dataset: Dataset, *, loss: str, reg: float,
@@ -461,6 +580,7 @@ register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
                             "(docs/explanation/cell_sweep_bound.md)")
 
 
-__all__ = ["ENGINES", "MethodSpec", "check_solver", "checked", "choose_engine", "method_spec",
+__all__ = ["CIP_EXPLICIT_MAX_BOXES", "ENGINES", "MethodSpec", "check_engine_fits",
+           "check_solver", "checked", "choose_engine", "method_spec",
            "register_formulation", "register_method", "result_from_solve", "solve",
-           "solve_built", "solve_exact"]
+           "solve_built", "solve_exact", "with_gap", "with_time_limit_named"]

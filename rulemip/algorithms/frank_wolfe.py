@@ -89,7 +89,9 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.forest import Forest, pruning_gradient
 from rulemip.formulations.tree_pruning import TreePruningCIP
 
 __all__ = ["FWIteration", "FWResult", "ForestLMO", "antichain_min", "frank_wolfe_relaxation"]
@@ -98,62 +100,18 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def _depth_levels(parent: IntArray) -> list[IntArray]:
-    """Node indices grouped by depth (roots first); raises on a cycle."""
-    parent = np.asarray(parent, dtype=np.int64)
-    m = parent.shape[0]
-    depth = np.zeros(m, dtype=np.int64)
-    for _ in range(m + 1):
-        new = np.where(parent >= 0, depth[np.maximum(parent, 0)] + 1, 0)
-        if np.array_equal(new, depth):
-            break
-        depth = new
-    else:
-        raise InvalidParameterError("`parent` does not describe a forest (cycle).")
-    if m == 0:
-        return []
-    return [np.flatnonzero(depth == d) for d in range(int(depth.max()) + 1)]
-
-
 def antichain_min(c: FloatArray, parent: IntArray,
-                  levels: list[IntArray] | None = None) -> tuple[float, FloatArray]:
-    r"""Exact :math:`\min_s c^\top s` over antichains of the forest ``parent``.
-
-    By the integrality of the path polytope (module docstring) this is also the minimum
-    over :math:`\{s \in [0,1]^m : \sum_{j\in\pi} s_j \le 1\}`.  DP
-    :math:`f_i = \min(c_i, \sum_{j \in \mathrm{ch}(i)} f_j)`, bottom-up by depth level, then
-    top-down selection (``i`` is selected iff its own choice is "take" and no ancestor's is).
+                  forest: Forest | None = None) -> tuple[float, FloatArray]:
+    r"""Exact :math:`\min_s c^\top s` over antichains of the forest ``parent`` (also over
+    :math:`\{s \in [0,1]^m : \sum_{j\in\pi} s_j \le 1\}`, module docstring): the DP
+    :meth:`rulemip.formulations.forest.Forest.min_antichain` (pass ``forest`` to reuse its
+    precomputed levels).
 
     Returns
     -------
     (value, s) : the minimum and a 0/1 minimizer.
     """
-    c = np.asarray(c, dtype=float)
-    parent = np.asarray(parent, dtype=np.int64)
-    m = c.shape[0]
-    if levels is None:
-        levels = _depth_levels(parent)
-    below = np.zeros(m)
-    f = np.zeros(m)
-    take = np.zeros(m, dtype=bool)
-    for idx in reversed(levels):
-        take[idx] = c[idx] < below[idx]
-        f[idx] = np.where(take[idx], c[idx], below[idx])
-        p = parent[idx]
-        has = p >= 0
-        if has.any():
-            below += np.bincount(p[has], weights=f[idx][has], minlength=m)
-    blocked = np.zeros(m, dtype=bool)
-    s = np.zeros(m)
-    for idx in levels:
-        p = parent[idx]
-        has = p >= 0
-        pb = np.zeros(idx.shape[0], dtype=bool)
-        pb[has] = blocked[p[has]] | take[p[has]]
-        blocked[idx] = pb
-        s[idx] = (take[idx] & ~pb).astype(float)
-    value = float(f[levels[0]].sum()) if levels else 0.0
-    return value, s
+    return (forest if forest is not None else Forest(parent)).min_antichain(c)
 
 
 class ForestLMO:
@@ -170,7 +128,7 @@ class ForestLMO:
     def __init__(self, parent: IntArray, a: FloatArray | None = None,
                  budget: float | None = None, max_breakpoints: int = 200) -> None:
         self.parent = np.asarray(parent, dtype=np.int64)
-        self.levels = _depth_levels(self.parent)
+        self.forest = Forest(self.parent)
         self.budget = None if budget is None else float(budget)
         if self.budget is not None:
             if a is None or not self.budget >= 0:
@@ -187,7 +145,7 @@ class ForestLMO:
         breakpoint cap was hit, then ``last_exact`` is False and ``s`` is feasible) and a
         valid lower bound ``bound ≤ min_{s∈P} cᵀs`` (equal to ``cᵀs`` when exact)."""
         c = np.asarray(c, dtype=float)
-        val0, s0 = antichain_min(c, self.parent, self.levels)
+        val0, s0 = self.forest.min_antichain(c)
         self.last_breakpoints, self.last_exact = 0, True
         if self.budget is None:
             return s0, val0
@@ -198,7 +156,7 @@ class ForestLMO:
         pos = a > 0
         # above mu_hi every node of positive cost has a positive weight: never selected
         mu_hi = float(np.max(np.maximum(-c[pos], 0.0) / a[pos])) * (1 + 1e-9) + 1e-12
-        v_hi, s_hi = antichain_min(c + mu_hi * a, self.parent, self.levels)
+        v_hi, s_hi = self.forest.min_antichain(c + mu_hi * a)
         lo = (float(c @ s0), cost0, s0)
         hi = (float(c @ s_hi), float(a @ s_hi), s_hi)
         best = max(val0, v_hi - mu_hi * K)
@@ -209,7 +167,7 @@ class ForestLMO:
             mu = (hi[0] - lo[0]) / (lo[1] - hi[1])
             mu = max(mu, 0.0)
             line = lo[0] + mu * (lo[1] - K)
-            v, s = antichain_min(c + mu * a, self.parent, self.levels)
+            v, s = self.forest.min_antichain(c + mu * a)
             phi = v - mu * K
             best = max(best, phi)
             if phi >= line - tol:
@@ -346,7 +304,8 @@ class _Segment:
 def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
                            lin: FloatArray | None = None, z0: FloatArray | None = None,
                            time_limit: float | None = None, max_iter: int = 1000,
-                           rel_tol: float = 1e-6, abs_tol: float = 1e-9) -> FWResult:
+                           rel_tol: float = 1e-6, abs_tol: float = 1e-9,
+                           budget: Budget | None = None) -> FWResult:
     r"""Minimize ``f(z) = q(z) + linᵀz`` over the LMO's polytope by pairwise Frank–Wolfe.
 
     Parameters
@@ -356,6 +315,8 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     lin : (m,) linear term (``λ a`` for the penalized problem); zero if ``None``.
     z0 : a vertex of ``P`` to start from (default 0, always feasible).
     time_limit, max_iter : limits (seconds; iterations).
+    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
+        end counts); every iteration asks it.
     rel_tol, abs_tol : stop when ``value − lower_bound ≤ max(abs_tol, rel_tol·|value|)``.
 
     Returns
@@ -363,6 +324,7 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     FWResult : upper ``value`` at ``z`` and a valid ``lower_bound`` (module docstring).
     """
     t0 = time.perf_counter()
+    clock = Budget.coerce(budget, time_limit)
     m = base.M.shape[1]
     c_lin = np.zeros(m) if lin is None else np.asarray(lin, dtype=float)
     if max_iter < 0:
@@ -372,8 +334,8 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     alpha = [1.0]
     z = start.copy()
     def state(r: FloatArray, z: FloatArray) -> tuple[float, FloatArray]:
-        f = 0.5 * float(base.y @ r) + float(c_lin @ z)
-        g = -0.5 * base.gamma * np.asarray(base.M.T @ r).ravel() ** 2 + c_lin
+        f = 0.5 * float(base.y @ r) + float(c_lin @ z)  # q(z) = ½ yᵀr
+        g = pruning_gradient(base.Mt, r, base.gamma) + c_lin
         return f, g
 
     f, g = state(_Segment(base, z, np.zeros(m), 0.0).Ay, z)
@@ -394,7 +356,7 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
         if it >= max_iter:
             termination = "max_iter"
             break
-        if time_limit is not None and time.perf_counter() - t0 >= time_limit:
+        if clock.expired():
             termination = "time_limit"
             break
         it += 1

@@ -21,6 +21,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.formulations.forest import Forest
 
 __all__ = ["forest_knapsack", "forest_knapsack_fptas", "forest_penalized",
            "verify_forest_conflicts"]
@@ -47,21 +48,9 @@ def verify_forest_conflicts(parent: NDArray[np.int64], pairs: NDArray[np.int64])
 
 
 def _children(parent: NDArray[np.int64]) -> tuple[list[list[int]], list[int], list[int]]:
-    m = len(parent)
-    ch: list[list[int]] = [[] for _ in range(m)]
-    roots = []
-    for j in range(m):
-        if parent[j] >= 0:
-            ch[int(parent[j])].append(j)
-        else:
-            roots.append(j)
-    order: list[int] = []
-    stack = list(roots)
-    while stack:
-        i = stack.pop()
-        order.append(i)
-        stack.extend(ch[i])
-    return ch, roots, order[::-1]  # post-order: children before parents
+    """Children lists, roots and a post-order (children before parents) of the forest."""
+    forest = Forest(parent)
+    return forest.children, [int(r) for r in forest.roots], forest.post_order
 
 
 def forest_knapsack(profit: NDArray[np.float64], cost: NDArray[np.int64], capacity: int,
@@ -120,24 +109,9 @@ def forest_knapsack(profit: NDArray[np.float64], cost: NDArray[np.int64], capaci
 
 def forest_penalized(profit: NDArray[np.float64], parent: NDArray[np.int64]
                      ) -> tuple[float, NDArray[np.float64]]:
-    """Exact penalized problem max Σ p_i z_i (p_i = ζ_i − λ a_i) over antichains."""
-    profit = np.asarray(profit, float)
-    ch, roots, post = _children(np.asarray(parent))
-    f = np.zeros(len(profit))
-    take = np.zeros(len(profit), dtype=bool)
-    for i in post:
-        below = sum(f[j] for j in ch[i])
-        take[i] = profit[i] > below and profit[i] > 0
-        f[i] = max(profit[i], below, 0.0)
-    z = np.zeros(len(profit))
-    stack = list(roots)
-    while stack:
-        i = stack.pop()
-        if take[i]:
-            z[i] = 1.0
-        else:
-            stack.extend(ch[i])
-    return float(sum(f[r] for r in roots)), z
+    """Exact penalized problem max Σ p_i z_i (p_i = ζ_i − λ a_i) over antichains: the
+    forest DP :meth:`rulemip.formulations.forest.Forest.max_antichain`."""
+    return Forest(parent).max_antichain(profit)
 
 
 def forest_knapsack_fptas(profit: NDArray[np.float64], cost: NDArray[np.float64],

@@ -49,14 +49,23 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.model.mip_model import MIPModel
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
     PersistentSolver,
+    SolverBackend,
     resolve_backend,
 )
-from rulemip.solvers.result import Limit, SolveOptions, TerminationReason, relative_gap
+from rulemip.solvers.result import (
+    GAP_DENOMINATOR_FLOOR,
+    Limit,
+    SolveOptions,
+    TerminationReason,
+    relative_gap,
+)
+from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
 
@@ -76,11 +85,15 @@ class OAOptions:
     """Options of :class:`OuterApproximation` (see module docstring)."""
 
     time_limit: float | None = None
+    #: the fit's clock (:class:`rulemip.budget.Budget`); when given it bounds the run
+    #: together with ``time_limit`` (whichever ends first)
+    budget: Budget | None = None
     abs_tol: float = 1e-6
     rel_tol: float = 1e-6
     max_iter: int = 10_000
     relax: bool = False
-    solver: str = "highs"
+    #: backend name, or a backend already resolved once for the whole fit
+    solver: str | SolverBackend = "highs"
     threads: int | None = None
     seed: int = 0
     callback: Callable[[dict[str, Any]], None] | None = None
@@ -110,6 +123,9 @@ class OAResult:
     backend: str = ""
     backend_version: str = ""
     notes: tuple[str, ...] = ()
+    #: the loop's own stopping test ``U − LB ≤ abs_tol + rel_tol·|U|`` held (the status
+    #: itself is decided by :func:`rulemip.solvers.status.promote`)
+    converged: bool = False
 
 
 def _check_options(opts: OAOptions) -> None:
@@ -172,6 +188,7 @@ class OuterApproximation:
         self._ub = math.inf
         self._z_best: FloatArray | None = None
         self._t_start = time.perf_counter()
+        self._budget = self._new_budget()
         self._overran = False
 
     # ------------------------------------------------------------------ cuts
@@ -248,10 +265,15 @@ class OuterApproximation:
         return float(np.max(np.asarray(self._cut_rhs) - C @ z))
 
     # ------------------------------------------------------------------ main loop
+    def _new_budget(self) -> Budget:
+        """The run's clock: ``time_limit`` from now, within the caller's ``budget``."""
+        return Budget.coerce(self.options.budget, self.options.time_limit)
+
     def _remaining(self) -> float | None:
-        if self.options.time_limit is None:
-            return None
-        return self.options.time_limit - (time.perf_counter() - self._t_start)
+        return self._budget.remaining()
+
+    def _expired(self) -> bool:
+        return self._budget.expired()
 
     def _done(self, lb: float) -> bool:
         return self._ub - lb <= self.options.abs_tol + self.options.rel_tol * abs(self._ub)
@@ -259,7 +281,10 @@ class OuterApproximation:
     def run(self) -> OAResult:
         """Iterate masters and cuts until the bounds meet or a limit is hit."""
         opts = self.options
-        self._t_start = time.perf_counter() if not self._cut_rhs else self._t_start
+        if not self._cut_rhs:
+            self._t_start = time.perf_counter()
+            self._budget = self._new_budget()
+        converged = False
         history: list[dict[str, Any]] = []
         notes: list[str] = []
         lb = self.lower_bound_hint
@@ -285,7 +310,7 @@ class OuterApproximation:
         self._overran = False
         while True:
             if self._done(lb):
-                term = TerminationReason.OPTIMAL
+                converged = True
                 break
             if it >= opts.max_iter:
                 term, limit = TerminationReason.FEASIBLE, Limit.ITERATION
@@ -333,7 +358,7 @@ class OuterApproximation:
                 if self._key(zh) not in self._seen:
                     self.add_cut_at(zh)
                     new_point = True
-                    if self.heuristic is not None and (self._remaining() or 1.0) > 0:
+                    if self.heuristic is not None and not self._expired():
                         for z in self.heuristic(zh):
                             self.add_cut_at(z)
                             n_heuristic += 1
@@ -346,7 +371,7 @@ class OuterApproximation:
             if opts.callback is not None:
                 opts.callback(dict(entry))
             if res.x is None:
-                if res.limit is Limit.TIME or (self._remaining() or 1.0) <= 0:
+                if res.limit is Limit.TIME or self._expired():
                     term, limit = TerminationReason.FEASIBLE, Limit.TIME
                     break
                 term = TerminationReason.NUMERICAL_ERROR
@@ -362,12 +387,17 @@ class OuterApproximation:
                     master_gap = max(floor, master_gap / 10.0)
         if term is TerminationReason.INFEASIBLE:
             return self._result(term, None, math.inf, it, history, notes)
-        assert term is not None
-        if term is TerminationReason.OPTIMAL and self._z_best is None:
-            term = TerminationReason.NO_SOLUTION_FOUND
-        if term is TerminationReason.FEASIBLE and self._z_best is None:
-            term = TerminationReason.NO_SOLUTION_FOUND
-        return self._result(term, limit, lb, it, history, notes)
+        if term is TerminationReason.NUMERICAL_ERROR:
+            return self._result(term, limit, lb, it, history, notes, converged)
+        # the status is decided by the one rule, at the loop's own tolerance
+        # ``abs_tol + rel_tol·|U|`` written as a relative gap
+        tol = opts.rel_tol + opts.abs_tol / max(abs(self._ub), GAP_DENOMINATOR_FLOOR) \
+            if math.isfinite(self._ub) else opts.rel_tol
+        verdict = promote(self._ub, lb, finished=converged, mip_gap=tol, limit=limit,
+                          fallback_bound=self.lower_bound_hint)
+        notes.extend(verdict.notes)
+        return self._result(verdict.termination, verdict.limit, verdict.lower_bound, it,
+                            history, notes, converged)
 
     def _near_limit(self, remaining: float | None, last_master: float | None) -> bool:
         """Whether the next HiGHS master runs without presolve and without a start.
@@ -404,7 +434,8 @@ class OuterApproximation:
         return self._round(res.x[self._zcols]), res.termination
 
     def _result(self, term: TerminationReason, limit: Limit | None, lb: float, it: int,
-                history: list[dict[str, Any]], notes: list[str]) -> OAResult:
+                history: list[dict[str, Any]], notes: list[str],
+                converged: bool = False) -> OAResult:
         if term is TerminationReason.INFEASIBLE:
             lb_out, ub = math.inf, math.inf
         else:
@@ -416,7 +447,7 @@ class OuterApproximation:
                         wall_time=time.perf_counter() - self._t_start,
                         history=tuple(history), cut_points=tuple(self._cut_points),
                         backend=self._backend_name, backend_version=self._backend_version,
-                        notes=tuple(notes))
+                        notes=tuple(notes), converged=converged)
 
 
 def outer_approximation(oracle: ConvexOracle, feasible: MIPModel, *,

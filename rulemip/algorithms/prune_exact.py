@@ -35,8 +35,11 @@ is a valid lower bound at every iteration.  On top of plain Alg. 1:
   master at a time through the public ``options``/``lower_bound_hint`` attributes).
 
 The lower bound reported is the best of: 0 (q ≥ 0), the LP-relaxation bound and the
-integer masters' bounds — each valid.  The status is OPTIMAL only when
-``U − LB ≤ abs_tol + rel_tol·|U|``.
+integer masters' bounds — each valid.  The status is decided once, by
+:func:`rulemip.solvers.status.promote`: q is recomputed from the data at the incumbent
+(:class:`~rulemip.formulations.tree_pruning.TreePruningCIP`), a bound that this value
+refutes falls back to 0, and the status is OPTIMAL only when the outer-approximation loop
+converged and the relative gap is at most ``mip_gap`` (docs/explanation/gaps.md).
 """
 
 from __future__ import annotations
@@ -51,13 +54,17 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
+from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.outer_approximation import OAOptions, OAResult, OuterApproximation
 from rulemip.algorithms.pruning_oracle import PruningOracle, SelectionState
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP, pruning_feasible_model
 from rulemip.model import MIPModel
-from rulemip.solvers.result import TerminationReason
+from rulemip.solvers.result import GAP_DENOMINATOR_FLOOR, TerminationReason
+from rulemip.solvers.status import promote
 
 __all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
 
@@ -101,41 +108,27 @@ def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, n_rules: float,
                 p = nodes.parent[p]
 
 
-def _leaf_paths(nodes: NodeMatrix) -> sp.csr_matrix:
-    """(#leaves, m) 0/1 matrix: row ℓ marks the root-to-leaf path of leaf ℓ."""
-    leaves = np.flatnonzero(nodes.is_leaf)
-    rows: list[IntArray] = []
-    cols: list[IntArray] = []
-    cur = leaves.copy()
-    idx = np.arange(leaves.size)
-    while cur.size:
-        rows.append(idx)
-        cols.append(cur)
-        par = nodes.parent[cur]
-        keep = par >= 0
-        cur, idx = par[keep], idx[keep]
-    r = np.concatenate(rows)
-    c = np.concatenate(cols)
-    return sp.csr_matrix((np.ones(r.size), (r, c)), shape=(leaves.size, nodes.n_nodes))
-
-
-def clique_pruning_model(nodes: NodeMatrix, n_rules: float, attribute: str = "rule") -> MIPModel:
+def clique_pruning_model(nodes: NodeMatrix, n_rules: float | None,
+                         attribute: str = "rule") -> MIPModel:
     r"""Feasible set of CIP (2) with clique conflict rows.
 
-    Binary z, one row :math:`\sum_{i \in P_\ell \cup \{\ell\}} z_i \le 1` per leaf ℓ and
-    the budget :math:`\sum_i a_i z_i \le K`.  Same integer points as
-    :func:`~rulemip.formulations.tree_pruning.pruning_feasible_model` (z_i + z_j ≤ 1 for
-    every ancestor/descendant pair), tighter linear relaxation.
+    Binary z, one row :math:`\sum_{i \in P_\ell \cup \{\ell\}} z_i \le 1` per leaf ℓ
+    (:func:`~rulemip.formulations.forest.root_to_leaf_paths`) and, unless ``n_rules`` is
+    ``None`` (the penalized problem), the budget :math:`\sum_i a_i z_i \le K`.  Same integer
+    points as :func:`~rulemip.formulations.tree_pruning.pruning_feasible_model` (z_i + z_j ≤ 1
+    for every ancestor/descendant pair), tighter linear relaxation: the convex hull of the
+    antichains.
     """
-    if not n_rules >= 0:
+    if n_rules is not None and not n_rules >= 0:
         raise InvalidParameterError(f"n_rules must be >= 0; got {n_rules}")
-    a = nodes.attribute(attribute)  # type: ignore[arg-type]
     model = MIPModel()
     z = model.add_variables("z", nodes.n_nodes, binary=True)
     ids = np.asarray(z.ids).ravel()
-    model.add_constraints("paths", matrix=_leaf_paths(nodes), cols=ids, upper=1.0)
-    model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
-                          upper=float(n_rules))
+    model.add_constraints("paths", matrix=root_to_leaf_paths(nodes.parent), cols=ids, upper=1.0)
+    if n_rules is not None:
+        a = nodes.attribute(attribute)  # type: ignore[arg-type]
+        model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
+                              upper=float(n_rules))
     return model
 
 
@@ -270,7 +263,8 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
                 attribute: str = "rule", gamma: float = 1.0,
                 options: OAOptions | None = None, n_single: int | None = None,
                 relax_iterations: int = 100, local_search: bool = True,
-                clique: bool = True, n_neighbours: int = 2) -> tuple[OAResult, TreePruningCIP]:
+                clique: bool = True, n_neighbours: int = 2, mip_gap: float | None = None,
+                budget: Budget | None = None) -> tuple[OAResult, TreePruningCIP]:
     r"""Exact Alg. 1 on CIP (2) (module docstring); ``y`` is used as given.
 
     Parameters
@@ -283,7 +277,8 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     attribute : "rule", "depth" or "feature" (the cost a_i).
     gamma : ridge parameter γ > 0.
     options : engine options; ``time_limit`` covers the whole call, ``max_iter`` counts
-        integer masters, ``rel_tol``/``abs_tol`` define optimality.
+        integer masters; without ``mip_gap`` the loop stops at
+        ``U − LB ≤ abs_tol + rel_tol·|U|`` and certifies at that tolerance.
     n_single : number of singleton cuts :math:`e_i` (largest exact single gains);
         default ``min(m, 2K + 10)``.
     relax_iterations : LP-master iterations of the continuous relaxation run first (0: none).
@@ -291,11 +286,17 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     clique : clique (root-to-leaf path) conflict rows; ``False`` uses pairwise rows.
     n_neighbours : cuts at the ``n_neighbours`` best swap neighbours per selected node of
         the heuristic solution (0: none).
+    mip_gap : relative gap at which the result is certified optimal (the loop then stops
+        at ``U − LB ≤ mip_gap·|U|``; ``options.rel_tol``/``abs_tol`` are ignored); ``None``:
+        the tolerance of ``options``.
+    budget : the fit's :class:`~rulemip.budget.Budget` (every phase asks it; with
+        ``options.time_limit`` the earlier end counts).
 
     Returns
     -------
-    (OAResult, TreePruningCIP) — the result (its history has one entry per integer
-    master; every ``lb`` there is a valid lower bound) and the oracle of (2).
+    (OAResult, TreePruningCIP) — the result (``value`` is q recomputed at ``z``; status,
+    bound and gap decided by :func:`~rulemip.solvers.status.promote`; its history has one
+    entry per integer master, every ``lb`` there a valid lower bound) and the oracle of (2).
 
     Notes
     -----
@@ -303,15 +304,39 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     here, which was ~10× faster than threaded BLAS on a loaded 2-core machine.
     """
     with threadpool_limits(limits=1, user_api="blas"):
-        return _prune_exact(nodes, y, n_rules, attribute, gamma, options, n_single,
-                            relax_iterations, local_search, clique, n_neighbours)
+        opts = options if options is not None else OAOptions()
+        if mip_gap is not None:
+            check_nonneg_float(mip_gap, "mip_gap")
+            opts = dataclasses.replace(opts, rel_tol=float(mip_gap), abs_tol=0.0)
+        clock = Budget.coerce(budget if budget is not None else opts.budget, opts.time_limit)
+        opts = dataclasses.replace(opts, budget=clock, time_limit=None)
+        res, cip = _prune_exact(nodes, y, n_rules, attribute, gamma, opts, n_single,
+                                relax_iterations, local_search, clique, n_neighbours)
+        tol = opts.rel_tol if mip_gap is None else float(mip_gap)
+        return _certified(res, cip, tol, opts.abs_tol), cip
+
+
+def _certified(res: OAResult, cip: TreePruningCIP, rel_tol: float, abs_tol: float
+               ) -> OAResult:
+    """The result with its status decided by :func:`~rulemip.solvers.status.promote` on q
+    recomputed from the data at the incumbent (fallback bound 0: q ≥ 0)."""
+    if res.termination is TerminationReason.INFEASIBLE or res.z is None:
+        return res
+    q = cip.value(res.z)
+    tol = rel_tol + abs_tol / max(abs(q), GAP_DENOMINATOR_FLOOR)
+    verdict = promote(q, res.lower_bound, finished=res.converged, mip_gap=tol,
+                      limit=res.limit, fallback_bound=0.0)
+    return dataclasses.replace(res, value=q, lower_bound=verdict.lower_bound, gap=verdict.gap,
+                               termination=verdict.termination, limit=verdict.limit,
+                               notes=res.notes + verdict.notes)
 
 
 def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: str,
-                 gamma: float, options: OAOptions | None, n_single: int | None,
+                 gamma: float, opts: OAOptions, n_single: int | None,
                  relax_iterations: int, local_search: bool, clique: bool,
                  n_neighbours: int) -> tuple[OAResult, TreePruningCIP]:
-    opts = options if options is not None else OAOptions()
+    clock = opts.budget
+    assert clock is not None
     t0 = time.perf_counter()
     cip = TreePruningCIP(nodes.M, y, gamma)
     orc = PruningOracle(nodes.M, y, gamma)
@@ -321,9 +346,6 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
             else pruning_feasible_model(nodes, K, attribute))
     conf = _Conflicts(nodes)
     m = nodes.n_nodes
-
-    def remaining() -> float | None:
-        return None if opts.time_limit is None else opts.time_limit - (time.perf_counter() - t0)
 
     # ---- heuristic start and the first cut set (all at feasible binary points)
     start: list[FloatArray] = [np.zeros(m)]
@@ -348,12 +370,11 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
     # ---- continuous relaxation by LP masters: cuts and a bound, both valid for (2)
     lb = 0.0  # q ≥ 0 (I + γ Σ z_i M_i M_iᵀ is positive definite)
     relaxed: list[tuple[FloatArray, float, FloatArray]] = []
-    rem = remaining()
-    if relax_iterations > 0 and (rem is None or rem > 0):
+    if relax_iterations > 0 and not clock.expired():
         rec = _Recorder(orc)
         lp_opts = dataclasses.replace(opts, relax=True, max_iter=int(relax_iterations),
                                       callback=None, adaptive_master_gap=False,
-                                      time_limit=None if rem is None else 0.25 * rem)
+                                      budget=clock.fraction(0.25))
         lp = OuterApproximation(rec, feas, options=lp_opts, lower_bound_hint=lb)
         for z, v, g in first:
             lp.add_cut(v, g, z)
@@ -367,16 +388,13 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
 
     # ---- integer masters: the outer-approximation engine with its hooks (master gaps from
     # the outer gap, local search from every new master point)
-    rem = remaining()
-
     def local_search_hook(zh: FloatArray) -> list[FloatArray]:
         return [orc.point(st.S) for st in _local_search(
             orc, conf, a, K, orc.state(np.flatnonzero(zh > 0.5)))]
 
     int_opts = dataclasses.replace(
         opts, adaptive_master_gap=True, master_gap_from_bounds=True, gap_factor=_GAP_FACTOR,
-        master_extra={**_MASTER_DEFAULTS, **opts.master_extra},
-        time_limit=None if rem is None else max(rem, 0.0))
+        master_extra={**_MASTER_DEFAULTS, **opts.master_extra})
     oa = OuterApproximation(orc, feas, options=int_opts, lower_bound_hint=lb,
                             heuristic=local_search_hook if local_search else None)
     for z, v, g in first:

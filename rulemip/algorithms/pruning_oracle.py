@@ -30,6 +30,7 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.forest import pruning_gradient, ridge_refit
 
 __all__ = ["PruningOracle", "SelectionState"]
 
@@ -94,20 +95,10 @@ class PruningOracle:
         return np.asarray(self.Mt @ MS).T.copy()
 
     def value_and_gradient(self, z: FloatArray) -> tuple[float, FloatArray]:
-        """q(z) and ∇q(z) for z ∈ [0, 1]^m (Woodbury on the support of z)."""
+        """q(z) and ∇q(z) for z ∈ [0, 1]^m (:func:`~rulemip.formulations.forest.ridge_refit`)."""
         self.n_evals += 1
-        z = np.asarray(z, dtype=float).ravel()
-        S = np.flatnonzero(z > 1e-12)
-        if S.size == 0:
-            return 0.5 * self.yty, -0.5 * self.gamma * self.Mty ** 2
-        MS = self.M[:, S]
-        G = (MS.T @ MS).toarray()
-        G[np.diag_indices_from(G)] += 1.0 / (self.gamma * z[S])
-        w = sla.solve(G, self.Mty[S], assume_a="pos")
-        r = self.y - MS @ w
-        value = 0.5 * (self.yty - float(self.Mty[S] @ w))
-        g = -0.5 * self.gamma * np.asarray(self.Mt @ r).ravel() ** 2
-        return value, g
+        fit = ridge_refit(self.M, self.y, self.gamma, z, Mty=self.Mty, yty=self.yty)
+        return fit.value, pruning_gradient(self.Mt, fit.r, self.gamma)
 
     def value(self, z: FloatArray) -> float:
         return self.value_and_gradient(z)[0]

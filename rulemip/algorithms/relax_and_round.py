@@ -42,10 +42,8 @@ import time
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from rulemip.algorithms.cbcd import path_clique_matrix
 from rulemip.algorithms.frank_wolfe import ForestLMO, FWIteration, frank_wolfe_relaxation
 from rulemip.algorithms.knapsack_conflicts import (
     forest_knapsack,
@@ -53,7 +51,8 @@ from rulemip.algorithms.knapsack_conflicts import (
     forest_penalized,
 )
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
-from rulemip.algorithms.prune_exact import greedy_prune
+from rulemip.algorithms.prune_exact import clique_pruning_model, greedy_prune
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -105,26 +104,19 @@ class _Penalized:
 def relaxation_model(nodes: NodeMatrix, n_rules: float | None = None,
                      attribute: str = "rule") -> MIPModel:
     """Feasible set of the relaxation: ``z`` in [0,1] (declared binary; relax it), one row
-    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``n_rules``."""
-    m = nodes.n_nodes
-    model = MIPModel("relax_and_round")
-    z = model.add_variables("z", m, binary=True)
-    ids = np.asarray(z.ids).ravel()
-    model.add_constraints("paths", matrix=path_clique_matrix(nodes.parent), cols=ids,
-                          upper=1.0)
-    if n_rules is not None:
-        a = nodes.attribute(attribute)  # type: ignore[arg-type]
-        model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
-                              upper=float(n_rules))
+    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``n_rules``
+    (:func:`~rulemip.algorithms.prune_exact.clique_pruning_model`)."""
+    model = clique_pruning_model(nodes, n_rules, attribute)
+    model.name = "relax_and_round"
     return model
 
 
 def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float | None = None,
                     lam: float | None = None, attribute: str = "rule", gamma: float = 1.0,
                     fptas_eps: float | None = None, time_limit: float | None = None,
-                    solver: str = "highs", rel_tol: float = 1e-6,
+                    solver: str = "auto", rel_tol: float = 1e-6,
                     abs_tol: float = 1e-9, relaxation: str = "oa",
-                    max_iter: int = 2000) -> RelaxRoundResult:
+                    max_iter: int = 2000, budget: Budget | None = None) -> RelaxRoundResult:
     r"""Alg. 4 of [PRUNE]: solve the convex relaxation, round by the knapsack DP, refit.
 
     Parameters
@@ -146,6 +138,8 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     relaxation : ``"oa"`` (outer approximation with LP masters; default) or
         ``"frank_wolfe"`` (pairwise FW with an exact LMO).
     max_iter : iteration cap of Frank–Wolfe.
+    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
+        end counts); the relaxation's loop asks it.
 
     Returns
     -------
@@ -174,6 +168,7 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     yv = np.asarray(y, dtype=float).reshape(-1)
     if not np.all(np.isfinite(yv)):
         raise InvalidDataError("`y` must be finite.")
+    clock = Budget.coerce(budget, time_limit)
     base = TreePruningCIP(nodes.M, yv, gamma)
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
     m = nodes.n_nodes
@@ -182,7 +177,7 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     if relaxation == "frank_wolfe":
         lmo = ForestLMO(nodes.parent, a, None if n_rules is None else float(n_rules))
         fw = frank_wolfe_relaxation(base, lmo, lin=None if lam is None else float(lam) * a,
-                                    time_limit=time_limit, max_iter=max_iter,
+                                    budget=clock, max_iter=max_iter,
                                     rel_tol=rel_tol, abs_tol=abs_tol * max(1.0, base.yty))
         zr = np.clip(fw.z, 0.0, 1.0)
         lower = fw.lower_bound
@@ -192,7 +187,7 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
         oracle: TreePruningCIP | _Penalized = (base if lam is None
                                                else _Penalized(base, float(lam), a))
         model = relaxation_model(nodes, n_rules, attribute)
-        opts = OAOptions(relax=True, time_limit=time_limit, solver=solver, rel_tol=rel_tol,
+        opts = OAOptions(relax=True, budget=clock, solver=solver, rel_tol=rel_tol,
                          abs_tol=abs_tol * max(1.0, base.yty))
         oa = OuterApproximation(oracle, model, "z", opts, lower_bound_hint=0.0)
         oa.add_cut_at(np.zeros(m))

@@ -155,9 +155,10 @@ class RuleBooster:
         Node expansions of the rule searches for the whole fit (None = unlimited), shared
         like ``time_limit`` (at least one expansion per round).
     max_memory : int or None
-        Bytes for the open nodes of one branch-and-bound search (None = 512 MiB);
-        reaching it ends that search like a limit (the fit never exceeds it by growth
-        of the search frontier).
+        Bytes for the masks and open nodes of one branch-and-bound search (None: a
+        quarter of the machine's available memory, at most 8 GiB,
+        :func:`rulemip.budget.default_max_memory`); a full node pool makes the search
+        continue depth first, so it never exceeds the budget and never stops for it.
     verbose : bool
         Print the progress of long searches (nodes, best value, bound) to stderr.
 

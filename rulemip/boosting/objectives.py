@@ -394,10 +394,14 @@ def make_objective(name: str, g: FloatArray, h: FloatArray | None = None, *,
     basis_cols = basis.columns
     stats = np.column_stack([w * gp, w, w[:, None] * basis_cols])
     wgp = w * gp
+    # the Cauchy-Schwarz factor needs g_perp orthogonal to the basis in the objective's
+    # inner product: a basis orthonormal in other weights leaves only A / epsilon
+    same_weights = basis.weights.shape == w.shape and np.array_equal(basis.weights, w)
     return OrthogonalBoosting(stats, np.column_stack([np.maximum(wgp, 0.0),
                                                       np.minimum(wgp, 0.0)]),
                               gp, epsilon=float(epsilon),
-                              g_norm=float(np.sqrt(np.dot(wgp, gp))))
+                              g_norm=float(np.sqrt(np.dot(wgp, gp))) if same_weights
+                              else math.inf)
 
 
 # ---------------------------------------------------------------------------- prefix values

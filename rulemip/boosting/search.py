@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
 from rulemip.boosting.bnb import ProgressCallback, branch_and_bound
 from rulemip.boosting.objectives import RoundObjective
+from rulemip.boosting.range_search import box_search, mask_bytes
 from rulemip.boosting.space import (
     CHUNK,
     SearchResult,
@@ -50,11 +51,16 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
+from rulemip.budget import default_max_memory
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
 SEARCHES: tuple[str, ...] = ("greedy", "beam", "bnb")
+#: ``search="bnb"`` runs the compiled range search (:mod:`rulemip.boosting.range_search`)
+#: whenever its masks fit half the memory budget; False forces the set-enumeration
+#: search of :mod:`rulemip.boosting.bnb` (benchmarks/box_search.py compares the two)
+USE_BOX_KERNEL: bool = True
 
 
 
@@ -120,6 +126,14 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     root_bound = _root_bound(obj, everything)
     root.cheap = root_bound
     if search == "bnb":
+        budget = default_max_memory() if max_memory is None else int(max_memory)
+        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= budget:
+            remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
+            return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len,
+                              time_limit=remaining, node_limit=node_limit,
+                              max_memory=budget, progress=progress)
+        # masks beyond half the budget (all midpoints on very many rows): the
+        # set-enumeration search, whose memory is the open covers
         best, best_val, bound, status, n_exp, n_ch, peak = _deepening(
             space, obj, kernel, root, root if allow_empty else None, max_len, deadline,
             node_limit, max_memory, progress)

@@ -11,6 +11,16 @@ and normalized by :math:`R(f_\emptyset)`, the risk of the best constant model
 (``fit_intercept=True``) or of the zero model (``fit_intercept=False``, the setting of
 [GAP]'s theory). Per variant, ``diff_max = max_k (R_b(k) − UB(k))`` and ``k_star`` its
 argmax, as in [GAP] Table 1 (``diff_max`` is certified: the true gap is at least it).
+
+Time: ``time_limit`` is seconds *per k, every phase included*. A study runs under one
+:class:`~rulemip.budget.Budget` of ``k_max · time_limit`` seconds: the boosting runs
+(one per variant, up to ``k_max``) share at most :data:`BOOSTING_SHARE` of it, each an
+equal share of what is left to them (a booster stopped by its share keeps the best rules
+its searches found, :class:`~rulemip.boosting.RuleBooster`), and the exact solve at each k
+gets an equal share of what is left for the remaining k (at most ``time_limit`` more than
+that share is never given). A sweep task (one k, :mod:`rulemip.sweeps`) does the same
+within ``time_limit``. So a study ends within its budget plus the time of one
+indivisible step.
 """
 
 from __future__ import annotations
@@ -23,6 +33,7 @@ from typing import Any
 
 import numpy as np
 
+from rulemip.budget import Budget
 from rulemip.certify.certificate import Certificate, make_certificate
 from rulemip.certify.theory import GapClassification, classify_gaps
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
@@ -36,6 +47,10 @@ VARIANTS = (*BOOSTING_VARIANTS, MIP_BOOSTING)
 COLUMNS = ["k", "variant", "risk_boost", "incumbent", "bound", "gap_lo", "gap_hi",
            "gap_lo_norm", "gap_hi_norm", "status"]
 TABLE_COLUMNS = [*COLUMNS, "null_risk"]  # R(f_∅), kept so a table normalizes on its own
+
+BOOSTING_SHARE = 0.5
+"""Largest share of a study's (or a sweep task's) time budget that its boosting runs may
+use together; the exact solves get the rest (module docstring)."""
 
 
 @dataclass(frozen=True)
@@ -116,17 +131,24 @@ def null_risk(ds: Dataset, loss: str, fit_intercept: bool) -> float:
 
 
 def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
-                  solve: SolveSpec) -> list[tuple[float, RuleEnsemble]]:
+                  solve: SolveSpec, budget: Budget | None = None
+                  ) -> list[tuple[float, RuleEnsemble]]:
     """``[(R_b(k), f_k) for k = 1..k_max]`` of one variant (one boosting run: the k-rule
-    model of a boosting run is its state after k rounds)."""
+    model of a boosting run is its state after k rounds), within ``budget`` (default
+    unlimited): a booster gets its remaining time as ``time_limit``, MIP-boosting at most
+    an equal share of it per round."""
+    seconds = None if budget is None else budget.remaining()
     if variant == MIP_BOOSTING:
         from rulemip.algorithms.mip_boosting import mip_boosting
 
+        per_round = solve.mip_boosting_time_limit
+        if seconds is not None:
+            share = seconds / k_max
+            per_round = share if per_round is None else min(per_round, share)
         rounds = mip_boosting(ds, k_max, loss=problem.loss, reg=problem.reg,
                               fit_intercept=problem.fit_intercept,
                               thresholds=problem.threshold_arrays(), variant="stagewise",
-                              solver=solve.solver,
-                              time_limit_per_round=solve.mip_boosting_time_limit)
+                              solver=solve.solver, time_limit_per_round=per_round)
         path = [(float(r.risk), r.ensemble) for r in rounds if r.ensemble is not None]
         return _pad_path(path, k_max, _empty_model(ds, problem))
     from rulemip.boosting import RuleBooster
@@ -134,7 +156,8 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
     booster = RuleBooster.from_preset(variant, n_rules=k_max, loss=problem.loss,
                                       reg=problem.reg, fit_intercept=problem.fit_intercept,
                                       max_thresholds=None,
-                                      max_rule_length=problem.max_rule_length)
+                                      max_rule_length=problem.max_rule_length,
+                                      time_limit=seconds)
     booster.thresholds = problem.threshold_arrays()  # same language as the exact engine
     booster.fit(ds)
     path = [(float(booster.risk_path_[k]), booster.ensembles_[k])
@@ -164,18 +187,21 @@ def _pad_path(path: list[tuple[float, RuleEnsemble]], k_max: int,
 
 def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
                warm_start: RuleEnsemble | None,
-               callback: Callable[[dict[str, Any]], None] | None = None
-               ) -> tuple[Any, Certificate]:
-    """The exact engine at one k, with its certificate."""
+               callback: Callable[[dict[str, Any]], None] | None = None,
+               budget: Budget | None = None) -> tuple[Any, Certificate]:
+    """The exact engine at one k, with its certificate, within ``budget`` and at most
+    ``solve.time_limit`` seconds."""
     from rulemip.algorithms.driver import choose_engine, solve_exact
 
     ths = problem.threshold_arrays()
-    engine = choose_engine(solve.engine, problem.reg, ths, problem.max_rule_length)
+    engine = choose_engine(solve.engine, problem.reg, ths, problem.max_rule_length,
+                           n_rules=k, loss=problem.loss)
     res = solve_exact(ds, k, loss=problem.loss, reg=problem.reg,
                       fit_intercept=problem.fit_intercept, thresholds=ths,
                       max_rule_length=problem.max_rule_length, engine=engine,
                       solver=solve.solver, time_limit=solve.time_limit, mip_gap=solve.mip_gap,
-                      warm_start=warm_start, seed=solve.seed, callback=callback)
+                      warm_start=warm_start, seed=solve.seed, callback=callback,
+                      budget=budget)
     ens = res.ensemble if res.ensemble is not None else RuleEnsemble(loss=problem.loss)
     ens = RuleEnsemble(ens.rules, ens.intercept, ens.loss, ds.encoder, ds.classes)
     cert = make_certificate(
@@ -218,6 +244,21 @@ def summarize(table: Any, null: float) -> Any:
                     "diff_max_norm": float(row["gap_lo"]) / null if null > 0 else math.nan,
                     "k_star": int(row["k"])})
     return pd.DataFrame(out).set_index("variant")
+
+
+def boosting_paths(ds: Dataset, variants: Sequence[str], k_max: int, problem: ProblemSpec,
+                   solve: SolveSpec, budget: Budget,
+                   say: Callable[[str], None] = lambda _msg: None
+                   ) -> dict[str, list[tuple[float, RuleEnsemble]]]:
+    """:func:`boosting_path` of every variant, together within :data:`BOOSTING_SHARE` of
+    ``budget``, each variant an equal share of what is left to them."""
+    boost_budget = budget.fraction(BOOSTING_SHARE)
+    paths = {}
+    for i, v in enumerate(variants):
+        say(f"boosting {v} up to k={k_max}")
+        paths[v] = boosting_path(ds, v, k_max, problem, solve,
+                                 boost_budget.fraction(1.0 / (len(variants) - i)))
+    return paths
 
 
 def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
@@ -275,22 +316,22 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
         truly best single rule).
     loss, reg, fit_intercept, max_thresholds, thresholds, max_rule_length : the problem
         (the same for every method; ``fit_intercept=False`` is the setting of the theory).
-    engine, solver, time_limit, mip_gap, seed : the exact solve at every k (``time_limit``
-        per k; a row stopped by it keeps its valid interval and says so in ``status``).
+    engine, solver, time_limit, mip_gap, seed : the exact solve at every k (a row stopped
+        by its limit keeps its valid interval and says so in ``status``). ``time_limit``
+        is seconds per k for every phase, boosting included: the study ends within
+        ``k_max · time_limit`` (module docstring).
     """
     import pandas as pd
 
     check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds)
+    budget = Budget.from_time_limit(None if time_limit is None else time_limit * k_max)
     ds = Dataset.from_arrays(X, y, loss=loss)
     problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,
                            max_thresholds=max_thresholds, thresholds=thresholds,
                            max_rule_length=max_rule_length)
     solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit)
     say = progress or (lambda _msg: None)
-    paths = {}
-    for v in variants:
-        say(f"boosting {v} up to k={k_max}")
-        paths[v] = boosting_path(ds, v, k_max, problem, solve)
+    paths = boosting_paths(ds, variants, k_max, problem, solve, budget, say)
     null = null_risk(ds, loss, fit_intercept)
     rows: list[dict[str, Any]] = []
     certs: dict[int, Certificate] = {}
@@ -299,7 +340,8 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
         boost = {v: paths[v][k - 1] for v in variants}
         best = min(boost.values(), key=lambda rb: rb[0])[1]
         say(f"exact k={k} (warm start risk {min(r for r, _ in boost.values()):.6g})")
-        _, cert = exact_at_k(ds, k, problem, solve, best)
+        _, cert = exact_at_k(ds, k, problem, solve, best,
+                             budget=budget.fraction(1.0 / (k_max - k + 1)))
         certs[k] = cert
         rows.extend(rows_for_k(k, boost, cert, null))
         for v in variants:

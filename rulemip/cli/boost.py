@@ -82,6 +82,12 @@ def run(args: argparse.Namespace) -> int:
             choices[c] = v
         choices.setdefault(c, _DEFAULTS[c])
     max_thresholds = parse_max_thresholds(args.max_thresholds)
+    if args.max_memory is not None and not (0 < args.max_memory < float("inf")):
+        from rulemip.exceptions import InvalidParameterError
+
+        raise InvalidParameterError(
+            f"`--max-memory` must be a positive number of MB; got {args.max_memory:g}. Omit "
+            "it for the default of 512 MB.")
     if args.json:
         check_output_path(args.json, "--json")
     X, y = read_table(args.data, args.target, categorical=args.categorical)

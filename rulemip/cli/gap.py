@@ -43,7 +43,9 @@ def register(sub: Any) -> None:
     add_engine_arguments(p)
     p.add_argument("--solver", default="auto",
                    help="backend: auto, highs, scip, cpsat, cbc, pyomo or pyomo:NAME")
-    p.add_argument("--time-limit", type=float, default=60.0, help="seconds per exact solve")
+    p.add_argument("--time-limit", type=float, default=60.0,
+                   help="seconds per k and dataset, every phase (boosting and the exact "
+                        "solve) included")
     p.add_argument("--splits", type=int, default=0,
                    help="number of random 80%% subsamples per dataset (0 = full data only)")
     p.add_argument("--jobs", type=int, default=1,
@@ -89,6 +91,7 @@ def run(args: argparse.Namespace) -> int:
     table.to_csv(out / "gap_table.csv", index=False)
     table.to_json(out / "gap_table.json", orient="records", indent=2)
     cert_dir = out / "certificates"
+    remove_stale_certificates(cert_dir, tasks)
     for task_id, cert in load_certificates(tasks, out).items():
         cert.save(cert_dir / f"{task_id}.json")
     gaps, ks = [], []
@@ -98,16 +101,45 @@ def run(args: argparse.Namespace) -> int:
         print(f"\n{name} (split {split}):")
         print(summary.to_string())
         plot_risk_vs_k(grp, out / "figures" / f"risk_vs_k_{name}_s{split}.png", title=name)
-        best = summary["diff_max_norm"].idxmax()
+        norm = summary["diff_max_norm"]
+        if not norm.notna().any():
+            # R(f_∅) = 0 (constant y with an intercept, one row, identical rows): the
+            # constant model is exact, and a gap normalized by it is undefined
+            print(f"R(f_∅) = {null:.6g}: the model without rules fits exactly, so this "
+                  "gap cannot be normalized; it is left out of the comparison with "
+                  "Theorem 1.")
+            continue
+        best = norm.idxmax()
         gaps.append(float(summary.loc[best, "diff_max_norm"]))
         ks.append(int(summary.loc[best, "k_star"]))
     if gaps:
         plot_gap_cdf(gaps, ks, out / "figures" / "gap_cdf.png")
         cls = classify_gaps(gaps, ks)
         print(f"\nagainst Theorem 1: {cls.quadrant}")
+    else:
+        (out / "figures" / "gap_cdf.png").unlink(missing_ok=True)  # a previous run's
     print(f"\nwritten to {out}/ (gap_table.csv, gap_table.json, certificates/, figures/)")
     return 0
 
+
+
+def remove_stale_certificates(cert_dir: Path, tasks: list[Any]) -> list[Path]:
+    """Delete the certificates a previous ``rulemip gap`` wrote into ``cert_dir`` that
+    belong to no task of this run (e.g. the data changed, so the task ids did): files
+    named like a task id (``<dataset>__s<split>__k<k>__<10 hex>.json``) only — other
+    files are not ours and stay. Returns the removed paths."""
+    import re
+
+    if not cert_dir.is_dir():
+        return []
+    ours = re.compile(r".+__s\d+__k\d+__[0-9a-f]{10}\.json")
+    current = {f"{t.task_id}.json" for t in tasks}
+    removed = []
+    for path in cert_dir.iterdir():
+        if path.is_file() and ours.fullmatch(path.name) and path.name not in current:
+            path.unlink()
+            removed.append(path)
+    return removed
 
 
 def dataset_names(paths: list[str]) -> list[str]:

@@ -66,7 +66,12 @@ def register(sub: Any) -> None:
                    help="deprecated: [PRUNE]'s gamma = 1/reg; use --reg")
     p.add_argument("--n-lambdas", type=int, default=50,
                    help="number of lambda values of the path (--method path)")
-    p.add_argument("--solver", default="highs", help="backend of the (I)LP subproblems")
+    p.add_argument("--solver", default="auto",
+                   help="backend of the (I)LP subproblems (default auto: the first installed "
+                        "backend that serves them)")
+    p.add_argument("--mip-gap", type=float, default=1e-4, metavar="G",
+                   help="relative gap at which --method exact certifies its selection "
+                        "optimal (default 1e-4)")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="seconds for the selection; on the limit the incumbent (and for "
                         "exact a valid lower bound) is reported")
@@ -121,7 +126,8 @@ def run(args: argparse.Namespace) -> int:
     extractor = TreeRuleExtractor(
         ensemble, n_rules=args.n_rules, attribute=args.attribute, method=args.method,
         reg=args.reg, gamma=args.gamma, solver=args.solver, time_limit=args.time_limit,
-        node_values=args.node_values, n_lambdas=args.n_lambdas, random_state=args.seed)
+        mip_gap=args.mip_gap, node_values=args.node_values, n_lambdas=args.n_lambdas,
+        random_state=args.seed)
     extractor._validate_params_()  # parameter errors before the ensemble is fitted
     t0 = time.perf_counter()
     progress = Progress(progress_wanted(args.progress, args.quiet))
@@ -187,6 +193,7 @@ def run(args: argparse.Namespace) -> int:
             "total_time": total, **info,
             "options": {"trees": trees, "depth": depth, "forest": bool(args.forest),
                         "node_values": args.node_values, "time_limit": args.time_limit,
-                        "solver": args.solver, "seed": args.seed}})
+                        "solver": args.solver, "mip_gap": args.mip_gap,
+                        "seed": args.seed}})
         print(f"written to {args.json}")
     return 0

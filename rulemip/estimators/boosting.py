@@ -12,6 +12,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from rulemip._validation import check_choice
 from rulemip.boosting.booster import PRESETS, RuleBooster
+from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.exceptions import InvalidParameterError
@@ -44,6 +45,10 @@ _PARAM_DOC = """
         Maximum number of propositions per rule, *c(q)*.
     max_thresholds : int or None, default=None
         At most this many quantile thresholds per feature (None: all midpoints).
+    thresholds : sequence of d array-likes or None, default=None
+        Explicit cut points per feature (overrides ``max_thresholds``), as in the exact
+        estimators: the same query language for both (e.g. to compare with another
+        learner's bins).
     reg : float, default=0.0
         Ridge λ of R_λ = (1/n) Σ l + (λ/n)‖β‖² (docs/explanation/notation.md).
     epsilon : float, default=1e-3
@@ -59,8 +64,9 @@ _PARAM_DOC = """
         Node expansions of all rule searches together (None = unlimited); as
         ``time_limit``.
     max_memory : int or None, default=None
-        Bytes for the open nodes of one branch-and-bound search (None = 512 MiB);
-        reaching it ends that search like a limit.
+        Bytes for one branch-and-bound search (None: a quarter of the machine's
+        available memory, at most 8 GiB); beyond it the search continues depth first
+        (docs/explanation/box_search.md).
     random_state : int, RandomState or None, default=None
         Unused (the learners are deterministic); accepted for API uniformity.
     verbose : bool, default=False
@@ -100,8 +106,9 @@ class _RuleBoostingBase(BaseEstimator):
                  fit_intercept: bool = True, time_limit: float | None = None,
                  node_limit: int | None = None, max_memory: int | None = None,
                  random_state: Any = None, verbose: bool = False,
-                 preset: str | None = None) -> None:
+                 preset: str | None = None, thresholds: Any = None) -> None:
         self.n_rules = n_rules
+        self.thresholds = thresholds
         self.time_limit = time_limit
         self.node_limit = node_limit
         self.max_memory = max_memory
@@ -128,6 +135,8 @@ class _RuleBoostingBase(BaseEstimator):
             max_memory=self.max_memory, verbose=self.verbose, **choices)
 
     def _fit_dataset(self, ds: Dataset, booster: RuleBooster) -> None:
+        if self.thresholds is not None:
+            booster.thresholds = check_thresholds(self.thresholds, ds.d)
         booster.fit(ds)
         self.booster_ = booster
         self.rules_: RuleEnsemble = booster.rules_
@@ -179,14 +188,15 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
                  reg: float = 0.0, epsilon: float = 1e-3, fit_intercept: bool = True,
                  time_limit: float | None = None, node_limit: int | None = None,
                  max_memory: int | None = None, random_state: Any = None,
-                 verbose: bool = False, preset: str | None = None) -> None:
+                 verbose: bool = False, preset: str | None = None,
+                 thresholds: Any = None) -> None:
         super().__init__(n_rules, objective=objective, weight_update=weight_update,
                          search=search, beam_width=beam_width,
                          max_rule_length=max_rule_length, max_thresholds=max_thresholds,
                          reg=reg, epsilon=epsilon, fit_intercept=fit_intercept,
                          time_limit=time_limit, node_limit=node_limit,
                          max_memory=max_memory, random_state=random_state,
-                         verbose=verbose, preset=preset)
+                         verbose=verbose, preset=preset, thresholds=thresholds)
         self.loss = loss
 
     def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:

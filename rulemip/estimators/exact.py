@@ -40,6 +40,7 @@ from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solv
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
+from rulemip.estimators._progress import progress_printer
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
 from rulemip.rules.canonical import canonical_ensemble
@@ -176,7 +177,8 @@ class _ExactBase(BaseEstimator):
         budget = Budget.from_time_limit(self.time_limit)
         self._validate_params_()
         thresholds = self._thresholds_for(ds)
-        engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length)
+        engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
+                               n_rules=self.n_rules, loss=self.loss)
         check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
@@ -186,7 +188,7 @@ class _ExactBase(BaseEstimator):
         if previous is not None and (start is None or _risk(previous, ds, self.reg)
                                      < _risk(start, ds, self.reg)):
             start, self.init_source_ = previous, "previous fit"
-        callback = _progress_printer() if self.verbose else None
+        callback = progress_printer() if self.verbose else None
         seed = 0 if self.random_state is None else int(self.random_state)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
@@ -251,26 +253,6 @@ def _with_encoder(ensemble: Any, ds: Dataset) -> Any:
 
     return RuleEnsemble(ensemble.rules, ensemble.intercept, ensemble.loss, ds.encoder,
                         ds.classes)
-
-
-def _progress_printer() -> Any:
-    import sys
-    import time
-
-    last = [0.0]
-
-    def show(info: dict[str, Any]) -> None:
-        now = time.monotonic()
-        if now - last[0] < 1.0 and not info.get("final"):
-            return
-        last[0] = now
-        ub, lb = info.get("ub", math.inf), info.get("lb", -math.inf)
-        gap = info.get("gap", math.inf)
-        print(f"  [{info.get('time', 0.0):7.1f}s] it {info.get('iteration', 0):5d}  "
-              f"incumbent {ub:.6g}  bound {lb:.6g}  gap {gap:.3%}", file=sys.stderr,
-              flush=True)
-
-    return show
 
 
 class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):

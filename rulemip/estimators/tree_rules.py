@@ -8,9 +8,11 @@ Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with one of three 
 
 ``"exact"``
     Alg. 1 (outer approximation, :func:`~rulemip.algorithms.prune_exact.prune_exact`) on
-    the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to ``rel_tol = 1e-4``
-    when ``result_.termination`` is ``optimal``, otherwise the incumbent with a valid lower
-    bound (a :class:`~rulemip.exceptions.SolveLimitWarning` is issued).
+    the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to the relative gap
+    ``mip_gap`` when ``result_.termination`` is ``optimal`` (decided by
+    :func:`rulemip.solvers.status.promote` on q recomputed from the data), otherwise the
+    incumbent with a valid lower bound (a :class:`~rulemip.exceptions.SolveLimitWarning`
+    is issued).
 ``"path"``
     The penalized problem (4) over a descending grid of :math:`\lambda` by cyclic block
     coordinate descent (:func:`rulemip.algorithms.cbcd.regularization_path`). The model
@@ -48,10 +50,13 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 
+from rulemip._solver_names import check_solver
 from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
 from rulemip.boosting.rgb_rules import float64_threshold
+from rulemip.budget import Budget
 from rulemip.data.encoding import FeatureEncoder
 from rulemip.estimators._inputs import check_float32_range, fit_dataset, predict_matrix
+from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -165,10 +170,20 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     gamma : float or None, default=None
         Deprecated (use ``reg = 1/gamma``): [PRUNE]'s :math:`\\gamma`. Setting it issues a
         ``FutureWarning``; it will be removed in rulemip 0.3.
-    solver : str, default="highs"
-        Backend for the master / subproblem (I)LPs.
+    solver : str, default="auto"
+        Backend for the master / subproblem (I)LPs (``rulemip.solvers.backend_names()``);
+        ``"auto"`` takes the first installed backend that serves a persistent MILP master
+        (HiGHS when installed).
     time_limit : float or None, default=60.0
-        Wall-clock limit in seconds of the selection (not of the ensemble fit).
+        Wall-clock limit in seconds of the selection (not of the ensemble fit): node
+        extraction and every phase of the method ask one
+        :class:`~rulemip.budget.Budget` started after the ensemble is fitted.
+    mip_gap : float, default=1e-4
+        Relative gap :math:`(U - L)/|U|` at which ``method="exact"`` certifies its
+        selection optimal (and stops). The other methods are heuristics and ignore it.
+    verbose : bool, default=False
+        Progress on stderr: the phases, and the bounds of the exact method about once a
+        second.
     prefit : bool, default=False
         Use ``estimator`` as already fitted.
     node_values : {"mean", "fitted"}, default="mean"
@@ -214,10 +229,11 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     result_: Any  # OAResult, PathResult or RelaxRoundResult, per method
 
     def __init__(self, estimator: Any = None, *, n_rules: int = 10, attribute: str = "rule",
-                 method: str = "exact", reg: float | None = None, solver: str = "highs",
-                 time_limit: float | None = 60.0, prefit: bool = False,
+                 method: str = "exact", reg: float | None = None, solver: str = "auto",
+                 time_limit: float | None = 60.0, mip_gap: float = 1e-4, prefit: bool = False,
                  node_values: str = "mean", n_lambdas: int = 50,
-                 random_state: int | None = None, gamma: float | None = None) -> None:
+                 random_state: int | None = None, verbose: bool = False,
+                 gamma: float | None = None) -> None:
         self.estimator = estimator
         self.n_rules = n_rules
         self.attribute = attribute
@@ -226,6 +242,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         self.gamma = gamma
         self.solver = solver
         self.time_limit = time_limit
+        self.mip_gap = mip_gap
+        self.verbose = verbose
         self.prefit = prefit
         self.node_values = node_values
         self.n_lambdas = n_lambdas
@@ -246,9 +264,11 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             raise InvalidParameterError(
                 "`gamma` is the deprecated name of `reg` (reg = 1/gamma); set only `reg`.")
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
+        check_nonneg_float(self.mip_gap, "mip_gap")
+        if not isinstance(self.verbose, bool | np.bool_):
+            raise InvalidParameterError(f"`verbose` must be True or False; got {self.verbose!r}.")
         check_positive_int(self.n_lambdas, "n_lambdas")
-        if not isinstance(self.solver, str):
-            raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
+        check_solver(self.solver)
         if not isinstance(self.prefit, bool | np.bool_):
             raise InvalidParameterError(f"`prefit` must be True or False; got {self.prefit!r}.")
         if self.prefit and self.estimator is None:
@@ -286,6 +306,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         X, y = ds.X, ds.y
         check_float32_range(X, "the trees of the ensemble")
         est = self._fitted_ensemble(X, y)
+        # one clock for the selection: extraction and every phase of the method ask it
+        budget = Budget.from_time_limit(self.time_limit)
         self.estimator_ = est
         self.intercept_ = float(y.mean())
         sd = float(y.std())
@@ -296,16 +318,18 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                               node_values=self.node_values)  # type: ignore[arg-type]
         nodes = _without_empty_rules(nodes)
         self.nodes_ = nodes
+        say(self.verbose, f"TreeRuleExtractor: {nodes.n_nodes} candidate nodes in "
+                          f"{budget.elapsed():.2f} s; method {self.method!r}")
         self.gamma_ = self._gamma(X.shape[0])
         self.reg_ = 1.0 / self.gamma_
         self._encoder = ds.encoder
         oracle = TreePruningCIP(nodes.M, yc, self.gamma_)
         if self.method == "exact":
-            S, w = self._fit_exact(nodes, yc, oracle)
+            S, w = self._fit_exact(nodes, yc, oracle, budget)
         elif self.method == "path":
-            S, w = self._fit_path(nodes, yc, X, y)
+            S, w = self._fit_path(nodes, yc, budget)
         else:
-            S, w = self._fit_relax_round(nodes, yc)
+            S, w = self._fit_relax_round(nodes, yc, budget)
         S, w = _drop_null_columns(nodes, S, w)
         z = np.zeros(nodes.n_nodes)
         z[S] = 1.0
@@ -315,6 +339,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         self.coef_ = self.y_scale_ * nodes.mu[self.selected_] * self.weights_
         self.rules_ = self._ensemble(self.selected_, self.coef_)
         self.train_risk_ = float(np.mean((y - self.rules_.decision_function_encoded(X)) ** 2))
+        say(self.verbose, f"TreeRuleExtractor: {self.selected_.size} rules, q = "
+                          f"{self.objective_:.6g}, {budget.elapsed():.2f} s")
         return self
 
     def _ensemble(self, S: NDArray[np.int64], coef: FloatArray) -> RuleEnsemble:
@@ -333,19 +359,16 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         reg = DEFAULT_REG_PER_ROW * n if self.reg is None else float(self.reg)
         return 1.0 / reg
 
-    def _limit_hit(self, wall_time: float) -> bool:
-        return self.time_limit is not None and wall_time >= float(self.time_limit)
-
-    def _fit_exact(self, nodes: NodeMatrix, yc: FloatArray,
-                   oracle: TreePruningCIP) -> tuple[NDArray[np.int64], FloatArray]:
+    def _fit_exact(self, nodes: NodeMatrix, yc: FloatArray, oracle: TreePruningCIP,
+                   budget: Budget) -> tuple[NDArray[np.int64], FloatArray]:
         from rulemip.algorithms.outer_approximation import OAOptions
         from rulemip.algorithms.prune_exact import prune_exact
         from rulemip.solvers.result import TerminationReason
 
+        callback = progress_printer() if self.verbose else None
         res, _ = prune_exact(nodes, yc, self.n_rules, attribute=self.attribute,
-                             gamma=self.gamma_,
-                             options=OAOptions(time_limit=self.time_limit, solver=self.solver,
-                                               rel_tol=1e-4))
+                             gamma=self.gamma_, mip_gap=float(self.mip_gap), budget=budget,
+                             options=OAOptions(solver=self.solver, callback=callback))
         self.result_ = res
         if res.termination != TerminationReason.OPTIMAL:
             limit = "" if res.limit is None else f" ({res.limit} limit)"
@@ -355,19 +378,18 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         z = res.z if res.z is not None else np.zeros(nodes.n_nodes)
         return oracle.weights(np.round(z))
 
-    def _fit_path(self, nodes: NodeMatrix, yc: FloatArray, X: FloatArray,
-                  y: FloatArray) -> tuple[NDArray[np.int64], FloatArray]:
+    def _fit_path(self, nodes: NodeMatrix, yc: FloatArray,
+                  budget: Budget) -> tuple[NDArray[np.int64], FloatArray]:
         from rulemip.algorithms.cbcd import regularization_path
 
         # the paper's separable block updates only: on 100 depth-3 trees, n = 500, the
         # extra exact profiled sweeps took 35 s instead of 1.9 s for objectives ~1 % lower
         path = regularization_path(nodes, yc, n_lambdas=self.n_lambdas,
                                    attribute=self.attribute, gamma=self.gamma_,
-                                   time_limit=self.time_limit, solver=self.solver,
-                                   exact_blocks=False)
+                                   budget=budget, solver=self.solver, exact_blocks=False)
         self.path_ = path
         self.result_ = path
-        if self._limit_hit(path.wall_time):
+        if budget.expired():
             warnings.warn(f"the regularization path stopped at the time limit after "
                           f"{len(path.models)} of {len(path.lambdas)} lambda values.",
                           SolveLimitWarning, stacklevel=3)
@@ -386,15 +408,14 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         pm = path.models[best]
         return np.asarray(pm.support, dtype=np.int64), np.asarray(pm.weights, dtype=float)
 
-    def _fit_relax_round(self, nodes: NodeMatrix,
-                         yc: FloatArray) -> tuple[NDArray[np.int64], FloatArray]:
+    def _fit_relax_round(self, nodes: NodeMatrix, yc: FloatArray,
+                         budget: Budget) -> tuple[NDArray[np.int64], FloatArray]:
         from rulemip.algorithms.relax_and_round import relax_and_round
 
         res = relax_and_round(nodes, yc, n_rules=self.n_rules, attribute=self.attribute,
-                              gamma=self.gamma_, time_limit=self.time_limit,
-                              solver=self.solver)
+                              gamma=self.gamma_, budget=budget, solver=self.solver)
         self.result_ = res
-        if self._limit_hit(res.wall_time):
+        if budget.expired():
             warnings.warn("relax-and-round stopped at the time limit; the relaxation bound "
                           "may be loose and the rounded selection is a heuristic.",
                           SolveLimitWarning, stacklevel=3)

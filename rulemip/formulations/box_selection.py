@@ -221,11 +221,12 @@ class BoxSelectionCIP:
         y = get_loss(self.loss).check_labels(np.asarray(dataset.y))
         return reduce_to_cells(dataset.X, y, ths, self.loss, dataset.sample_weight)
 
-    def problem_over(self, dataset: Dataset, cells: CellReduction, boxes: CandidateBoxes
-                     ) -> BoxSelectionProblem:
+    def problem_over(self, dataset: Dataset, cells: CellReduction, boxes: CandidateBoxes,
+                     *, combinatorial: bool = True) -> BoxSelectionProblem:
         """The CIP restricted to the candidate ``boxes`` (all of them: :meth:`build`; a
         working set: column generation). The combinatorial bounds depend on the cells
-        only, so they bound the unrestricted problem too."""
+        only, so they bound the unrestricted problem too; ``combinatorial=False`` keeps
+        only the reduction constant (for a caller that has a proof of its own)."""
         Q = boxes.cover[cells.point_cell].astype(float)
         args = (Q, cells.y, cells.weight, self.reg, self.fit_intercept, cells.constant,
                 cells.total_weight)
@@ -239,7 +240,8 @@ class BoxSelectionCIP:
         zb = model.add_variables("z", boxes.n_boxes, lb=0.0, ub=float(k), integer=True)
         model.add_constraints("cardinality", rows=[{int(c): 1.0 for c in zb.ids}],
                               upper=float(k))
-        parts = self._combinatorial_bounds(cells, k)
+        parts = self._combinatorial_bounds(cells, k) if combinatorial else \
+            {"constant": cells.constant / cells.total_weight}
         return BoxSelectionProblem(dataset, cells, boxes, Q, oracle, model, k, self.reg,
                                    self.fit_intercept, self.loss, max(parts.values()), parts)
 

@@ -29,12 +29,14 @@ from rulemip.solvers.base import Capability, SolverBackend
 FloatArray = NDArray[np.float64]
 
 
+@runtime_checkable
 class BuiltModel(Protocol):
     """A built model plus what decoding needs.
 
     Attributes
     ----------
     model : the model handed to the backend.
+    dataset : the data the model was built on (decoding recomputes the risk on it).
     bound_valid : ``False`` when the model restricts the problem by something not proved
         (e.g. a stated weight box), so its bound is no global certificate.
     notes : remarks made while building (carried into the result).
@@ -44,8 +46,18 @@ class BuiltModel(Protocol):
     """
 
     model: MIPModel
+    dataset: Dataset
     bound_valid: bool
     notes: list[str]
+
+    def block(self, name: str) -> NDArray[np.int64]:
+        """Column indices of the variable block ``name`` of :attr:`model`.
+
+        A formulation's block names are part of its documented model (the interval-cover
+        MIP's table in ``docs/explanation/interval_cover.md``: ``"beta"`` for the rule
+        weights :math:`\beta_t` in rule order, ``"beta0"`` for the intercept), so a
+        formulation that wraps another may add rows on them."""
+        ...
 
     @property
     def safe_bound(self) -> float: ...
@@ -86,7 +98,8 @@ class Formulation(Protocol):
         ...
 
     def polish(self, built: Any, x: FloatArray) -> FloatArray | None:
-        """Repair a master's point into a feasible one (tangent cuts), or ``None``."""
+        """Repair a master's point into a point feasible for *this* formulation's model
+        (every row it added included), or ``None`` when it cannot (tangent cuts)."""
         ...
 
 

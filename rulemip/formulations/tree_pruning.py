@@ -27,13 +27,14 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.exceptions import FormulationError, InvalidParameterError
+from rulemip.formulations.forest import RidgeRefit, pruning_gradient, ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
+from rulemip.solvers.result import Limit, TerminationReason
 
 __all__ = ["TreePruningCIP", "TreePruningMIP", "TreePruningMIPSolution",
            "pruning_feasible_model"]
@@ -57,31 +58,27 @@ class TreePruningCIP:
         if self.M.shape[0] != self.y.shape[0]:
             raise InvalidParameterError("M and y have different numbers of rows")
         self.gamma = float(gamma)
-        self.Mty = np.asarray(self.M.T @ self.y).ravel()
+        self.Mt = sp.csr_matrix(self.M.T)
+        self.Mty = np.asarray(self.Mt @ self.y).ravel()
         self.yty = float(self.y @ self.y)
 
     def weights(self, z: NDArray[np.float64]) -> tuple[NDArray[np.int64], NDArray[np.float64]]:
         """Support S and optimal weights w_S (for binary z: the ridge refit of (1))."""
-        z = np.asarray(z, dtype=float).ravel()
-        S = np.flatnonzero(z > 1e-12)
-        if S.size == 0:
-            return S, np.zeros(0)
-        MS = self.M[:, S]
-        G = (MS.T @ MS).toarray()
-        G[np.diag_indices_from(G)] += 1.0 / (self.gamma * z[S])
-        w = sla.solve(G, self.Mty[S], assume_a="pos")
-        return S, np.asarray(w, dtype=float)
+        fit = self.refit(z)
+        return fit.S, fit.w
+
+    def refit(self, z: NDArray[np.float64]) -> RidgeRefit:
+        """Support, weights, residual and q(z)
+        (:func:`~rulemip.formulations.forest.ridge_refit`)."""
+        return ridge_refit(self.M, self.y, self.gamma, z, Mty=self.Mty, yty=self.yty)
 
     def value_and_gradient(self, z: NDArray[np.float64]) -> tuple[float, NDArray[np.float64]]:
         """q(z) and ∇q(z) for z ∈ [0, 1]^m (Woodbury on the support)."""
-        S, w = self.weights(z)
-        r = self.y - (self.M[:, S] @ w if S.size else 0.0)
-        value = 0.5 * (self.yty - float(self.Mty[S] @ w))
-        g = -0.5 * self.gamma * np.asarray(self.M.T @ r).ravel() ** 2
-        return value, g
+        fit = self.refit(z)
+        return fit.value, pruning_gradient(self.Mt, fit.r, self.gamma)
 
     def value(self, z: NDArray[np.float64]) -> float:
-        return self.value_and_gradient(z)[0]
+        return self.refit(z).value
 
 
 def pruning_feasible_model(nodes: NodeMatrix, n_rules: float,
@@ -115,9 +112,14 @@ class TreePruningMIPSolution:
     w : (m,) weights (zero off the support).
     value : objective of (1) at ``(z, w)``, recomputed from the data (``inf`` without a
         solution).
-    lower_bound : the solver's dual bound (valid lower bound on the optimum of (1)).
+    lower_bound : the solver's dual bound (valid lower bound on the optimum of (1)); 0 when
+        the recomputed ``value`` refutes it (q ≥ 0).
     gap : relative gap between ``value`` and ``lower_bound``.
     result : the backend's :class:`~rulemip.solvers.SolveResult`.
+    termination, limit : the status decided by :func:`rulemip.solvers.status.promote`
+        (``optimal`` only when the backend finished, its bound is not refuted by ``value``
+        and the gap is at most ``mip_gap``).
+    notes : what :func:`~rulemip.solvers.status.promote` had to say.
     """
 
     z: NDArray[np.float64] | None
@@ -126,6 +128,9 @@ class TreePruningMIPSolution:
     lower_bound: float
     gap: float
     result: Any
+    termination: TerminationReason = TerminationReason.NO_SOLUTION_FOUND
+    limit: Limit | None = None
+    notes: tuple[str, ...] = ()
 
 
 class TreePruningMIP:
@@ -251,22 +256,42 @@ class TreePruningMIP:
         r = self.y - np.asarray(self.nodes.M @ w).ravel()
         return 0.5 * float(r @ r) + 0.5 / self.gamma * float(w @ w)
 
-    def solve(self, solver: str = "scip", *, time_limit: float | None = None,
+    def solve(self, solver: str = "auto", *, time_limit: float | None = None,
               mip_gap: float = 1e-6, **backend_kwargs: Any) -> TreePruningMIPSolution:
-        """Build, solve with backend ``solver`` (through the solver registry) and decode.
+        """Build, solve with backend ``solver`` and decode.
 
-        ``value`` is recomputed from the data at the decoded ``(z, w)``; ``lower_bound`` is
-        the backend's dual bound.
+        The backend is resolved once by :func:`rulemip.solvers.base.resolve_backend` on
+        what the model needs (``"auto"``: the first installed backend that takes it
+        natively; a named backend that cannot is refused before any work).
+        ``backend_kwargs`` configure a named backend. ``value`` is recomputed from the data
+        at the decoded ``(z, w)``; the status, bound and gap are decided by
+        :func:`rulemip.solvers.status.promote` at ``mip_gap``.
         """
-        from rulemip.solvers import SolveOptions, get_backend, relative_gap
+        from rulemip.solvers import SolveOptions, get_backend
+        from rulemip.solvers.base import required_capabilities, resolve_backend
+        from rulemip.solvers.status import promote
 
         model = self.build()
-        res = get_backend(solver, **backend_kwargs).solve(
-            model.to_standard_form(), SolveOptions(time_limit=time_limit, mip_gap=mip_gap))
+        sf = model.to_standard_form()
+        if backend_kwargs:
+            if solver == "auto":
+                raise InvalidParameterError("backend options need a named `solver`; got "
+                                            "solver='auto' with " + ", ".join(backend_kwargs))
+            backend: Any = get_backend(solver, **backend_kwargs)
+        else:
+            backend = solver
+        backend = resolve_backend(backend, required_capabilities(sf),
+                                  outer_approximation=False)[0]
+        res = backend.solve(sf, SolveOptions(time_limit=time_limit, mip_gap=mip_gap))
+        finished = res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
         if res.x is None:
+            verdict = promote(math.inf, float(res.bounds.dual), finished=finished,
+                              mip_gap=mip_gap, limit=res.limit, no_solution=res.termination)
             return TreePruningMIPSolution(None, None, math.inf, float(res.bounds.dual),
-                                          math.inf, res)
+                                          math.inf, res, verdict.termination, verdict.limit)
         z, w = self.decode(model, res.x)
         value = self.objective(w)
-        lb = min(float(res.bounds.dual), value)
-        return TreePruningMIPSolution(z, w, value, lb, relative_gap(value, lb), res)
+        verdict = promote(value, float(res.bounds.dual), finished=finished, mip_gap=mip_gap,
+                          limit=res.limit, fallback_bound=0.0)
+        return TreePruningMIPSolution(z, w, value, verdict.lower_bound, verdict.gap, res,
+                                      verdict.termination, verdict.limit, verdict.notes)

@@ -30,7 +30,13 @@ modification calls ``freeTransform()`` and the next solve re-presolves from scra
 passed back as a start when still feasible).
 
 Limits: ``time_limit`` → ``limits/time``, ``mip_gap`` → ``limits/gap``, ``node_limit`` →
-``limits/nodes``, ``seed`` → ``randomization/randomseedshift``; SCIP is single-threaded
+``limits/nodes``, ``seed`` → ``randomization/randomseedshift``. A watchdog thread
+interrupts a solve still running ``1.1·time_limit + 2`` s after it started
+(:func:`watchdog_delay`; the solve runs without the GIL), so that a plug-in that ignores
+SCIP's clock cannot hold it far past the limit; the result then has ``Limit.TIME`` and a
+note. The plug-ins that call an NLP solver (:data:`NLP_PLUGINS_OFF`: the subnlp, mpec,
+nlpdiving, multistart, dualval and undercover heuristics, the nlobbt propagator, the
+convexproj and gauge separators) are off. SCIP is single-threaded
 (``threads`` is recorded in ``notes``). ``options.callback`` runs at every new best
 solution (event ``BESTSOLFOUND``) and at the end; returning ``True`` calls
 ``interruptSolve()`` (``Limit.INTERRUPTED``). ``options.extra`` holds raw SCIP parameters.
@@ -40,6 +46,7 @@ from __future__ import annotations
 
 import functools
 import math
+import threading
 import time
 from typing import Any
 
@@ -80,6 +87,35 @@ _LIMIT_STATUS = {
     "duallimit": Limit.OTHER,
 }
 _LOSSES = ("squared", "logistic", "poisson")
+
+WATCHDOG_SLACK = 2.0
+"""Seconds, plus 10% of the time limit, that a solve may run past ``time_limit`` before
+the watchdog thread interrupts it (:func:`watchdog_delay`)."""
+
+
+def watchdog_delay(time_limit: float) -> float:
+    """When the watchdog interrupts a solve that SCIP's own clock did not stop:
+    ``time_limit + WATCHDOG_SLACK + 0.1·time_limit`` seconds after it started."""
+    return float(time_limit) * 1.1 + WATCHDOG_SLACK
+
+#: SCIP plug-ins that call an NLP solver (Ipopt). Our nonlinear models are convex epigraph
+#: models that SCIP solves by LP outer approximation; these plug-ins only look for
+#: incumbents (heuristics) or tighten bounds (propagator, separators) and are not needed —
+#: and SCIP's MPEC heuristic crashed the process inside Ipopt (heap corruption) on a
+#: 1 070 x 6 table (issue 22). They are switched off in every solve (``extra`` may turn one
+#: back on).
+NLP_PLUGINS_OFF: dict[str, Any] = {
+    "heuristics/subnlp/freq": -1,
+    "heuristics/mpec/freq": -1,
+    "heuristics/nlpdiving/freq": -1,
+    "heuristics/multistart/freq": -1,
+    "heuristics/dualval/freq": -1,
+    "heuristics/undercover/freq": -1,
+    "heuristics/undercover/postnlp": False,
+    "propagating/nlobbt/freq": -1,
+    "separating/convexproj/freq": -1,
+    "separating/gauge/freq": -1,
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -125,6 +161,7 @@ class ScipPersistent:
         self._progress: Progress | None = None
         self._dirty = False
         self._last_x: NDArray[np.float64] | None = None
+        self._indicator_binaries: set[int] = set()
         self._add_vars(model.c, model.col_lower, model.col_upper, model.integrality,
                        model.col_names)
         self._set_offset(float(model.offset))
@@ -207,6 +244,7 @@ class ScipPersistent:
         for j, a in zip(ind.cols, ind.vals):
             coefs[self._terms[j]] = coefs.get(self._terms[j], 0.0) + a
         binvar = self._vars[ind.binary]
+        self._indicator_binaries.add(int(ind.binary))
         active = bool(ind.active_value)
         senses = ["<=", ">="] if ind.sense == "==" else [ind.sense]
         for sense in senses:
@@ -236,7 +274,11 @@ class ScipPersistent:
 
     def _editable(self) -> None:
         if self._dirty:
-            self._m.freeTransform()
+            try:
+                self._m.freeTransform()
+            except Exception as exc:  # SCIP left in a stage it cannot free (failed solve)
+                raise SolverError(f"SCIP cannot return to the problem stage after its last "
+                                  f"solve ({exc}); build the model again.") from exc
             self._dirty = False
 
     # ------------------------------------------------------------------ protocol
@@ -321,10 +363,17 @@ class ScipPersistent:
         self._set_offset(float(offset))
 
     def set_integrality(self, integer: NDArray[np.bool_]) -> None:
+        """Make columns integer or continuous. The binary of an indicator constraint stays
+        integer (SCIP's indicators need a binary variable; relaxing one made SCIP's
+        presolve fail and left the model unusable), so a "relaxation" of a model with
+        indicators keeps those binaries: its dual bound is still a valid bound of the
+        model, at least as strong as the relaxation's."""
         ints = np.asarray(integer, dtype=bool).ravel()
         if ints.shape != (self.n_cols,):
             raise InvalidParameterError(
                 f"`integer` must have one entry per column ({self.n_cols}); got {ints.shape[0]}.")
+        ints = ints.copy()
+        ints[sorted(self._indicator_binaries)] = True
         self._editable()
         for j in np.flatnonzero(ints != self._integer).tolist():
             self._m.chgVarType(self._vars[j], "I" if ints[j] else "C")
@@ -345,6 +394,8 @@ class ScipPersistent:
         notes: list[str] = []
         m.resetParams()
         m.hideOutput(not opts.verbose)
+        for key, value in NLP_PLUGINS_OFF.items():
+            m.setParam(key, value)
         if opts.time_limit is not None:
             m.setParam("limits/time", float(opts.time_limit))
         if self._has_epigraph:
@@ -434,8 +485,11 @@ class ScipPersistent:
         progress = Progress(opts.callback)
         self._progress = progress if progress else None
         t0 = time.perf_counter()
+        watchdog = _Watchdog(self._m, opts.time_limit)
         try:
-            self._m.optimize()
+            with watchdog:
+                # without the GIL, so that the watchdog thread can run during the solve
+                self._m.optimizeNogil()
         except Exception as exc:  # PySCIPOpt raises a bare Exception for SCIP errors
             raise SolverError(f"SCIP failed during the solve ({exc}); the model was left "
                               "as it is.") from exc
@@ -443,7 +497,11 @@ class ScipPersistent:
             self._progress = None
             self._dirty = True
         wall = time.perf_counter() - t0
-        res = self._result(opts, wall, notes, progress)
+        if watchdog.fired:
+            notes.append(f"SCIP ran {wall:.1f} s against a time limit of "
+                         f"{opts.time_limit:.1f} s without stopping; the watchdog "
+                         "interrupted it.")
+        res = self._result(opts, wall, notes, progress, watchdog.fired)
         if res.x is not None:
             self._last_x = res.x
         if progress:
@@ -451,7 +509,7 @@ class ScipPersistent:
         return res
 
     def _result(self, opts: SolveOptions, wall: float, notes: list[str],
-                progress: Progress) -> SolveResult:
+                progress: Progress, watchdog_fired: bool = False) -> SolveResult:
         m = self._m
         status = str(m.getStatus())
         has_sol = m.getNSols() > 0
@@ -480,7 +538,8 @@ class ScipPersistent:
             primal, dual = ((math.inf, math.inf) if term is TerminationReason.INFEASIBLE
                             else (-math.inf, -math.inf))
         elif status in _LIMIT_STATUS:
-            which = Limit.INTERRUPTED if progress.interrupt else _LIMIT_STATUS[status]
+            which = (Limit.TIME if watchdog_fired
+                     else Limit.INTERRUPTED if progress.interrupt else _LIMIT_STATUS[status])
             term, limit = limit_status(has_sol, which)
         else:
             term = TerminationReason.FEASIBLE if has_sol else TerminationReason.ERROR
@@ -520,6 +579,44 @@ class ScipPersistent:
             return TerminationReason.INFEASIBLE
         notes.append("SCIP could not decide between infeasible and unbounded.")
         return TerminationReason.ERROR
+
+
+class _Watchdog:
+    """Interrupts a SCIP solve still running :func:`watchdog_delay` seconds after it
+    started (a plug-in that ignores SCIP's clock, e.g. a long NLP call); no-op without a
+    time limit. SCIP stops at its next check of the interrupt flag."""
+
+    def __init__(self, model: Any, time_limit: float | None) -> None:
+        self._m = model
+        self._lock = threading.Lock()
+        self._running = False
+        self.fired = False
+        self._timer = None if time_limit is None else threading.Timer(
+            watchdog_delay(time_limit), self._fire)
+        if self._timer is not None:
+            self._timer.daemon = True
+
+    def _fire(self) -> None:
+        with self._lock:
+            if not self._running:
+                return
+            try:
+                self._m.interruptSolve()
+                self.fired = True
+            except Exception:  # pragma: no cover - SCIP left the solving stage meanwhile
+                pass
+
+    def __enter__(self) -> _Watchdog:
+        self._running = True
+        if self._timer is not None:
+            self._timer.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        with self._lock:
+            self._running = False
+        if self._timer is not None:
+            self._timer.cancel()
 
 
 class ScipBackend:

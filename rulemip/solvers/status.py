@@ -36,6 +36,40 @@ tolerances of about 1e-6 on its own (feasibility, tangent cuts), so "optimal" me
 relative gap of at most ``max(mip_gap, 1e-6)`` under a valid bound."""
 
 
+#: Feasibility tolerance (absolute, per row) with which each backend's dual bound is
+#: computed, as rulemip runs it (docs/explanation/solving.md, "Bounds within tolerances"):
+#: HiGHS with ``mip_feasibility_tolerance = primal_feasibility_tolerance = 1e-9``
+#: (:mod:`rulemip.solvers.highs`), CBC with its default primal tolerance 1e-7 (OR-Tools
+#: cannot change it), SCIP with ``numerics/feastol = 1e-8`` on models with epigraph
+#: columns (1e-6, its default, otherwise), CP-SAT in exact integer arithmetic.
+BOUND_TOLERANCES: dict[str, float] = {"highs": 1e-9, "cbc": 1e-7, "scip": 1e-8, "cpsat": 0.0}
+DEFAULT_BOUND_TOLERANCE = 1e-6
+"""For a backend not in :data:`BOUND_TOLERANCES` (Pyomo's solvers; SCIP without
+epigraph columns)."""
+
+
+def bound_slack(backend: str, objective_weight: float, *, epigraph: bool = True,
+                tolerance: float | None = None) -> float:
+    r"""How far a backend's dual bound may lie above the true optimum because the rows of
+    its last relaxation hold only within its feasibility tolerance :math:`\varepsilon`:
+    :math:`\varepsilon\,W` with ``objective_weight`` :math:`W` the 1-norm of the
+    objective's coefficients (each epigraph row :math:`\theta_i \ge \ldots` of a loss
+    term carries the weight :math:`w_i` of :math:`\theta_i` as its multiplier, so a
+    violation of :math:`\varepsilon` on every row moves the objective by at most
+    :math:`\varepsilon \sum_i w_i`). ``backend`` may carry a suffix (``"cbc+tangent_cuts"``).
+    Measured (issue 22, Poisson at ``reg=1e-6``, brute-forced optima): HiGHS at its default
+    tolerance 1e-6 claimed a bound 7.3e-7 above the optimum, CBC one 9.3e-8 above.
+    ``tolerance`` (a backend's ``bound_tolerance``, e.g. Pyomo's, which depends on the
+    solver it calls) overrides the table."""
+    name = backend.split("+")[0].split(":")[0]
+    tol = BOUND_TOLERANCES.get(name, DEFAULT_BOUND_TOLERANCE)
+    if name == "scip" and not epigraph:
+        tol = DEFAULT_BOUND_TOLERANCE
+    if tolerance is not None:
+        tol = float(tolerance)
+    return tol * max(float(objective_weight), 0.0)
+
+
 class RefutedBoundWarning(HeuristicBoundWarning):
     """A solver's lower bound lies above the recomputed risk of a feasible ensemble."""
 
@@ -112,4 +146,5 @@ def promote(risk: float, lower_bound: float, *, finished: bool, mip_gap: float,
                    lb, gap, bound_valid, tuple(notes))
 
 
-__all__ = ["GAP_FLOOR", "REFUTATION_TOL", "RefutedBoundWarning", "Verdict", "promote"]
+__all__ = ["BOUND_TOLERANCES", "DEFAULT_BOUND_TOLERANCE", "GAP_FLOOR", "REFUTATION_TOL",
+           "RefutedBoundWarning", "Verdict", "bound_slack", "promote"]

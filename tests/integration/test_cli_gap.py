@@ -58,3 +58,91 @@ def test_gap_command_writes_table_certificates_and_figures(tmp_path, capsys):
     assert main(argv) == 0
     again = pd.read_csv(out / "gap_table.csv")
     pd.testing.assert_frame_equal(table, again)
+
+
+def test_gap_command_time_limit_covers_boosting(tmp_path, capsys):
+    """Issue 22: `--time-limit 5` with `--variants COB` on diabetes spent 88 s of CPU in
+    the boosting rule search; every phase of a task now runs within its limit."""
+    import time
+    import warnings
+
+    from sklearn.datasets import load_diabetes
+
+    path = tmp_path / "diabetes.csv"
+    load_diabetes(as_frame=True).frame.to_csv(path, index=False)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        code = main(["gap", "--data", str(path), "--target", "target", "--k-max", "2",
+                     "--variants", "COB", "--time-limit", "3", "--out", str(tmp_path / "o"),
+                     "--quiet"])
+    assert code == 0
+    assert time.perf_counter() - t0 <= 2 * 3 + 5.0  # two tasks; slack: steps + figures
+    table = pd.read_csv(tmp_path / "o" / "gap_table.csv")
+    assert len(table) == 2 and (table["bound"] <= table["incumbent"] + 1e-9).all()
+
+
+@pytest.mark.parametrize("rows", ["const_y", "one_row", "identical_rows"])
+def test_gap_command_on_data_the_constant_model_fits_exactly(rows, tmp_path, capsys):
+    """Issue 22: `--intercept` on constant y (also one row, identical rows) ended in
+    pandas' `ValueError: Encountered all NA values`: R(f_∅) = 0 leaves no normalized gap."""
+    frames = {"const_y": pd.DataFrame({"a": [1.0, 2, 3, 4, 5], "b": [2.0, 3, 1, 4, 0],
+                                       "target": 5.0}),
+              "one_row": pd.DataFrame({"a": [1.0], "b": [2.0], "target": [5.0]}),
+              "identical_rows": pd.DataFrame({"a": [1.0] * 3, "b": [2.0] * 3,
+                                              "target": [5.0] * 3})}
+    path = tmp_path / f"{rows}.csv"
+    frames[rows].to_csv(path, index=False)
+    out = tmp_path / "o"
+    code = main(["gap", "--data", str(path), "--target", "target", "--k-max", "2",
+                 "--variants", "COB", "--intercept", "--time-limit", "10", "--out", str(out),
+                 "--quiet"])
+    text = capsys.readouterr().out
+    assert code == 0
+    assert "cannot be normalized" in text and "against Theorem 1" not in text
+    table = pd.read_csv(out / "gap_table.csv")
+    assert len(table) == 2 and np.allclose(table["incumbent"], 0.0, atol=1e-9)
+    assert not (out / "figures" / "gap_cdf.png").exists()
+
+
+def test_gap_command_removes_its_stale_certificates_after_a_data_change(tmp_path, capsys):
+    """Issue 22: rerunning `gap` into the same folder after editing the data left the old
+    run's certificate next to the new one. Files that are not ours stay."""
+    path = tmp_path / "d.csv"
+    _write(path, 2, 0.04)
+    out = tmp_path / "o"
+    argv = ["gap", "--data", str(path), "--target", "y", "--k-max", "1", "--variants", "SGB",
+            "--time-limit", "10", "--out", str(out), "--quiet"]
+    assert main(argv) == 0
+    first = sorted(p.name for p in (out / "certificates").iterdir())
+    (out / "certificates" / "notes.json").write_text("{}")
+    _write(path, 2, 0.05)  # the data change: new task ids
+    assert main(argv) == 0
+    capsys.readouterr()
+    second = sorted(p.name for p in (out / "certificates").iterdir())
+    assert len(first) == 1 and first[0] not in second
+    assert second == sorted([*[n for n in second if n != "notes.json"], "notes.json"])
+    assert len(second) == 2  # the new certificate and the file that is not ours
+    doc = json.loads((out / "certificates" / next(n for n in second
+                                                   if n != "notes.json")).read_text())
+    assert Certificate.from_dict(doc).n_rules == 1
+
+
+@pytest.mark.parametrize("k_max", [1, 2, 7, 30])
+def test_risk_vs_k_ticks_are_integers(k_max):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from rulemip.plotting import set_k_ticks
+
+    fig, ax = plt.subplots()
+    ks = np.arange(1, k_max + 1)
+    ax.plot(ks, 1.0 / ks)
+    set_k_ticks(ax, ks)
+    fig.canvas.draw()
+    lo, hi = ax.get_xlim()
+    ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
+    plt.close(fig)
+    assert ticks and all(float(t).is_integer() for t in ticks), ticks

@@ -165,3 +165,36 @@ def test_unable_solvers_are_refused_before_any_work() -> None:
         with pytest.raises(UnsupportedCapabilityError):
             solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
                         engine="cip", solver="cpsat")
+
+
+@pytest.mark.parametrize("spend", [True, False])
+def test_a_search_that_ran_out_of_time_says_limit_time(spend: bool) -> None:
+    """Issue 22: the warning and the CLI said `limit=gap` when the time limit had stopped
+    the search (a phase that noticed the clock called its open gap a gap limit). With the
+    budget spent the limit is named `time`; a search that ended by itself keeps `gap`."""
+    import time
+
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 2)
+    seen: list[dict[str, Any]] = []
+
+    def gap_ending(dataset: Dataset, n_rules: int, *, budget: Budget, callback: Any,
+                   **kw: Any) -> ExactResult:
+        res = solve_exact(dataset, n_rules, engine="cip", **kw)
+        if callback is not None:  # bounds only, as column generation reports them
+            callback({"iteration": 1, "ub": res.risk, "lb": 0.5 * res.risk, "time": 0.0})
+        while spend and not budget.expired():
+            time.sleep(0.02)
+        return dataclasses.replace(res, lower_bound=0.5 * res.risk, gap=0.5,
+                                   termination=TerminationReason.FEASIBLE, limit=Limit.GAP)
+
+    register_method("gap-ending", gap_ending, replace=True)
+    try:
+        res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="gap-ending",
+                          time_limit=0.6, callback=seen.append)
+    finally:
+        driver._METHODS.pop("gap-ending", None)
+    assert res.termination is TerminationReason.FEASIBLE
+    assert res.limit is (Limit.TIME if spend else Limit.GAP)
+    assert any("time limit ended" in n for n in res.notes) is spend
+    assert seen and seen[0]["gap"] == pytest.approx(0.5)  # not inf: both bounds finite

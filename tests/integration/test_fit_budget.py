@@ -95,3 +95,60 @@ def test_five_second_budget_on_full_diabetes():
     assert 0.0 <= res.lower_bound <= res.risk
     assert res.risk <= model.boosting_risk_ + 1e-9
     assert np.isclose(res.risk, model.rules_.risk(X, y, reg=model.reg))
+
+
+@pytest.mark.slow
+@pytest.mark.solver
+def test_scip_on_the_mixed_table_completes_twenty_times_within_its_limit(mixed_table):
+    """Issue 22: this fit crashed inside SCIP's MPEC heuristic (Ipopt) in 1 of 3 runs, then
+    hung. With the NLP plug-ins off and the watchdog it ends, within its limit plus the
+    watchdog's slack, every time (a native abort would fail the whole test run)."""
+    pytest.importorskip("pyscipopt")
+    from conftest import quantile_thresholds
+
+    from rulemip.solvers.scip import watchdog_delay
+
+    X, y = mixed_table
+    limit = 5.0
+    for _ in range(20):
+        est = ExactRuleEnsembleRegressor(1, reg=1e-8, fit_intercept=False,
+                                         thresholds=quantile_thresholds(X), engine="mip",
+                                         solver="scip", init=None, time_limit=limit)
+        t0 = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est.fit(X, y)
+        wall = time.perf_counter() - t0
+        res = est.result_
+        assert wall <= watchdog_delay(limit) + 2.0
+        assert res.ensemble is not None and res.backend == "scip"
+        assert 0.0 <= res.lower_bound <= res.risk
+        assert np.isclose(res.risk, est.rules_.risk(X, y, reg=1e-8))
+
+
+@pytest.mark.parametrize("engine", ["cip", "cip-bnb"])
+def test_enumerating_engine_named_explicitly_refuses_too_many_boxes_up_front(engine):
+    """Issue 22: engine='cip' on diabetes with 8 cut points was still building boxes after
+    150 s at 5.2 GB under a 5 s limit; now it is refused before any work, naming 'cg'."""
+    from rulemip.algorithms.driver import CIP_EXPLICIT_MAX_BOXES
+    from rulemip.exceptions import InvalidParameterError
+    from rulemip.formulations.engines import count_boxes
+
+    X, y = load_diabetes(return_X_y=True)
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidParameterError, match=r"engine='cg'") as info:
+        ExactRuleEnsembleRegressor(3, engine=engine, max_thresholds=8, reg=1.0,
+                                   time_limit=5).fit(X, y)
+    assert time.perf_counter() - t0 < 2.0
+    assert f"engine='{engine}'" in str(info.value) and "max_rule_length" in str(info.value)
+    # a 124 x 6 table (once a MemoryError for a 179 411 x 179 411 array) is refused too
+    rng = np.random.default_rng(0)
+    X6 = rng.normal(size=(124, 6))
+    with pytest.raises(InvalidParameterError, match="enumerates every candidate box"):
+        ExactRuleEnsembleRegressor(2, engine=engine, reg=0.1).fit(X6, X6[:, 0] > 0)
+    # the same engine within the cap still runs, and the cap is where the count says
+    ths = [np.array([-0.5, 0.0, 0.5])] * 2
+    assert count_boxes(ths, None) <= CIP_EXPLICIT_MAX_BOXES
+    est = ExactRuleEnsembleRegressor(1, engine=engine, reg=0.1, thresholds=ths,
+                                     time_limit=20).fit(X6[:, :2], X6[:, 0] > 0)
+    assert est.result_.engine == "cip"

@@ -88,3 +88,21 @@ def test_gap_certificates_record_the_threshold_rule_and_verify():
     cert = study.certificates[1]
     assert cert.threshold_rule == 2
     assert verify(cert, X, y).ok
+
+
+def test_time_limit_covers_every_phase_boosting_included():
+    """Issue 22: with `time_limit=5` per k, COB's rule search on diabetes alone ran for
+    minutes. The study's budget is k_max * time_limit, boosting included."""
+    import time
+    import warnings
+
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        study = gap_study(X, y, 2, ["COB"], max_thresholds=5, time_limit=3)
+    assert time.perf_counter() - t0 <= 2 * 3 + 4.0  # one indivisible step + library start
+    assert len(study.table) == 2
+    assert_intervals_valid(study.table)

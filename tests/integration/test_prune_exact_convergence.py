@@ -136,10 +136,10 @@ def test_pruning_oracle_equals_tree_pruning_cip():
 
 
 def test_clique_rows_have_the_same_integer_points_as_pairwise_conflicts():
-    from rulemip.algorithms.prune_exact import _leaf_paths
+    from rulemip.formulations.forest import root_to_leaf_paths
 
     nodes, _ = _tiny(n=60, trees=2, depth=3)
-    P = _leaf_paths(nodes)
+    P = root_to_leaf_paths(nodes.parent)
     m = nodes.n_nodes
     rng = np.random.default_rng(2)
     seen_infeasible = seen_feasible = 0

@@ -95,3 +95,19 @@ def test_bad_parameters():
         TreePruningMIP(nodes, yc, 2, attribute="leaves")
     with pytest.raises(InvalidParameterError, match="rows"):
         TreePruningMIP(nodes, yc[:-1], 2)
+
+
+def test_solve_status_is_promoted_and_auto_resolves_a_backend():
+    """``solve()`` with the default solver ("auto") certifies at ``mip_gap`` through
+    rulemip.solvers.status.promote: OPTIMAL with a gap within the tolerance, the value
+    recomputed from the data."""
+    from rulemip.solvers.result import TerminationReason
+
+    nodes, yc = _instance("gb")
+    oracle = TreePruningCIP(nodes.M, yc, 1.0)
+    brute, _ = _brute(nodes, oracle, 2, "rule")
+    sol = TreePruningMIP(nodes, yc, 2, complementarity="big_m").solve(mip_gap=1e-6)
+    assert sol.termination is TerminationReason.OPTIMAL and sol.limit is None
+    assert sol.gap <= 1e-6
+    assert np.isclose(sol.value, brute, rtol=1e-5, atol=1e-8)
+    assert sol.lower_bound <= sol.value

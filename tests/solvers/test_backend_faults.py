@@ -14,7 +14,8 @@ pytest.importorskip("pyscipopt")
 
 
 class _FailingModel:
-    """Delegates to a real pyscipopt.Model, except that ``optimize`` fails like SCIP."""
+    """Delegates to a real pyscipopt.Model, except that its solve calls (``optimize``,
+    ``optimizeNogil``) fail like SCIP."""
 
     def __init__(self, inner):
         object.__setattr__(self, "_inner", inner)
@@ -24,6 +25,8 @@ class _FailingModel:
 
     def optimize(self):
         raise Exception("SCIP: error in LP solver!")
+
+    optimizeNogil = optimize
 
 
 def test_scip_fault_is_a_solver_error_with_the_warm_start(monkeypatch):

@@ -189,3 +189,55 @@ def test_infeasible_or_unbounded_probe(scip) -> None:
 def test_bad_extra_parameter(scip) -> None:
     with pytest.raises(InvalidParameterError, match="no/such/param"):
         scip.solve(random_milp(), SolveOptions(extra={"no/such/param": 1}))
+
+
+def test_watchdog_interrupts_a_solve_that_ignores_its_clock(scip) -> None:
+    """SCIP's own time limit is lifted through `extra` (as a plug-in stuck past it would
+    behave): the watchdog still stops the solve at 1.1·limit + WATCHDOG_SLACK."""
+    import time
+
+    from rulemip.solvers.scip import WATCHDOG_SLACK, watchdog_delay
+
+    assert watchdog_delay(10.0) == pytest.approx(11.0 + WATCHDOG_SLACK)
+    t0 = time.perf_counter()
+    res = scip.solve(market_split(seed=1),
+                     SolveOptions(time_limit=0.5, extra={"limits/time": 1e6}))
+    wall = time.perf_counter() - t0
+    assert res.limit is Limit.TIME
+    assert any("watchdog" in n for n in res.notes)
+    assert watchdog_delay(0.5) - 0.1 <= wall <= watchdog_delay(0.5) + 1.5
+
+
+def test_nlp_plugins_are_off(scip) -> None:
+    from rulemip.solvers.scip import NLP_PLUGINS_OFF, ScipPersistent
+
+    solver = ScipPersistent(logistic_model())
+    solver.solve(SolveOptions(time_limit=5))
+    params = solver.scip.getParams()
+    assert {"heuristics/mpec/freq", "heuristics/subnlp/freq"} <= set(NLP_PLUGINS_OFF)
+    for key, value in NLP_PLUGINS_OFF.items():
+        assert params[key] == value, key
+
+
+def test_relaxing_a_model_with_indicators_keeps_their_binaries(scip) -> None:
+    """Issue 22 (found with the mixed table): the tangent-cut driver's LP phase relaxed an
+    indicator's binary, SCIP's presolve failed ("Indicator variable ... is not binary") and
+    the next edit raised a raw pyscipopt exception. The binary now stays integer, so the
+    "relaxed" solve is valid and the model stays usable."""
+    # min x  s.t.  z = 0 ⇒ x >= 2,  z = 1 ⇒ x >= 1,  cost 5 z  (optimum z = 0, x = 2)
+    m = MIPModel()
+    x = m.add_variables("x", 1, lb=0, ub=10)
+    z = m.add_variables("z", binary=True)
+    m.add_indicator(int(z.ids), 0, {int(x.ids[0]): 1.0}, ">=", 2.0)
+    m.add_indicator(int(z.ids), 1, {int(x.ids[0]): 1.0}, ">=", 1.0)
+    m.add_objective([int(x.ids[0]), int(z.ids)], [1.0, 5.0])
+    p = scip.persistent(m.to_standard_form())
+    p.set_integrality(np.zeros(p.n_cols, dtype=bool))
+    zvar = next(v for v in p.scip.getVars() if v.name == "z" or v.name.startswith("z"))
+    assert zvar.vtype() in ("BINARY", "INTEGER")
+    relaxed = p.solve()
+    assert relaxed.bounds.primal == pytest.approx(2.0)
+    assert relaxed.bounds.dual <= 2.0 + 1e-9
+    p.set_integrality(np.array([False, True]))
+    exact = p.solve()
+    assert exact.is_optimal and exact.bounds.primal == pytest.approx(2.0)

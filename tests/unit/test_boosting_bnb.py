@@ -259,8 +259,10 @@ def test_cli_boost_limits_and_certificates(tmp_path, capsys):
 
 def test_progress_is_quiet_by_default_and_shown_when_verbose(monkeypatch, capsys):
     import rulemip.boosting.bnb as bnb
+    import rulemip.boosting.range_search as range_search
 
     monkeypatch.setattr(bnb, "PROGRESS_EVERY", 0.0)
+    monkeypatch.setattr(range_search, "PROGRESS_EVERY", 0.0)
     X, y = _dataset(4)
     ds = Dataset.from_arrays(X, y, loss="squared")
     RuleBooster(n_rules=1, objective="gb", search="bnb", max_rule_length=2).fit(ds)

@@ -112,3 +112,22 @@ def test_classifier_is_invariant_under_positive_rescaling(scale, preset):
         np.testing.assert_allclose(scaled.risk_path_, base.risk_path_, rtol=1e-12, atol=0)
         np.testing.assert_array_equal(scaled.rules_.query_matrix(X * scale),
                                       base.rules_.query_matrix(X))
+
+
+def test_boosting_estimators_take_explicit_thresholds():
+    """``thresholds=`` as in the exact estimators: every rule bound is one of the cuts."""
+    from rulemip import RuleBoostingClassifier, RuleBoostingRegressor
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(80, 3))
+    y = X[:, 0] + (X[:, 1] > 0.2)
+    cuts = [[-0.5, 0.0, 0.7], [0.2], [1.5]]
+    for est, target in ((RuleBoostingRegressor(3, preset="CGB", thresholds=cuts), y),
+                        (RuleBoostingClassifier(2, preset="COB", thresholds=cuts), y > 0.5)):
+        est.fit(X, target)
+        for rule in est.rules_.rules:
+            for c in rule.conditions:
+                for v in (c.lower, c.upper):
+                    assert not np.isfinite(v) or v in cuts[c.feature]
+    with pytest.raises(ValueError, match="thresholds"):
+        RuleBoostingRegressor(2, thresholds=[[0.0]]).fit(X, y)

@@ -164,7 +164,9 @@ def fitted_certificate():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(40, 2))
     y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
-    est = ExactRuleEnsembleRegressor(1, max_thresholds=4, init=None, time_limit=20).fit(X, y)
+    # two rules: a one-rule squared-loss bound is re-derived by replaying the box search
+    # (test_one_rule_lower_bound_is_rederived)
+    est = ExactRuleEnsembleRegressor(2, max_thresholds=4, init=None, time_limit=20).fit(X, y)
     assert est.certificate_.threshold_rule == 4
     assert est.certificate_.options["threshold_source"] == "data"
     return X, y, est.certificate_
@@ -217,7 +219,7 @@ def test_explicit_thresholds_given_to_verify_are_rederived():
     X = rng.normal(size=(30, 2))
     y = 2.0 * (X[:, 0] > 0.25) + 0.1 * rng.normal(size=30)
     cuts = [[-0.5, 0.25, 1.0], [0.0]]
-    est = ExactRuleEnsembleRegressor(1, thresholds=cuts, init=None, time_limit=20).fit(X, y)
+    est = ExactRuleEnsembleRegressor(2, thresholds=cuts, init=None, time_limit=20).fit(X, y)
     cert = est.certificate_
     assert cert.threshold_rule == "explicit" and cert.options["threshold_source"] == "explicit"
     report = verify(cert, X, y)
@@ -245,3 +247,18 @@ def test_weighted_fit_records_data_thresholds_and_verifies_with_its_weights():
     cert = est.certificate_
     assert cert.threshold_rule == 3
     assert verify(cert, X, y, sample_weight=w, strict=True).ok
+
+
+def test_one_rule_lower_bound_is_rederived():
+    """One rule under squared loss: verify replays the exact box search, so the lower
+    bound is re-derived, not taken on trust."""
+    from rulemip import ExactRuleEnsembleRegressor
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(40, 2))
+    y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
+    est = ExactRuleEnsembleRegressor(1, max_thresholds=4, time_limit=20).fit(X, y)
+    report = verify(est.certificate_, X, y)
+    assert report.ok
+    assert report.taken_on_trust == ()
+    assert {c.claim: c.basis for c in report.claims}["lower bound"] == "re-derived"

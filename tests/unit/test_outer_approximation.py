@@ -148,3 +148,42 @@ def test_masters_near_the_limit_run_without_presolve_and_start(monkeypatch):
     assert seen[0] == (True, None)      # plenty of time: presolve on, incumbent as start
     assert seen[1:] and all(s == (False, "off") for s in seen[1:])
     assert any("near the limit" in n for n in res.notes)
+
+
+class _LyingOracle:
+    """q = 1 at (1, 0) and 5 elsewhere, gradient 0 everywhere: not convex, so the cut at
+    (0, 0) (ν ≥ 5) is not valid and the master's bound exceeds the incumbent."""
+
+    def value_and_gradient(self, z):
+        return (1.0 if z[0] > 0.5 and z[1] < 0.5 else 5.0), np.zeros(2)
+
+
+def test_a_refuted_bound_is_not_a_proof():
+    """The loop's own test passes (LB ≥ U) but the recomputed value refutes the bound:
+    the status is decided by rulemip.solvers.status.promote, never OPTIMAL."""
+    from rulemip.solvers.status import RefutedBoundWarning
+
+    model = MIPModel()
+    z = model.add_variables("z", 2, binary=True)
+    model.add_constraints("budget", rows=[{int(i): 1.0 for i in z.ids}], upper=2)
+    oa = OuterApproximation(_LyingOracle(), model, options=OAOptions())
+    oa.add_cut(5.0, np.zeros(2), np.zeros(2))
+    oa.add_cut(1.0, np.zeros(2), np.array([1.0, 0.0]))
+    with pytest.warns(RefutedBoundWarning):
+        res = oa.run()
+    assert res.converged
+    assert res.termination is TerminationReason.FEASIBLE
+    assert res.value == 1.0 and res.lower_bound <= 1.0
+    assert any(n.startswith("bound refuted") for n in res.notes)
+
+
+def test_budget_bounds_the_run():
+    """An expired rulemip.budget.Budget stops the loop before any master."""
+    from rulemip.budget import Budget
+
+    rng = np.random.default_rng(0)
+    oracle, model, _ = _problem(rng)
+    res = outer_approximation(oracle, model, warm_starts=[np.zeros(8)],
+                              options=OAOptions(budget=Budget.from_time_limit(0.0)))
+    assert res.iterations == 0
+    assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME

@@ -199,7 +199,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
 
     def regularization_path(nodes, yv, lambdas=None, *, n_lambdas=50, attribute="rule",
                             gamma=1.0, X_valid=None, y_valid=None, time_limit=None,
-                            solver="highs", exact_blocks=None):
+                            solver="highs", exact_blocks=None, budget=None):
         nonlocal leaves
         calls.update(n_lambdas=n_lambdas, attribute=attribute, gamma=gamma, y=yv,
                      exact_blocks=exact_blocks)
@@ -286,3 +286,50 @@ def test_empty_rule_is_never_selected_even_when_free(method):
         for ens in ex.path_models_:
             assert all(len(rule.conditions) > 0 for rule in ens.rules)
     np.testing.assert_allclose(ex.predict(X), ex.rules_.predict(X))
+
+
+def test_vocabulary_defaults_and_errors():
+    """solver='auto', mip_gap and verbose, as on the exact estimators
+    (docs/reference/parameters.md)."""
+    m = TreeRuleExtractor()
+    assert (m.solver, m.mip_gap, m.verbose) == ("auto", 1e-4, False)
+    X, y = _data(20)
+    with pytest.raises(InvalidParameterError, match="mip_gap"):
+        TreeRuleExtractor(_small_gb(), mip_gap=-0.1).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="verbose"):
+        TreeRuleExtractor(_small_gb(), verbose="yes").fit(X, y)
+    with pytest.raises(InvalidParameterError, match="solver"):
+        TreeRuleExtractor(_small_gb(), solver="no-such-backend").fit(X, y)
+
+
+def test_mip_gap_is_the_certification_tolerance_and_one_budget_is_passed(monkeypatch):
+    """The exact method gets the user's mip_gap and the fit's Budget; the status it
+    reports is promote's: OPTIMAL only with a gap within mip_gap."""
+    import rulemip.algorithms.prune_exact as pe
+    from rulemip.budget import Budget
+    from rulemip.solvers.result import TerminationReason
+
+    seen = {}
+    real = pe.prune_exact
+
+    def spy(*args, **kwargs):
+        seen.update(kwargs)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(pe, "prune_exact", spy)
+    X, y = _data(40, seed=2)
+    m = TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, mip_gap=0.2).fit(X, y)
+    assert seen["mip_gap"] == 0.2 and isinstance(seen["budget"], Budget)
+    assert m.result_.termination is TerminationReason.OPTIMAL
+    assert m.result_.gap <= 0.2
+    assert m.result_.lower_bound <= m.objective_ + 1e-9
+    assert m.result_.value == pytest.approx(m.objective_, rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["exact", "path", "relax_round"])
+def test_verbose_reports_on_stderr(method, capsys):
+    X, y = _data(40)
+    TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, method=method, n_lambdas=5,
+                      verbose=True).fit(X, y)
+    err = capsys.readouterr().err
+    assert "candidate nodes" in err and "rules, q =" in err

@@ -1,0 +1,144 @@
+"""The exact box search (rulemip/boosting/box_kernel.py) on ordinary tables: the targets of
+the compiled search, side by side with the set-enumeration search it replaces.
+
+Three parts, all in one process after a warm-up fit (numba's cached machine code is loaded
+once per process; that load is not in the figures):
+
+* ``fit``: ``ExactRuleEnsembleRegressor(n_rules=1)`` — diabetes 442 x 10 at the defaults
+  (8 thresholds per feature, reg 1e-3, intercept), diabetes with every midpoint, and
+  friedman1 n = 10 000, d = 10 at 8 thresholds: wall seconds to a certified optimum.
+* ``search``: the one-rule ridge-gain search alone, compiled range search against the
+  set-enumeration branch and bound (``rulemip.boosting.search.USE_BOX_KERNEL = False``)
+  under the same time limit: seconds, nodes, value and bound.
+* ``cob``: COB (``RuleBoostingRegressor(preset="COB")``, branch and bound, unlimited rule
+  length, every midpoint) with five rules on diabetes: per rule its status, value, bound,
+  nodes and seconds; the process's peak RSS.
+
+Run:  python benchmarks/box_search.py [--quick] [--parts fit search cob] [--time-limit S]
+      (--quick: search and cob capped at 10 s and 60 s instead of 120 s and 900 s)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import resource
+import time
+import warnings
+
+import numpy as np
+
+
+def _diabetes():
+    from sklearn.datasets import load_diabetes
+
+    return load_diabetes(return_X_y=True)
+
+
+def _friedman(n: int = 10_000):
+    from sklearn.datasets import make_friedman1
+
+    return make_friedman1(n_samples=n, n_features=10, noise=1.0, random_state=0)
+
+
+def _warm_up() -> None:
+    import rulemip
+
+    X, y = _diabetes()
+    rulemip.ExactRuleEnsembleRegressor(n_rules=1).fit(X[:60], y[:60])
+    rulemip.RuleBoostingRegressor(n_rules=1, preset="COB").fit(X[:60], y[:60])
+
+
+def part_fit() -> list[str]:
+    import rulemip
+
+    rows = ["| workload | seconds | status | risk | lower bound | target |",
+            "|---|---|---|---|---|---|"]
+    cases = [("diabetes 442 x 10, defaults", _diabetes(), {}, "<= 1 s"),
+             ("diabetes, every midpoint", _diabetes(), {"max_thresholds": None}, "<= 20 s"),
+             ("friedman1 10 000 x 10, 8 thresholds", _friedman(), {}, "<= 5 s")]
+    for name, (X, y), kw, target in cases:
+        t = time.perf_counter()
+        model = rulemip.ExactRuleEnsembleRegressor(n_rules=1, **kw).fit(X, y)
+        dt = time.perf_counter() - t
+        c = model.certificate_
+        rows.append(f"| {name} | {dt:.2f} | {c.status} | {c.risk:.6g} | {c.lower_bound:.6g} "
+                    f"| {target} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def part_search(time_limit: float) -> list[str]:
+    import rulemip.boosting.search as search
+    from rulemip.boosting.objectives import ridge_gain_objective
+    from rulemip.boosting.space import SearchSpace
+
+    rows = ["| instance | search | seconds | status | nodes | value | bound |",
+            "|---|---|---|---|---|---|---|"]
+    Xd, yd = _diabetes()
+    Xf, yf = _friedman()
+    cases = [("diabetes, 8 thresholds", Xd, yd, 8), ("diabetes, 16 thresholds", Xd, yd, 16),
+             ("diabetes, every midpoint", Xd, yd, None),
+             ("friedman1 10 000, 8 thresholds", Xf, yf, 8)]
+    for name, X, y, cuts in cases:
+        space = SearchSpace.build(X, cuts)
+        obj = ridge_gain_objective(y - y.mean(), reg=1e-3, fit_intercept=True)
+        for label, kernel in (("compiled ranges", True), ("set enumeration", False)):
+            search.USE_BOX_KERNEL = kernel
+            t = time.perf_counter()
+            res = search.find_rule(space, obj, time_limit=time_limit)
+            dt = time.perf_counter() - t
+            assert res is not None
+            rows.append(f"| {name} | {label} | {dt:.2f} | {res.status} | {res.n_expanded} "
+                        f"| {res.value:.6g} | {res.bound:.6g} |")
+            print(rows[-1], flush=True)
+        search.USE_BOX_KERNEL = True
+    return rows
+
+
+def part_cob(time_limit: float) -> list[str]:
+    import rulemip
+
+    X, y = _diabetes()
+    t = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model = rulemip.RuleBoostingRegressor(n_rules=5, preset="COB",
+                                              time_limit=time_limit).fit(X, y)
+    dt = time.perf_counter() - t
+    rows = [f"COB, 5 rules, unlimited length, every midpoint, diabetes: {dt:.1f} s in all, "
+            f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
+            "", "| rule | status | value | bound | nodes | seconds | length |",
+            "|---|---|---|---|---|---|---|"]
+    for i, rnd in enumerate(model.booster_.rounds_, 1):
+        s = rnd.search
+        rows.append(f"| {i} | {s.status} | {s.value:.6g} | {s.bound:.6g} | {s.n_expanded} "
+                    f"| {s.elapsed:.2f} | {s.length} |")
+        print(rows[-1], flush=True)
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--parts", nargs="+", default=["fit", "search", "cob"],
+                    choices=["fit", "search", "cob"])
+    ap.add_argument("--time-limit", type=float, default=None,
+                    help="seconds per search (search part) and per COB fit")
+    args = ap.parse_args()
+    search_limit = args.time_limit or (10.0 if args.quick else 120.0)
+    cob_limit = args.time_limit or (60.0 if args.quick else 900.0)
+    print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
+          f"load {os.getloadavg()[0]:.1f}; numpy {np.__version__}")
+    _warm_up()
+    if "fit" in args.parts:
+        print("\n".join(part_fit()))
+    if "search" in args.parts:
+        print("\n".join(part_search(search_limit)))
+    if "cob" in args.parts:
+        print("\n".join(part_cob(cob_limit)))
+
+
+if __name__ == "__main__":
+    main()
