@@ -63,6 +63,8 @@ def check_random_state(seed: Any) -> Any:
 def check_bool(value: Any, name: str) -> bool:
     """Return ``value`` as a ``bool`` if it is True or False (numpy booleans too); a string
     such as ``"yes"`` or a number is refused rather than read by its truthiness."""
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
+    import numpy as np
+
+    if isinstance(value, bool | np.bool_):
         return bool(value)
     raise InvalidParameterError(f"`{name}` must be True or False; got {value!r}.")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.data.encoding import FeatureEncoder
+from rulemip.data.encoding import FeatureEncoder, as_numeric_array
 from rulemip.exceptions import InvalidDataError
 from rulemip.losses import Loss, get_loss
 
@@ -56,7 +56,7 @@ class Dataset:
             raise InvalidDataError(
                 f"X contains NaN or infinity (first at row {int(bad[0])}, feature "
                 f"{enc.feature_names[int(bad[1])]!r}); impute or drop those rows first.")
-        y_raw = np.asarray(y.to_numpy() if hasattr(y, "to_numpy") else y)
+        y_raw = as_numeric_array(y.to_numpy() if hasattr(y, "to_numpy") else y, "y")
         if y_raw.ndim == 2 and y_raw.shape[1] == 1:
             y_raw = y_raw.ravel()
         if y_raw.ndim != 1:

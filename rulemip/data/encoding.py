@@ -201,9 +201,10 @@ def as_numeric_array(X: Any, what: str = "X") -> NDArray[Any]:
             f"pass {what}.toarray() (rule models read every entry).")
     arr = np.asarray(X)
     if arr.dtype.kind == "c":
+        split = "" if what == "y" else " or split real and imaginary parts into columns"
         raise InvalidDataError(
             f"Complex data not supported: {what} is complex-valued; pass the real part "
-            f"({what}.real) or split real and imaginary parts into separate columns.")
+            f"({what}.real){split}.")
     return arr
 
 

@@ -43,6 +43,7 @@ from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matri
 from rulemip.estimators._progress import progress_printer
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
+from rulemip.rules.canonical import canonical_ensemble
 
 #: values of ``init``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
 INITS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
@@ -203,7 +204,12 @@ class _ExactBase(BaseEstimator):
             raise SolverError(
                 f"the {engine} engine found no feasible rule ensemble "
                 f"({result.termination.value}); raise `time_limit` or try another `solver`.")
-        self.rules_ = _with_encoder(result.ensemble, ds)
+        # one representative among rules tied by covering the same rows (rulemip.rules.
+        # canonical): weighted and repeated data, or shuffled rows, give the same model
+        self.rules_ = canonical_ensemble(_with_encoder(result.ensemble, ds), ds.X,
+                                         thresholds, ds.sample_weight,
+                                         fit_intercept=self.fit_intercept,
+                                         max_rule_length=self.max_rule_length)
         if not result.is_optimal:
             warnings.warn(
                 f"solve stopped before proving optimality ({result.termination.value}, "

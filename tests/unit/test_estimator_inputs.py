@@ -288,3 +288,22 @@ def test_numbers_stored_as_text_are_refused_and_category_dtype_is_accepted():
     # exactly half numbers is not a majority: categorical
     X["age"] = ["red", "1"] * 30
     assert Dataset.from_arrays(X, y).encoder.categories["age"] == ("1", "red")
+
+
+@pytest.mark.parametrize("kind", ["complex", "sparse"])
+def test_complex_or_sparse_y_is_refused_by_gap_study(kind):
+    from rulemip.certify import gap_study
+
+    X, y = _gap_data()
+    bad = y.astype(complex) if kind == "complex" else _sparse(y[:, None])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with pytest.raises(InvalidDataError, match=r"y is (complex-valued|a sparse matrix)"):
+            gap_study(X, bad, 1, ["SGS"], time_limit=10)
+
+
+def test_numpy_booleans_are_booleans():
+    from rulemip._validation import check_bool
+
+    assert check_bool(np.True_, "fit_intercept") is True
+    assert check_bool(np.bool_(False), "fit_intercept") is False

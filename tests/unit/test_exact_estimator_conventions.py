@@ -124,3 +124,20 @@ def test_zero_thresholds_points_to_none(rng):
     X, y = _data(rng)
     with pytest.raises(InvalidParameterError, match=r"None.*all midpoints"):
         ExactRuleEnsembleRegressor(max_thresholds=0).fit(X, y)
+
+
+@pytest.mark.parametrize("est", [
+    ExactRuleEnsembleRegressor(), ExactRuleEnsembleRegressor(n_rules=2, init=None),
+    ExactRuleEnsembleClassifier(), ExactRuleEnsembleClassifier(n_rules=2, init=None),
+    # one fit returns rule A twice, the other A and a box B covering exactly the other
+    # rows (intercept shifted): the same optimum, oriented canonically
+    ExactRuleEnsembleClassifier(n_rules=2),
+], ids=lambda e: f"{type(e).__name__}({e.n_rules}, init={e.init})")
+def test_sample_weight_check_at_default_settings(est):
+    """scikit-learn's weighted-vs-repeated check on 15 rows x 30 features: many boxes
+    cover the same rows, and the fits must pick the same one (canonical representative)."""
+    from sklearn.utils.estimator_checks import check_sample_weight_equivalence_on_dense_data
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        check_sample_weight_equivalence_on_dense_data(type(est).__name__, est)
