@@ -60,7 +60,7 @@ from rulemip.formulations.cells import CellReduction
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.rules.ensemble import RuleEnsemble
-from rulemip.solvers.result import Limit
+from rulemip.solvers.result import Limit, relative_gap
 from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
@@ -186,6 +186,9 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
                      fit_intercept=fit_intercept, max_props=max_props, solver=solver,
                      seed=seed, beam_width=beam_width, max_columns=max_columns,
                      bound=one_rule_bound, callback=callback, t0=t0)
+    if warm_start is not None:
+        pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
+                                                 sample_weight=dataset.sample_weight))
     pricer.run(None if remaining is None
                else time.perf_counter() + PRICING_SHARE * remaining)
     prob = pricer.prob
@@ -197,6 +200,7 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
                                    mip_gap=mip_gap, callback=None, seed=seed)
 
     sub = integer_phase(warm_start)
+    pricer.incumbent = min(pricer.incumbent, sub.risk)
     first_risk, swaps = sub.risk, 0
     # rule swaps: price the best replacement of every rule of the incumbent, then solve
     # the integer problem over the grown working set again, while that improves
@@ -212,6 +216,7 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
             sub = again if again.risk <= sub.risk else sub
             break
         sub = again
+        pricer.incumbent = min(pricer.incumbent, sub.risk)
     # time left and pricing not converged: raise the bound further, then try the grown
     # working set once more (the budget keeps FINAL_INTEGER_SHARE for that last solve)
     remaining = budget.remaining()
@@ -266,6 +271,9 @@ class _Pricer:
         self.cuts: list[FloatArray] = []
         self.rounds = self.priced_exactly = 0
         self.converged = False
+        #: risk of the best *model* known (a warm start or an integer phase's ensemble);
+        #: the restricted relaxation's value R(z̄) is not a model's risk and never goes here
+        self.incumbent = math.inf
 
     def refresh(self) -> BoxSelectionProblem:
         """Rebuild the problem after boxes were added from outside (rule swaps)."""
@@ -312,8 +320,10 @@ class _Pricer:
                 self.bound = max(self.bound, farley_bound(
                     value, grad, self.z, self.n_rules, found.bound, reg, cells.total_weight))
             if self.callback is not None:
-                self.callback({"iteration": self.rounds, "ub": value, "lb": self.bound,
-                               "time": time.perf_counter() - self.t0,
+                self.callback({"iteration": self.rounds, "ub": self.incumbent,
+                               "lb": self.bound,
+                               "gap": relative_gap(self.incumbent, self.bound),
+                               "relaxation": value, "time": time.perf_counter() - self.t0,
                                "columns": len(self.work)})
             if not _prices_out(found.value, best_inside, reg, cells.total_weight):
                 self.converged = exact and found.certified

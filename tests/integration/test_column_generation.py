@@ -119,3 +119,29 @@ def test_a_time_budget_is_honoured_on_a_real_table():
     assert res.ensemble is not None
     assert 0.0 < res.lower_bound <= res.risk
     assert res.risk < float(np.var(y))  # better than the intercept-only model
+
+
+def test_progress_incumbent_is_a_model_risk_never_below_the_returned_one():
+    """Issue 24: the progress line's "incumbent" once showed the restricted relaxation's
+    value R(z̄) (fractional multiplicities, not a model), below the returned model's risk.
+    Every reported incumbent is now the risk of a model the fit knows, so none is below
+    the risk of the model returned; the relaxation is reported under its own name."""
+    from rulemip.boosting import RuleBooster
+
+    ds, ths = _instance(5, "squared", n=60, max_thresholds=5)
+    start = RuleBooster.from_preset("COB", n_rules=3, loss="squared", reg=1e-3,
+                                    thresholds=ths).fit(ds).ensembles_[-1]
+    seen: list[dict] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = solve_exact(ds, 3, loss="squared", reg=1e-3, fit_intercept=True,
+                          thresholds=ths, engine="cg", time_limit=20, warm_start=start,
+                          callback=lambda info: seen.append(dict(info)))
+    priced = [s for s in seen if "relaxation" in s]
+    assert priced, "the pricer reported no progress"
+    start_risk = float(start.risk(ds.X, ds.y, reg=1e-3))
+    for info in priced:
+        assert info["ub"] >= res.risk - 1e-9 * max(1.0, res.risk)
+        assert info["ub"] <= start_risk + 1e-9 * max(1.0, start_risk)
+    # the relaxation is below the incumbent on this instance: the old line was wrong here
+    assert min(s["relaxation"] for s in priced) < res.risk
