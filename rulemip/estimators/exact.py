@@ -198,7 +198,7 @@ class _ExactBase(BaseEstimator):
         seed = 0 if self.random_state is None else int(self.random_state)
         local = self.loss == "squared"
         self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
-        if local:
+        if local and self._init_preset() is not None:  # init=None: the engine starts cold
             start = self._local_phase(ds, thresholds, budget, start, seed)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
