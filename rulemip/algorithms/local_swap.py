@@ -141,7 +141,8 @@ def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | Non
 
 def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: SearchSpace, *,
                 reg: float, fit_intercept: bool, max_rule_length: int | None,
-                time_limit: float | None) -> SwapCheck | None:
+                time_limit: float | None, search: str = "bnb", beam_width: int = 10
+                ) -> SwapCheck | None:
     """The best replacement of rule ``slot`` (``slot >= len(ensemble)``: an empty slot) by
     the exact box search on the partial residual of the other rules (module docstring).
     ``ensemble`` must carry jointly optimal weights. None when the language is empty."""
@@ -157,8 +158,9 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
         r = r - float(w @ r) / W
     objective = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     current = objective.value(Q[:, slot] > 0.5) if slot < m else 0.0
-    found = find_rule(space, objective, search="bnb", max_rule_length=_max_props(
-        max_rule_length), allow_empty=not fit_intercept, time_limit=time_limit)
+    found = find_rule(space, objective, search=search, beam_width=beam_width,
+                      max_rule_length=_max_props(max_rule_length),
+                      allow_empty=not fit_intercept, time_limit=time_limit)
     if found is None:
         return None
     bound = found.bound if math.isfinite(found.bound) else math.inf
@@ -204,7 +206,8 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
 def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg: float,
                  fit_intercept: bool, thresholds: Sequence[FloatArray] | None = None,
                  space: SearchSpace | None = None, max_rule_length: int | None = None,
-                 budget: Budget | None = None, tol: float = SWAP_TOL) -> SwapOutcome:
+                 budget: Budget | None = None, tol: float = SWAP_TOL,
+                 beam_first: bool = True) -> SwapOutcome:
     """Swap rules until a full pass of ``n_rules`` searches proves the model 1-swap
     optimal (module docstring), or the budget ends.
 
@@ -212,7 +215,9 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
     refits all weights (strictly lower risk, so the descent terminates). The claim
     ``one_swap_optimal`` is made only after ``n_rules`` consecutive searches on the final
     model each proved that no swap helps (a search stopped by the budget proves it only if
-    its bound does)."""
+    its bound does). With ``beam_first`` each slot is first searched by a beam search
+    (width 10): an improving box it finds is swapped in at once; the exact search runs
+    only when the beam finds none, so the claim always rests on the exact search."""
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"rule swaps are exact for squared loss only; got loss={ensemble.loss!r}.")
@@ -227,49 +232,90 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                                  template=ensemble)
     proved: dict[int, SwapCheck] = {}
     swaps = searches = 0
-    slot = 0
-    while len(proved) < n_rules and not budget.expired():
-        check = search_slot(dataset, model, slot, space, reg=reg,
-                            fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                            time_limit=budget.remaining())
-        searches += 1
-        atol = tol * max(1.0, abs(risk))
+    if check_empty_language(space, fit_intercept, max_rule_length):
+        proved = {s: SwapCheck(s, 0.0, 0.0, 0.0, True, np.zeros(0), np.zeros(0), True)
+                  for s in range(n_rules)}
+
+    def apply(check: SwapCheck) -> bool:
+        """Swap the check's box into its slot and refit; True if the risk dropped."""
+        nonlocal model, risk, swaps
+        box = Rule(conditions_from_box(check.lower, check.upper, model.encoder), 1.0)
+        new_rules = list(model.rules)
+        if check.slot < len(new_rules):
+            new_rules[check.slot] = box
+        else:
+            new_rules.append(box)
+        candidate, new_risk = refit_ensemble(dataset, new_rules, reg=reg,
+                                             fit_intercept=fit_intercept, template=model)
+        if new_risk < risk - tol * max(1.0, abs(risk)):
+            model, risk = candidate, new_risk
+            swaps += 1
+            return True
+        return False  # rounding ate the predicted gain
+
+    def slots() -> list[int]:  # the rules, then one empty slot (all empty ones are alike)
         m = len(model.rules)
-        if check is None:  # the language has no box: nothing can be swapped in
-            proved = {s: SwapCheck(s, 0.0, 0.0, 0.0, True, np.zeros(0), np.zeros(0), True)
-                      for s in range(n_rules)}
-            break
-        if check.improves(atol):
-            box = Rule(conditions_from_box(check.lower, check.upper, model.encoder), 1.0)
-            new_rules = list(model.rules)
-            if slot < m:
-                new_rules[slot] = box
-            else:
-                new_rules.append(box)
-            candidate, new_risk = refit_ensemble(dataset, new_rules, reg=reg,
-                                                 fit_intercept=fit_intercept, template=model)
-            if new_risk < risk - atol:
-                model, risk = candidate, new_risk
-                swaps += 1
-                proved = {}
-            else:  # rounding ate the predicted gain: stop, claim nothing
-                proved = {}
+        return list(range(m)) + ([m] if m < n_rules else [])
+
+    while len(proved) < n_rules and not budget.expired():
+        # beam passes: cheap improving swaps, until a whole pass finds none
+        improved = False
+        for slot in slots() if beam_first else []:
+            if budget.expired():
                 break
-        elif check.proves_no_swap(atol):
+            check = search_slot(dataset, model, slot, space, reg=reg,
+                                fit_intercept=fit_intercept, max_rule_length=max_rule_length,
+                                time_limit=budget.remaining(), search="beam")
+            searches += 1
+            if check is not None and check.improves(tol * max(1.0, abs(risk))):
+                improved = apply(check) or improved
+        if improved:
+            continue
+        # exact pass: every slot proved, or the first improving swap applied
+        stalled = False
+        for slot in slots():
+            if budget.expired():
+                break
+            check = search_slot(dataset, model, slot, space, reg=reg,
+                                fit_intercept=fit_intercept, max_rule_length=max_rule_length,
+                                time_limit=budget.remaining())
+            searches += 1
+            atol = tol * max(1.0, abs(risk))
+            if check is None:
+                continue
+            if check.improves(atol):
+                if apply(check):
+                    proved = {}
+                    break
+                stalled = True
+                break
+            if not check.proves_no_swap(atol):  # stopped search: no claim
+                stalled = True
+                break
+            m = len(model.rules)
             if slot < m:
                 proved[slot] = check
             else:  # every empty slot asks the same question
                 proved.update({s: check for s in range(m, n_rules)})
-        else:  # a stopped search whose bound leaves room: no claim about this model
+        else:
+            if len(proved) < n_rules:  # only empty searches (no box): nothing to swap in
+                proved.update({s: proved.get(s, _nothing(s)) for s in range(n_rules)})
+        if stalled:
             proved = {}
-            if budget.expired():
-                break
-        slot = (slot + 1) % n_rules
-        if slot > len(model.rules):
-            slot = 0
+            break
     complete = len(proved) >= n_rules
     return SwapOutcome(model, risk, complete, swaps, searches, time.perf_counter() - t0,
                        tuple(proved[s] for s in sorted(proved)))
+
+
+def check_empty_language(space: SearchSpace, fit_intercept: bool,
+                         max_rule_length: int | None) -> bool:
+    """True when the language has no box to swap in (no thresholds, an intercept)."""
+    return fit_intercept and all(len(t) == 0 for t in space.thresholds)
+
+
+def _nothing(slot: int) -> SwapCheck:
+    return SwapCheck(slot, 0.0, 0.0, 0.0, True, np.zeros(0), np.zeros(0), True)
 
 
 def local_optimality_record(outcome: SwapOutcome, tol: float = SWAP_TOL) -> dict[str, Any]:
