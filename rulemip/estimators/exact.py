@@ -335,6 +335,7 @@ class _ExactBase(BaseEstimator):
                                "engine's"))
         else:
             result = dataclasses.replace(result, notes=notes)
+        result = dataclasses.replace(result, wall_time=budget.elapsed())  # the whole fit
         record = local_optimality_record(best) \
             if best.one_swap_optimal and result.ensemble is best.ensemble else None
         return result, record
