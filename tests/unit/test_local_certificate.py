@@ -95,7 +95,7 @@ def test_estimator_spends_its_budget_and_records_one_swap_optimality():
     """Not proved globally: the fit uses its time limit, ends 1-swap optimal (verified by
     replay) and is never worse than its COB warm start."""
     X, y = _data(3, n=80)
-    est = ExactRuleEnsembleRegressor(n_rules=3, time_limit=4, engine="cg", max_thresholds=5)
+    est = ExactRuleEnsembleRegressor(n_rules=3, time_limit=6, engine="cg", max_thresholds=5)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -103,7 +103,7 @@ def test_estimator_spends_its_budget_and_records_one_swap_optimality():
     elapsed = time.perf_counter() - t0
     cert = est.certificate_
     if not cert.is_optimal:
-        assert 0.9 * 4 <= elapsed <= 4 + 2.0
+        assert 0.9 * 6 <= elapsed <= 6 + 3.0
         assert cert.local_optimality is not None and cert.local_optimality["proved"]
         assert "local: 1-swap optimal" in cert.summary()
     assert cert.risk <= est.boosting_risk_ + 1e-12
@@ -111,7 +111,7 @@ def test_estimator_spends_its_budget_and_records_one_swap_optimality():
 
 
 def test_cli_fit_prints_the_local_line_and_verify_replays_it(tmp_path, capsys):
-    """`rulemip fit` on a table the engine does not close within 3 s: the certificate
+    """`rulemip fit` on a table the engine does not close within 8 s: the certificate
     claims 1-swap optimality, the output says so next to the gap, verify re-derives it."""
     import json
 
@@ -128,7 +128,7 @@ def test_cli_fit_prints_the_local_line_and_verify_replays_it(tmp_path, capsys):
     frame.to_csv(path, index=False)
     cert = tmp_path / "cert.json"
     assert main(["fit", "--quiet", "--data", str(path), "--target", "y", "-k", "3",
-                 "--reg", "0.001", "--time-limit", "3", "--certificate", str(cert)]) == 0
+                 "--reg", "0.001", "--time-limit", "8", "--certificate", str(cert)]) == 0
     out = capsys.readouterr().out
     doc = json.loads(cert.read_text())
     if doc["claims"]["status"] != "optimal":
