@@ -414,13 +414,19 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     solver : str, default "auto"
         Backend name (``rulemip.solvers.backend_names()``).
     time_limit : float or None, default 60
-        Seconds; the incumbent and a valid bound are returned when it is hit.
+        Seconds; the incumbent and a valid bound are returned when it is hit. A fit that
+        has not proved its result within ``mip_gap`` spends the whole limit: with squared
+        loss the time the engine leaves goes to rule swaps and kicks, and a model no single
+        rule swap improves is recorded as such (``certificate_.local_optimality``,
+        docs/explanation/local_optimality.md).
     mip_gap : float, default 1e-6
         Relative gap at which the solve stops and reports optimality.
     init : boosting preset or None, default "COB"
         Boosting preset ({"SGS", "SGB", "SXB", "CGB", "COB"}) whose ensemble, fitted on
         the problem's own candidate thresholds within 30 % of the time budget, is the
-        first incumbent; None: none.
+        first incumbent; None: none. With squared loss it is one of several starts (also
+        SGB and a (k + 1)-leaf tree on the same thresholds), each ended 1-swap optimal,
+        the best handed to the engine.
     warm_start : bool, default False
         scikit-learn's meaning: with True, a refit also offers the previous fit's rules
         as the first incumbent (when they are a point of the new problem; the better of
