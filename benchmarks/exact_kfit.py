@@ -6,6 +6,7 @@ Rerun (from the repository root)::
 
     python benchmarks/exact_kfit.py --time-limit 60 --jsonl kfit.jsonl
     python benchmarks/exact_kfit.py --quick     # 10 s diabetes budgets, fewer tiny instances
+    python benchmarks/exact_kfit.py --ks --tiny 0 --three-ks 2 3 5 --jsonl kfit.jsonl
 
 Part 1 (``diabetes``): one ``ExactRuleEnsembleRegressor(n_rules=k, time_limit=T)`` fit per
 k on scikit-learn's diabetes (442 x 10, defaults otherwise): wall time (the budget used),
@@ -39,9 +40,15 @@ from rulemip.testing.brute_force import brute_force_optimum
 TINY_ENGINES = ("auto", "cip", "cip-bnb", "cg", "cell-bnb", "mip")
 
 
-def diabetes_row(k: int, time_limit: float) -> dict[str, Any]:
+def diabetes_row(k: int, time_limit: float, three: bool = False) -> dict[str, Any]:
+    """One fit on diabetes 442 x 10 (defaults), or with ``three`` on its columns bmi, bp,
+    s5 at ``reg=1`` (the README's three features)."""
     X, y = load_diabetes(return_X_y=True)
-    est = ExactRuleEnsembleRegressor(n_rules=k, time_limit=time_limit)
+    params: dict[str, Any] = {"n_rules": k, "time_limit": time_limit}
+    if three:
+        X = X[:, [2, 3, 8]]
+        params["reg"] = 1.0
+    est = ExactRuleEnsembleRegressor(**params)
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -49,7 +56,8 @@ def diabetes_row(k: int, time_limit: float) -> dict[str, Any]:
     wall = time.perf_counter() - t0
     cert = est.certificate_
     local = cert.local_optimality
-    return {"part": "diabetes", "k": k, "time_limit": time_limit, "engine": est.engine_,
+    return {"part": "diabetes", "table": "diabetes-3" if three else "diabetes", "k": k,
+            "time_limit": time_limit, "engine": est.engine_,
             "wall": wall, "cob_risk": est.boosting_risk_, "risk": cert.risk,
             "bound": cert.lower_bound, "gap": cert.gap, "status": cert.status,
             "one_swap_optimal": bool(local is not None and local.get("proved")),
@@ -101,15 +109,17 @@ def tiny_rows(n_instances: int, time_limit: float) -> list[dict[str, Any]]:
 
 
 def summarize(rows: list[dict[str, Any]]) -> None:
-    print("| k | engine | wall s | COB risk | risk | valid bound | gap | 1-swap optimal |")
-    print("|---|---|---|---|---|---|---|---|")
+    print("| table | k | engine | wall s | COB risk | risk | valid bound | gap | "
+          "1-swap optimal |")
+    print("|---|---|---|---|---|---|---|---|---|")
     for r in rows:
         if r["part"] == "diabetes":
-            print(f"| {r['k']} | {r['engine']} | {r['wall']:.1f} | {r['cob_risk']:.6g} | "
+            print(f"| {r.get('table', 'diabetes')} | {r['k']} | {r['engine']} | "
+                  f"{r['wall']:.1f} | {r['cob_risk']:.6g} | "
                   f"{r['risk']:.6g} | {r['bound']:.4g} | {r['gap']:.1%} | "
                   f"{'yes' if r['one_swap_optimal'] else 'no'} |")
             for s in r["starts"]:
-                print(f"|   | start {s[0]} | | {s[1]:.6g} | -> {s[2]:.6g} | | | "
+                print(f"| | | start {s[0]} | | {s[1]:.6g} | -> {s[2]:.6g} | | | "
                       f"{'yes' if s[3] else 'no'} |")
     tiny = [r for r in rows if r["part"] == "tiny"]
     if tiny:
@@ -144,6 +154,8 @@ def main() -> None:
                    help="seconds per tiny fit (default 20)")
     p.add_argument("--ks", type=int, nargs="+", default=[2, 3, 5])
     p.add_argument("--tiny", type=int, default=39, help="tiny instances (default 39)")
+    p.add_argument("--three-ks", type=int, nargs="*", default=[3],
+                   help="k of the diabetes bmi/bp/s5 rows at reg 1 (default 3)")
     p.add_argument("--quick", action="store_true",
                    help="10 s diabetes fits, 12 tiny instances at 5 s")
     p.add_argument("--jsonl", help="append every row to this file")
@@ -161,6 +173,9 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     for k in args.ks:
         rows.append(diabetes_row(k, args.time_limit))
+        print(json.dumps(rows[-1]), flush=True)
+    for k in args.three_ks:
+        rows.append(diabetes_row(k, args.time_limit, three=True))
         print(json.dumps(rows[-1]), flush=True)
     if args.tiny:
         rows.extend(tiny_rows(args.tiny, args.tiny_time_limit))
