@@ -152,7 +152,7 @@ def main() -> None:
                    help="seconds per diabetes fit (default 60)")
     p.add_argument("--tiny-time-limit", type=float, default=20.0,
                    help="seconds per tiny fit (default 20)")
-    p.add_argument("--ks", type=int, nargs="+", default=[2, 3, 5])
+    p.add_argument("--ks", type=int, nargs="*", default=[2, 3, 5])
     p.add_argument("--tiny", type=int, default=39, help="tiny instances (default 39)")
     p.add_argument("--three-ks", type=int, nargs="*", default=[3],
                    help="k of the diabetes bmi/bp/s5 rows at reg 1 (default 3)")

@@ -207,7 +207,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                  fit_intercept: bool, thresholds: Sequence[FloatArray] | None = None,
                  space: SearchSpace | None = None, max_rule_length: int | None = None,
                  budget: Budget | None = None, tol: float = SWAP_TOL,
-                 beam_first: bool = True) -> SwapOutcome:
+                 beam_first: bool = True, exact: bool = True) -> SwapOutcome:
     """Swap rules until a full pass of ``n_rules`` searches proves the model 1-swap
     optimal (module docstring), or the budget ends.
 
@@ -217,7 +217,8 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
     model each proved that no swap helps (a search stopped by the budget proves it only if
     its bound does). With ``beam_first`` each slot is first searched by a beam search
     (width 10): an improving box it finds is swapped in at once; the exact search runs
-    only when the beam finds none, so the claim always rests on the exact search."""
+    only when the beam finds none, so the claim always rests on the exact search. With
+    ``exact=False`` the descent stops when a beam pass finds no improving swap (no claim)."""
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"rule swaps are exact for squared loss only; got loss={ensemble.loss!r}.")
@@ -271,6 +272,8 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                 improved = apply(check) or improved
         if improved:
             continue
+        if not exact:  # beam-only descent (a heuristic step of kicks): no claim
+            break
         # exact pass: every slot proved, or the first improving swap applied
         stalled = False
         for slot in slots():
