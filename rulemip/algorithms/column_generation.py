@@ -33,6 +33,12 @@ grows by pricing:
    solved by the box-selection methods; its ensemble is the incumbent. Its own bound holds
    for the working set only and is *not* reported: the reported bound is the best of the
    Farley bounds and the combinatorial bounds (which depend on the cells only).
+5. **All boxes, when few.** With time left and the gap open, a language of at most
+   :data:`FULL_CIP_MAX_BOXES` candidate boxes gets a last integer solve over *all* of them,
+   warm-started with the incumbent: its bound is valid for the whole problem. A run that
+   ends with time left and the gap open reports ``limit="other"`` (no limit of the user's
+   was hit); the exact estimators spend the time left on rule swaps
+   (docs/explanation/local_optimality.md).
 
 Every step reads the fit's one :class:`~rulemip.budget.Budget`.
 """
@@ -58,10 +64,11 @@ from rulemip.data.dataset import Dataset
 from rulemip.formulations.box_oracles import CandidateBoxes
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.cells import CellReduction
+from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.rules.ensemble import RuleEnsemble
-from rulemip.solvers.result import Limit
+from rulemip.solvers.result import Limit, relative_gap
 from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
@@ -69,6 +76,9 @@ IntArray = NDArray[np.int64]
 
 #: share of the remaining budget spent generating columns (the rest: the integer phase)
 PRICING_SHARE = 0.5
+#: languages with at most this many candidate boxes get a last integer solve over all of
+#: them when the gap is still open (its bound is then valid for the whole problem)
+FULL_CIP_MAX_BOXES = CIP_MAX_BOXES
 #: share of what is left after the integer phase kept for a last integer solve, when
 #: pricing resumes to raise the bound
 FINAL_INTEGER_SHARE = 0.25
@@ -187,6 +197,9 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
                      fit_intercept=fit_intercept, max_props=max_props, solver=solver,
                      seed=seed, beam_width=beam_width, max_columns=max_columns,
                      bound=one_rule_bound, callback=callback, t0=t0)
+    if warm_start is not None:
+        pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
+                                                 sample_weight=dataset.sample_weight))
     pricer.run(None if remaining is None
                else time.perf_counter() + PRICING_SHARE * remaining)
     prob = pricer.prob
@@ -198,6 +211,7 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
                                    mip_gap=mip_gap, callback=None, seed=seed)
 
     sub = integer_phase(warm_start)
+    pricer.incumbent = min(pricer.incumbent, sub.risk)
     first_risk, swaps = sub.risk, 0
     # rule swaps: price the best replacement of every rule of the incumbent, then solve
     # the integer problem over the grown working set again, while that improves
@@ -213,6 +227,7 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
             sub = again if again.risk <= sub.risk else sub
             break
         sub = again
+        pricer.incumbent = min(pricer.incumbent, sub.risk)
     # time left and pricing not converged: raise the bound further, then try the grown
     # working set once more (the budget keeps FINAL_INTEGER_SHARE for that last solve)
     remaining = budget.remaining()
@@ -233,9 +248,28 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
     if swaps:
         notes.append(f"rule swaps: {swaps} rounds of replacement pricing, risk "
                      f"{first_risk:.10g} -> {sub.risk:.10g}")
+    bound = pricer.bound
+    # time left and the gap open: when the whole language is small, solve the integer CIP
+    # over *every* candidate box — its bound is then valid for the problem (branching on
+    # top of pricing, the step pricing alone cannot do)
+    if sub.ensemble is not None and not budget.expired() and \
+            relative_gap(sub.risk, bound) > mip_gap and \
+            count_boxes(cells.thresholds, max_rule_length) <= FULL_CIP_MAX_BOXES:
+        full = solve_box_selection(cip, dataset, warm_start=sub.ensemble, solver=solver,
+                                   time_limit=budget.remaining(), mip_gap=mip_gap,
+                                   callback=None, seed=seed)
+        notes.append(f"integer phase over all candidate boxes: {full.termination.value}, "
+                     f"risk {full.risk:.10g}, bound {full.lower_bound:.10g}")
+        if full.bound_valid and math.isfinite(full.lower_bound):
+            bound = max(bound, full.lower_bound)
+        if full.ensemble is not None and full.risk < sub.risk:
+            sub = full
     out_of_time = budget.expired()
-    verdict = promote(sub.risk, pricer.bound, finished=not out_of_time, mip_gap=mip_gap,
-                      limit=Limit.TIME if out_of_time else None,
+    # stopped with time left and the gap open (pricing converged or the column cap): no
+    # limit of the user's was hit; "gap" would claim the requested gap was reached
+    verdict = promote(sub.risk, bound, finished=not out_of_time, mip_gap=mip_gap,
+                      limit=Limit.TIME if out_of_time else
+                      (Limit.OTHER if relative_gap(sub.risk, bound) > mip_gap else None),
                       fallback_bound=prob.safe_bound, no_solution=sub.termination)
     term = verdict.termination
     return ExactResult(ensemble=sub.ensemble, risk=sub.risk, lower_bound=verdict.lower_bound,
@@ -267,6 +301,9 @@ class _Pricer:
         self.cuts: list[FloatArray] = []
         self.rounds = self.priced_exactly = 0
         self.converged = False
+        #: risk of the best *model* known (a warm start or an integer phase's ensemble);
+        #: the restricted relaxation's value R(z̄) is not a model's risk and never goes here
+        self.incumbent = math.inf
 
     def refresh(self) -> BoxSelectionProblem:
         """Rebuild the problem after boxes were added from outside (rule swaps)."""
@@ -313,8 +350,10 @@ class _Pricer:
                 self.bound = max(self.bound, farley_bound(
                     value, grad, self.z, self.n_rules, found.bound, reg, cells.total_weight))
             if self.callback is not None:
-                self.callback({"iteration": self.rounds, "ub": value, "lb": self.bound,
-                               "time": time.perf_counter() - self.t0,
+                self.callback({"iteration": self.rounds, "ub": self.incumbent,
+                               "lb": self.bound,
+                               "gap": relative_gap(self.incumbent, self.bound),
+                               "relaxation": value, "time": time.perf_counter() - self.t0,
                                "columns": len(self.work)})
             if not _prices_out(found.value, best_inside, reg, cells.total_weight):
                 self.converged = exact and found.certified

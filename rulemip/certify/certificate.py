@@ -121,6 +121,9 @@ class Certificate:
     notes: tuple[str, ...] = ()
     threshold_rule: ThresholdRule = "explicit"
     problem_digest: str = ""  # empty: a format-1 certificate, problem not bound
+    #: squared loss: the claim that no single rule swap lowers the risk (a record of
+    #: :func:`rulemip.algorithms.local_swap.local_optimality_record`), or None
+    local_optimality: dict[str, Any] | None = None
 
     def computed_problem_digest(self) -> str:
         """:func:`problem_digest` of this certificate's recorded problem."""
@@ -150,6 +153,7 @@ class Certificate:
                        "wall_time": self.wall_time},
             "created": self.created, "rulemip_version": self.rulemip_version,
             "notes": list(self.notes),
+            **_local_to_dict(self.local_optimality),
         }
 
     @classmethod
@@ -225,7 +229,8 @@ class Certificate:
             created=schema.as_str(d.get("created", ""), "created"),
             rulemip_version=schema.as_str(d.get("rulemip_version", ""), "rulemip_version"),
             notes=schema.as_str_list(notes, "notes"),
-            threshold_rule=rule, problem_digest=digest)
+            threshold_rule=rule, problem_digest=digest,
+            local_optimality=_local_from_dict(d.get("local_optimality")))
 
     def to_json(self) -> str:
         return json.dumps(self.to_dict(), indent=2)
@@ -257,7 +262,7 @@ class Certificate:
         """One line: status, risk, bound and gap."""
         valid = "" if self.bound_valid else " (bound not proved valid)"
         return (f"{self.status}: risk {self.risk:.6g}, lower bound {self.lower_bound:.6g}, "
-                f"gap {self.gap:.3%}{valid}")
+                f"gap {self.gap:.3%}{valid}{local_summary(self)}")
 
 
 @dataclass(frozen=True)
@@ -444,6 +449,7 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             claims = [ClaimBasis(c.claim, REDERIVED, "replayed: the exact box search "
                                  "re-derived it from the data, no solver involved")
                       if c.claim == "lower bound" else c for c in claims]
+    checks.extend(local_optimality_checks(cert, ds, tol))
     return _report(checks, risk, raise_on_failure, claims)
 
 
@@ -632,3 +638,59 @@ def make_certificate(dataset: Dataset, ensemble: RuleEnsemble, *, loss: str, reg
         backend_version=backend_version, options=dict(options or {}),
         wall_time=float(wall_time), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         rulemip_version=__version__, max_rule_length=max_rule_length, notes=tuple(notes))
+
+
+# ---------------------------------------------------------------- 1-swap optimality
+def _local_to_dict(record: dict[str, Any] | None) -> dict[str, Any]:
+    return {} if record is None else {"local_optimality": record}
+
+
+def _local_from_dict(value: Any) -> dict[str, Any] | None:
+    if value is None:
+        return None
+    if not isinstance(value, dict) or value.get("kind") != "1-swap" \
+            or not isinstance(value.get("proved"), bool):
+        raise CertificateError(
+            "malformed certificate: `local_optimality` must be an object with kind "
+            f"'1-swap' and a boolean `proved`; got {value!r}.")
+    return dict(value)
+
+
+def local_summary(cert: Certificate) -> str:
+    """``"; local: 1-swap optimal"`` when the certificate claims it (docs/explanation/
+    local_optimality.md), else empty."""
+    rec = cert.local_optimality
+    return "; local: 1-swap optimal" if rec is not None and rec.get("proved") else ""
+
+
+def local_optimality_checks(cert: Certificate, ds: Dataset, tol: float) -> list[CheckResult]:
+    """Re-derive a claimed 1-swap optimality by replaying the k swap searches on the
+    recorded model (:func:`rulemip.algorithms.local_swap.check_one_swap`); no check when
+    nothing is claimed."""
+    rec = cert.local_optimality
+    if rec is None or not rec.get("proved"):
+        return []
+    if cert.loss != "squared":
+        return [CheckResult("1-swap optimality", False,
+                            f"claimed for loss {cert.loss!r}; it is defined for squared loss "
+                            "only")]
+    from rulemip.algorithms.local_swap import SWAP_TOL, check_one_swap
+
+    claimed_tol = float(rec.get("tol", SWAP_TOL))
+    ok, checks = check_one_swap(ds, cert.ensemble, cert.n_rules, reg=cert.reg,
+                                fit_intercept=cert.fit_intercept,
+                                thresholds=[np.asarray(t) for t in cert.thresholds],
+                                max_rule_length=cert.max_rule_length,
+                                tol=max(claimed_tol, tol))
+    if ok:
+        return [CheckResult("1-swap optimality", True,
+                            f"{len(checks)} replayed box search(es): no single rule swap "
+                            "lowers the risk")]
+    last = checks[-1] if checks else None
+    detail = "" if last is None else (
+        f"slot {last.slot}: a box lowers the risk by {last.best - last.current:.6g}"
+        if last.best - last.current > 0 else
+        f"slot {last.slot}: the search could not exclude a better box (bound "
+        f"{last.bound:.6g} > current {last.current:.6g})")
+    return [CheckResult("1-swap optimality", False,
+                        f"claimed 1-swap optimal, but the replay refutes it ({detail})")]

@@ -117,6 +117,10 @@ def run(args: argparse.Namespace) -> int:
     print(f"exact training risk:            {cert.risk:.6g}")
     print(f"valid lower bound:              {cert.lower_bound:.6g}")
     print(f"gap:                            {cert.gap:.4%}")
+    local = cert.local_optimality
+    if local is not None and local.get("proved"):
+        print("local:                          1-swap optimal (no single rule swap lowers "
+              "the risk; docs/explanation/local_optimality.md)")
     status = cert.status + ("" if cert.bound_valid else " (bound not proved valid)")
     backend = f"{cert.backend} {cert.backend_version}".strip()
     print(f"status: {status}; engine {cert.engine}, backend {backend}, "

@@ -51,6 +51,12 @@ WARM_STARTS = INITS  # the former name of INITS (``warm_start`` held a preset un
 #: share of the fit's remaining time the boosting warm start may use; the exact engine gets
 #: the rest (a warm start stopped by its share keeps the rules found so far)
 WARM_START_SHARE = 0.3
+#: squared loss: share of the time left after the warm start for the local phase (every
+#: start ended 1-swap optimal, docs/explanation/local_optimality.md) before the engine
+LOCAL_START_SHARE = 0.25
+#: share of the time left after the local phase given to the exact engine; the rest (and
+#: whatever the engine leaves unspent) goes to swaps and kicks from the engine's model
+ENGINE_SHARE = 0.8
 
 
 class _ExactBase(BaseEstimator):
@@ -190,11 +196,20 @@ class _ExactBase(BaseEstimator):
             start, self.init_source_ = previous, "previous fit"
         callback = progress_printer() if self.verbose else None
         seed = 0 if self.random_state is None else int(self.random_state)
+        local = self.loss == "squared"
+        self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
+        if local and self._init_preset() is not None:  # init=None: the engine starts cold
+            start = self._local_phase(ds, thresholds, budget, start, seed)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
                              max_rule_length=self.max_rule_length, engine=engine,
                              solver=self.solver, mip_gap=self.mip_gap, warm_start=start,
-                             seed=seed, callback=callback, budget=budget)
+                             seed=seed, callback=callback,
+                             budget=budget.fraction(ENGINE_SHARE) if local else budget)
+        local_record = None
+        if local:
+            result, local_record = self._swap_engine_model(ds, thresholds, budget, result,
+                                                           start, seed)
         self.result_ = result
         self.engine_ = engine
         self.thresholds_ = thresholds
@@ -231,6 +246,105 @@ class _ExactBase(BaseEstimator):
                      "threshold_source": "data" if self.thresholds is None else "explicit"},
             wall_time=result.wall_time, max_rule_length=self.max_rule_length,
             notes=tuple(result.notes))
+        if local_record is not None:
+            import dataclasses
+
+            self.certificate_ = dataclasses.replace(self.certificate_,
+                                                    local_optimality=local_record)
+
+    def _local_starts(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
+                      start: Any) -> list[tuple[str, Any]]:
+        """Starting models of the local phase: the warm start, SGB (when COB was the warm
+        start) and the leaves of a (k + 1)-leaf tree on the candidate thresholds."""
+        from rulemip.algorithms.multi_start import threshold_tree_rules
+        from rulemip.boosting import RuleBooster
+        from rulemip.rules import RuleEnsemble
+
+        starts: list[tuple[str, Any]] = []
+        if start is not None:
+            starts.append((self.init_source_ or "warm start", start))
+        if self._init_preset() != "SGB" and not budget.expired():
+            left = budget.remaining()
+            sgb = RuleBooster.from_preset(
+                "SGB", n_rules=self.n_rules, loss=self.loss, reg=self.reg,
+                fit_intercept=self.fit_intercept, thresholds=thresholds,
+                max_rule_length=self.max_rule_length,
+                time_limit=None if left is None else 0.1 * left)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SolveLimitWarning)
+                sgb.fit(ds)
+            starts.append(("SGB", sgb.ensembles_[-1]))
+        tree = threshold_tree_rules(ds, thresholds, self.n_rules + 1, self.max_rule_length)
+        if tree:
+            starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
+        return starts
+
+    def _local_phase(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
+                     start: Any, seed: int) -> Any:
+        """Squared loss: every start ended 1-swap optimal within
+        :data:`LOCAL_START_SHARE` of the time left; the best becomes the engine's warm
+        start (docs/explanation/local_optimality.md)."""
+        from rulemip.algorithms.multi_start import best_local_model
+
+        starts = self._local_starts(ds, thresholds, budget, start)
+        found = best_local_model(ds, starts, self.n_rules, reg=self.reg,
+                                 fit_intercept=self.fit_intercept, thresholds=thresholds,
+                                 max_rule_length=self.max_rule_length,
+                                 budget=budget.fraction(LOCAL_START_SHARE), kicks=False,
+                                 seed=seed)
+        if found is None:
+            return start
+        self.local_starts_ = found.starts
+        if start is None or found.best.risk < _risk(start, ds, self.reg):
+            self.init_source_ = f"{found.source}, then rule swaps"
+            return _with_encoder(found.best.ensemble, ds)
+        return start
+
+    def _swap_engine_model(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
+                           result: Any, start: Any, seed: int) -> tuple[Any, Any]:
+        """Squared loss, engine not optimal: the rest of the budget goes to swaps from the
+        engine's model (and the start), then kicks; a better model replaces the engine's
+        (the engine's bound holds for every model of the language). Returns the result and
+        the certificate's 1-swap record (None when nothing was proved)."""
+        import dataclasses
+
+        from rulemip.algorithms.local_swap import local_optimality_record
+        from rulemip.algorithms.multi_start import best_local_model
+        from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+
+        if result.ensemble is None or result.is_optimal:
+            return result, None
+        starts = [("engine", result.ensemble)]
+        if start is not None:
+            starts.append(("start", start))
+        found = best_local_model(ds, starts, self.n_rules, reg=self.reg,
+                                 fit_intercept=self.fit_intercept, thresholds=thresholds,
+                                 max_rule_length=self.max_rule_length, budget=budget,
+                                 kicks=True, seed=seed)
+        if found is None:
+            return result, None
+        best = found.best
+        note = (f"local phase: {len(found.starts)} start(s) "
+                + ", ".join(f"{n} {a:.8g} -> {b:.8g}{' (1-swap optimal)' if ok else ''}"
+                            for n, a, b, ok in found.starts)
+                + f"; {found.kicks} kicks, {found.kicks_kept} kept")
+        notes = (*result.notes, note)
+        self.local_starts_ = (*self.local_starts_, *found.starts)
+        if best.risk <= result.risk + 1e-12 * max(1.0, abs(result.risk)):
+            gap = relative_gap(best.risk, result.lower_bound)
+            optimal = result.bound_valid and gap <= self.mip_gap
+            result = dataclasses.replace(
+                result, ensemble=best.ensemble, risk=best.risk, gap=gap,
+                termination=TerminationReason.OPTIMAL if optimal else result.termination,
+                limit=None if optimal else (Limit.TIME if budget.expired() else result.limit),
+                notes=(*notes, f"model from the local phase ({found.source}) replaces the "
+                               "engine's"))
+        else:
+            result = dataclasses.replace(result, notes=notes)
+        result = dataclasses.replace(result, wall_time=budget.elapsed())  # the whole fit
+        record = local_optimality_record(best) \
+            if best.one_swap_optimal and result.ensemble is best.ensemble else None
+        return result, record
 
     def _decision(self, X: Any) -> np.ndarray:
         """:math:`f(x)` on the link scale."""
@@ -286,13 +400,19 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     solver : str, default "auto"
         Backend name (``rulemip.solvers.backend_names()``).
     time_limit : float or None, default 60
-        Seconds; the incumbent and a valid bound are returned when it is hit.
+        Seconds; the incumbent and a valid bound are returned when it is hit. A fit that
+        has not proved its result within ``mip_gap`` spends the whole limit: with squared
+        loss the time the engine leaves goes to rule swaps and kicks, and a model no single
+        rule swap improves is recorded as such (``certificate_.local_optimality``,
+        docs/explanation/local_optimality.md).
     mip_gap : float, default 1e-6
         Relative gap at which the solve stops and reports optimality.
     init : boosting preset or None, default "COB"
         Boosting preset ({"SGS", "SGB", "SXB", "CGB", "COB"}) whose ensemble, fitted on
         the problem's own candidate thresholds within 30 % of the time budget, is the
-        first incumbent; None: none.
+        first incumbent; None: none. With squared loss it is one of several starts (also
+        SGB and a (k + 1)-leaf tree on the same thresholds), each ended 1-swap optimal,
+        the best handed to the engine.
     warm_start : bool, default False
         scikit-learn's meaning: with True, a refit also offers the previous fit's rules
         as the first incumbent (when they are a point of the new problem; the better of

@@ -3,6 +3,7 @@ relaxation bound it converges to, and the one time budget."""
 
 from __future__ import annotations
 
+import re
 import time
 import warnings
 
@@ -71,8 +72,15 @@ def test_converged_bound_is_the_relaxation_of_the_full_problem():
     # bound is taken at the restricted master's approximate optimum (OA to 1e-8), so it
     # reaches the relaxation's optimum up to that accuracy, never above it
     target = max(relaxation, prob.bound)
-    assert res.lower_bound <= target * (1 + 1e-7)
-    assert res.lower_bound >= target * (1 - 1e-3)
+    note = next(n for n in res.notes if n.startswith("column generation:"))
+    farley = float(re.search(r"relaxation bound (\S+)", note).group(1))
+    assert farley <= target * (1 + 1e-7)
+    assert farley >= target * (1 - 1e-3)
+    # with time left, the last integer solve over all boxes may raise the reported bound
+    # above the relaxation's, never above the optimum
+    optimum = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cip", time_limit=60)
+    assert optimum.is_optimal
+    assert farley * (1 - 1e-9) <= res.lower_bound <= optimum.risk * (1 + 1e-7)
 
 
 def test_farley_bound_is_below_every_feasible_point():
@@ -119,3 +127,29 @@ def test_a_time_budget_is_honoured_on_a_real_table():
     assert res.ensemble is not None
     assert 0.0 < res.lower_bound <= res.risk
     assert res.risk < float(np.var(y))  # better than the intercept-only model
+
+
+def test_progress_incumbent_is_a_model_risk_never_below_the_returned_one():
+    """Issue 24: the progress line's "incumbent" once showed the restricted relaxation's
+    value R(z̄) (fractional multiplicities, not a model), below the returned model's risk.
+    Every reported incumbent is now the risk of a model the fit knows, so none is below
+    the risk of the model returned; the relaxation is reported under its own name."""
+    from rulemip.boosting import RuleBooster
+
+    ds, ths = _instance(5, "squared", n=60, max_thresholds=5)
+    start = RuleBooster.from_preset("COB", n_rules=3, loss="squared", reg=1e-3,
+                                    thresholds=ths).fit(ds).ensembles_[-1]
+    seen: list[dict] = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        res = solve_exact(ds, 3, loss="squared", reg=1e-3, fit_intercept=True,
+                          thresholds=ths, engine="cg", time_limit=20, warm_start=start,
+                          callback=lambda info: seen.append(dict(info)))
+    priced = [s for s in seen if "relaxation" in s]
+    assert priced, "the pricer reported no progress"
+    start_risk = float(start.risk(ds.X, ds.y, reg=1e-3))
+    for info in priced:
+        assert info["ub"] >= res.risk - 1e-9 * max(1.0, res.risk)
+        assert info["ub"] <= start_risk + 1e-9 * max(1.0, start_risk)
+    # the relaxation is below the incumbent on this instance: the old line was wrong here
+    assert min(s["relaxation"] for s in priced) < res.risk
