@@ -132,8 +132,11 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
                       bound_tolerance: float | None = None) -> ExactResult:
     """Decode a backend's result into an :class:`ExactResult`: the incumbent (or the
     start when the backend found none), its risk recomputed from the data, its dual bound
-    lowered by the backend's feasibility tolerance (:func:`bound_slack`;
-    ``bound_tolerance`` overrides the table there), one status."""
+    lowered by the backend's feasibility tolerance times the weight of the loss terms'
+    epigraph rows when the model has a logistic or Poisson loss term (:data:`EXP_LOSSES`:
+    where the brute-force oracle found bounds above the optimum; none in squared-loss
+    models, whose small risks such a slack would keep from any certificate;
+    :func:`bound_slack`, ``bound_tolerance`` overrides its table), one status."""
     notes = list(built.notes) + list(res.notes)
     history = tuple(getattr(res, "history", ()) or ())
     iterations = int(res.iterations or res.nodes or 0)
@@ -161,11 +164,9 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
             notes.append(f"solver objective {obj:.10g} differs from the risk of its "
                          f"solution recomputed from the data {solver_risk:.10g}.")
     dual = float(res.bounds.dual)
-    if math.isfinite(dual):
-        sf = built.model.to_standard_form()
-        slack = bound_slack(res.backend, objective_weight(sf),
-                            epigraph=bool(sf.loss_terms) or sf.has_quadratic,
-                            tolerance=bound_tolerance)
+    sf = built.model.to_standard_form()
+    if math.isfinite(dual) and any(t.loss in EXP_LOSSES for t in sf.loss_terms):
+        slack = bound_slack(res.backend, objective_weight(sf), tolerance=bound_tolerance)
         if slack > 0.0:
             dual -= slack
             notes.append(f"the backend's dual bound lowered by {slack:.3g} for its "
@@ -180,15 +181,17 @@ def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveRes
                        built.n_cells, built.bound_valid, tuple(notes), history)
 
 
+EXP_LOSSES = ("logistic", "poisson")
+"""Losses whose models get the tolerance slack on their dual bound (:func:`result_from_solve`)."""
+
+
 def objective_weight(sf: Any) -> float:
-    """1-norm of a standard form's objective coefficients: ``Σ|c_j|``, plus ``Σ|s·w_i|``
-    over its loss terms, plus 1 for a quadratic part (the weight of its epigraph) — what a
-    row violation of ε can move the objective by, per unit ε (:func:`bound_slack`)."""
-    weight = float(np.abs(np.asarray(sf.c, dtype=float)).sum())
+    """``Σ|s·w_i|`` over a standard form's loss terms: the objective weight of their
+    epigraph rows ``θ_i ≥ …``, i.e. what a violation of ε on each of them can move the
+    objective by, per unit ε (:func:`bound_slack`)."""
+    weight = 0.0
     for term in sf.loss_terms:
         weight += abs(float(term.scale)) * float(np.abs(np.asarray(term.weights)).sum())
-    if sf.has_quadratic:
-        weight += 1.0
     return weight
 
 

@@ -19,10 +19,11 @@ is ``FEASIBLE`` with ``Limit.GAP``. HiGHS's absolute gap criterion (``mip_abs_ga
 default ``1e-6`` in HiGHS) is set to 0 so that it cannot end a solve whose relative gap is
 still open; pass ``extra={"mip_abs_gap": ...}`` to change it. The dual bound of a MIP is
 HiGHS's ``mip_dual_bound`` (valid at any stop); that of an LP/QP is its optimal objective,
-and ``-inf`` when an LP stops early. HiGHS runs with ``mip_feasibility_tolerance =
-primal_feasibility_tolerance = 1e-9`` (defaults 1e-6 and 1e-7), so that its dual bound
-is off by at most 1e-9 per unit of objective weight; rulemip lowers claimed bounds by that
-(:func:`rulemip.solvers.status.bound_slack`, docs/explanation/solving.md).
+and ``-inf`` when an LP stops early. HiGHS runs with ``mip_feasibility_tolerance = 1e-7``
+(default 1e-6; equal to its ``primal_feasibility_tolerance``; 1e-9 made OA masters end in
+"Solve error"), so that its dual bound is off by about 1e-7 per unit of objective weight;
+rulemip lowers claimed bounds by that (:func:`rulemip.solvers.status.bound_slack`,
+docs/explanation/solving.md).
 
 ``options.callback`` is called with a progress dict at every improving MIP solution
 (HiGHS's ``kCallbackMipImprovingSolution``) and once at the end of every solve; if it
@@ -263,8 +264,7 @@ class HighsPersistent:
         # the dual bound holds only within the feasibility tolerances; at HiGHS's defaults
         # (1e-6 for MIP rows) a Poisson bound lay 7.3e-7 above the optimum (issue 22):
         # rulemip lowers reported bounds by tolerance x objective weight (bound_slack)
-        h.setOptionValue("mip_feasibility_tolerance", 1e-9)
-        h.setOptionValue("primal_feasibility_tolerance", 1e-9)
+        h.setOptionValue("mip_feasibility_tolerance", 1e-7)
         h.setOptionValue("random_seed", int(opts.seed) % (_INT32_MAX + 1))
         if opts.node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(min(opts.node_limit, _INT32_MAX)))

@@ -156,11 +156,11 @@ class PyomoBackend:
 
     @property
     def bound_tolerance(self) -> float:
-        """Feasibility tolerance of the dual bounds this backend reports: 1e-9 for HiGHS
+        """Feasibility tolerance of the dual bounds this backend reports: 1e-7 for HiGHS
         (set as by the ``highs`` backend), else 1e-6 (a typical default)
         (:func:`rulemip.solvers.status.bound_slack`)."""
         name = self.solver_name or ""
-        return 1e-9 if name.startswith(("highs", "appsi_highs")) else 1e-6
+        return 1e-7 if name.startswith(("highs", "appsi_highs")) else 1e-6
 
     def available(self) -> bool:
         name = self.solver_name
@@ -246,8 +246,7 @@ class PyomoBackend:
             out["mip_abs_gap"] = 0.0  # only the relative gap may end a solve (as 'highs')
             # tolerances of the 'highs' backend, so that its bounds are as tight
             # (rulemip.solvers.status.bound_slack)
-            out["mip_feasibility_tolerance"] = 1e-9
-            out["primal_feasibility_tolerance"] = 1e-9
+            out["mip_feasibility_tolerance"] = 1e-7
         out.update(opts.extra)
         return out
 

@@ -38,11 +38,11 @@ relative gap of at most ``max(mip_gap, 1e-6)`` under a valid bound."""
 
 #: Feasibility tolerance (absolute, per row) with which each backend's dual bound is
 #: computed, as rulemip runs it (docs/explanation/solving.md, "Bounds within tolerances"):
-#: HiGHS with ``mip_feasibility_tolerance = primal_feasibility_tolerance = 1e-9``
-#: (:mod:`rulemip.solvers.highs`), CBC with its default primal tolerance 1e-7 (OR-Tools
+#: HiGHS with ``mip_feasibility_tolerance = 1e-7`` (its primal feasibility tolerance;
+#: :mod:`rulemip.solvers.highs`), CBC with its default primal tolerance 1e-7 (OR-Tools
 #: cannot change it), SCIP with ``numerics/feastol = 1e-8`` on models with epigraph
 #: columns (1e-6, its default, otherwise), CP-SAT in exact integer arithmetic.
-BOUND_TOLERANCES: dict[str, float] = {"highs": 1e-9, "cbc": 1e-7, "scip": 1e-8, "cpsat": 0.0}
+BOUND_TOLERANCES: dict[str, float] = {"highs": 1e-7, "cbc": 1e-7, "scip": 1e-8, "cpsat": 0.0}
 DEFAULT_BOUND_TOLERANCE = 1e-6
 """For a backend not in :data:`BOUND_TOLERANCES` (Pyomo's solvers; SCIP without
 epigraph columns)."""

@@ -146,3 +146,28 @@ def test_risk_vs_k_ticks_are_integers(k_max):
     ticks = [t for t in ax.get_xticks() if lo <= t <= hi]
     plt.close(fig)
     assert ticks and all(float(t).is_integer() for t in ticks), ticks
+
+
+def test_gap_command_with_a_60_level_categorical_column_ends_near_its_limit(tmp_path,
+                                                                             capsys):
+    """Issue 22: a table with a 60-level categorical column was still running at 400 s
+    with `--time-limit 10`; every phase (all variants, MIP-boosting included) now shares
+    the task's limit."""
+    import time
+
+    gen = np.random.default_rng(0)
+    n = 300
+    level = gen.integers(0, 60, n)
+    frame = pd.DataFrame({"x1": gen.normal(size=n), "x2": gen.normal(size=n),
+                          "cat": [f"L{i}" for i in level]})
+    frame["target"] = 2.0 * frame["x1"] + level % 7 + gen.normal(size=n)
+    path = tmp_path / "cat60.csv"
+    frame.to_csv(path, index=False)
+    t0 = time.perf_counter()
+    code = main(["gap", "--data", str(path), "--target", "target", "--k-max", "1",
+                 "--time-limit", "4", "--out", str(tmp_path / "o"), "--quiet"])
+    capsys.readouterr()
+    assert code == 0
+    assert time.perf_counter() - t0 <= 4 + 8.0  # indivisible steps (model builds), figures
+    table = pd.read_csv(tmp_path / "o" / "gap_table.csv")
+    assert len(table) == 6 and (table["bound"] <= table["incumbent"] + 1e-9).all()
