@@ -26,13 +26,18 @@ midpoints. rulemip's language (``x <= t`` and ``x > t`` for every t in T) contai
 realkd's; it is larger exactly where realkd has only one side of a cut (``x <= max`` is
 all rows, so ``x < max`` is not realkd's; a quintile that equals a data value v gives
 ``x < v`` and ``x > v`` to rulemip only). The script counts these extra propositions.
+That is ``--language realkd``. The default, ``--language matched``, is the identical
+problem: T = the cuts of realkd's ``x <= v`` only, and realkd gets the same cuts through
+its ``discretization`` hook, so both search the propositions ``x <= c``, ``x > c``.
 
 Run (realkd in its own venv, numpy < 2; see the doc page for the install)::
 
-    /work/venv-realkd/bin/python benchmarks/realkd_anchor.py --side realkd --terms 5
-    python benchmarks/realkd_anchor.py --side rulemip --terms 5
+    /work/venv-realkd/bin/python benchmarks/realkd_anchor.py --side realkd --terms 5 \\
+        --prefixes --save results/
+    python benchmarks/realkd_anchor.py --side rulemip --terms 4 5 --save results/
+    python benchmarks/realkd_anchor.py --compare --terms 4 5 --load results/
     python benchmarks/realkd_anchor.py --compare --terms 4 5 \\
-        --realkd-python /work/venv-realkd/bin/python
+        --realkd-python /work/venv-realkd/bin/python    # runs both sides
 
 ``--compare`` runs each side in its own interpreter (one process per side and K) and
 prints a table: same covers, values within 1e-9 relative, CPU ratio. ``--load DIR``
