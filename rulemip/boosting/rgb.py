@@ -44,6 +44,10 @@ One round (Algorithm 1)
      :math:`\frac1m\sum_i h_i^2 e^{F_i}` (family: at least :math:`\lambda_k\max_i
      e^{F_i}`) and is doubled until the quadratic model majorizes the loss at the step
      (backtracking).
+   - ``step="lipschitz_unpenalized"``: Algorithm 1 lines 4 and 7 read literally,
+     :math:`\alpha = -G/C_k` with :math:`L'_k` the derivative of the loss alone; the
+     penalty acts only through the selection score. The loss never increases, but (7)
+     may (a step whose penalty outweighs its decrease of the loss is still taken).
    - ``step="line_search"``: the exact minimizer of the convex one-dimensional function
      :math:`\alpha \mapsto L(\alpha_{1..t-1}, \alpha)` (closed form for the squared loss,
      safeguarded Newton–bisection otherwise).
@@ -57,7 +61,8 @@ One round (Algorithm 1)
    decreases the objective most); ``selection="complexity"`` uses Algorithm 1 line 6
    literally, loss :math:`+\,\beta\tilde\Omega_k`. Ties go to the earlier draw.
 
-Hence (7) is non-increasing over the rounds (``objective_path``). With ``beta=0``, one
+Hence (7) is non-increasing over the rounds (``objective_path``) for ``step="lipschitz"``
+and ``"line_search"``. With ``beta=0``, one
 family, ``S=1``, the squared loss, ``step="lipschitz"`` and ``lipschitz="tree"`` the step
 is exactly the leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting
 with ``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz
@@ -81,7 +86,7 @@ from rulemip.losses import Loss, get_loss
 
 FloatArray = NDArray[np.float64]
 
-STEPS: tuple[str, ...] = ("lipschitz", "line_search")
+STEPS: tuple[str, ...] = ("lipschitz", "line_search", "lipschitz_unpenalized")
 LIPSCHITZ: tuple[str, ...] = ("family", "tree")
 SELECTIONS: tuple[str, ...] = ("objective", "complexity")
 LEAF_VALUES: tuple[str, ...] = ("gradient", "newton")
@@ -321,7 +326,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     beta : :math:`\beta \ge 0` of (7).
     sampling : ``"lambda"`` (:math:`p_k\propto\lambda_k`), ``"lambda_squared"`` or
         ``"uniform"``.
-    step : ``"lipschitz"`` or ``"line_search"``.
+    step : ``"lipschitz"`` (proximal), ``"lipschitz_unpenalized"`` or ``"line_search"``.
     lipschitz : ``"family"`` (Lemma 4 constant of the drawn family, safeguarded) or
         ``"tree"`` (Lemma 3 at the fitted tree), for ``step="lipschitz"``.
     learning_rate : :math:`\nu\in(0,1]` multiplying the step.
@@ -415,15 +420,18 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             h = s * pred
             G = -float(np.mean(neg_grad * h))
             rho = beta * float(omega[k])
-            if step == "lipschitz":
-                a = lipschitz_step(loss_obj, F, y_arr, h, G, rho, cur_loss,
-                                   lam_k if lipschitz == "family" else None)
-            else:
+            unpenalized = step == "lipschitz_unpenalized"
+            if step == "line_search":
                 a = line_search_step(loss_obj, F, y_arr, h, G, rho)
+            else:  # the penalty enters the step only in its proximal form
+                a = lipschitz_step(loss_obj, F, y_arr, h, G, 0.0 if unpenalized else rho,
+                                   cur_loss, lam_k if lipschitz == "family" else None)
             a *= nu
             new_loss = _mean_loss(loss_obj, F + a * h, y_arr) if a != 0.0 else cur_loss
             pen = beta * abs(a) * float(omega[k])
-            if new_loss + pen > cur_loss:  # round-off guard: never increase (7)
+            # round-off guard: never increase (7); the unpenalized step guarantees only that
+            # the loss does not increase (its penalty may outweigh the decrease)
+            if (new_loss > cur_loss) if unpenalized else (new_loss + pen > cur_loss):
                 a, new_loss, pen = 0.0, cur_loss, 0.0
             score = new_loss + (pen if selection == "objective" else beta * float(omega[k]))
             cands.append(RGBCandidate(k, n_k, lam_k, float(omega[k]), s, a, new_loss, pen,

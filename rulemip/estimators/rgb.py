@@ -75,9 +75,11 @@ _PARAMS_DOC = r"""
         Family sampling distribution: :math:`p_k\propto\lambda_k` (paper (26)),
         :math:`\propto\lambda_k^2` (the Lipschitz bound without Lemma 4's dropped square),
         or uniform.
-    step : {"lipschitz", "line_search"}, default="lipschitz"
-        Coordinate step: the proximal Lipschitz step of Algorithm 1 or an exact line
-        search on (7).
+    step : {"lipschitz", "lipschitz_unpenalized", "line_search"}, default="lipschitz"
+        Coordinate step: the proximal Lipschitz step of Algorithm 1 (keeps (7)
+        non-increasing), the same step with the penalty left out (Algorithm 1 read
+        literally: β acts only in the selection; (7) may increase) or an exact line search
+        on (7).
     lipschitz : {"family", "tree"}, default="family"
         Constant :math:`C_k` of the Lipschitz step: the drawn family's bound
         :math:`\lambda_k C_\Phi` (Lemma 4, as in the paper's experiments; raised to the

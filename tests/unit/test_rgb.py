@@ -347,3 +347,17 @@ def test_budget_stops_between_rounds_with_the_model_so_far(data: dict) -> None:
     np.testing.assert_array_equal(cut.coefs, full.coefs[:4])
     np.testing.assert_array_equal(cut.objective_path, full.objective_path[:4])
     np.testing.assert_array_equal(cut.family_indices, full.family_indices[:4])
+
+
+def test_unpenalized_step_is_the_plain_lipschitz_step(data: dict) -> None:
+    """Algorithm 1 read literally: alpha = -G/C_k whatever beta is; with beta = 0 it is the
+    proximal step; the loss (not (7)) is non-increasing."""
+    plain = _fit("logistic", data, step="lipschitz_unpenalized", beta=0.5)
+    losses = [r.chosen_candidate.loss for r in plain.rounds_]
+    assert np.all(np.diff(losses) <= 1e-12)
+    prox0 = _fit("logistic", data, step="lipschitz", beta=0.0)
+    plain0 = _fit("logistic", data, step="lipschitz_unpenalized", beta=0.0)
+    np.testing.assert_array_equal(prox0.coefs_, plain0.coefs_)
+    prox = _fit("logistic", data, step="lipschitz", beta=0.5)
+    # the proximal step shrinks every step by rho / C: the unpenalized one moves further
+    assert np.abs(plain.coefs_).sum() > np.abs(prox.coefs_).sum()
