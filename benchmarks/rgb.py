@@ -172,15 +172,16 @@ def summarize(per_rep: dict[str, np.ndarray], grids: dict[str, list[Any]]) -> di
         out[name] = {"config": _describe(grids[name][best]), "per_repetition": e.tolist(),
                      "mean": float(e.mean()),
                      "std": float(e.std(ddof=1)) if len(e) > 1 else float("nan")}
-    rgb = np.array(out["RGB"]["per_repetition"])
     for base in ("XGBoost", "GB"):
-        if base in out:
-            out[f"p(RGB < {base})"] = _p_less(rgb, np.array(out[base]["per_repetition"]))
-    d = np.array(out["RGB defaults"]["per_repetition"]) - np.array(
-        out["GB defaults"]["per_repetition"])
-    out["defaults: RGB - GB error"] = {
-        "mean": float(d.mean()),
-        "se": float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")}
+        if base in out and "RGB" in out:
+            out[f"p(RGB < {base})"] = _p_less(np.array(out["RGB"]["per_repetition"]),
+                                              np.array(out[base]["per_repetition"]))
+    if "RGB defaults" in out and "GB defaults" in out:
+        d = np.array(out["RGB defaults"]["per_repetition"]) - np.array(
+            out["GB defaults"]["per_repetition"])
+        out["defaults: RGB - GB error"] = {
+            "mean": float(d.mean()),
+            "se": float(d.std(ddof=1) / np.sqrt(len(d))) if len(d) > 1 else float("nan")}
     return out
 
 
@@ -190,16 +191,19 @@ def _pct(v: float) -> str:
 
 def table_lines(summary: dict[str, dict[str, Any]], methods: list[str]) -> list[str]:
     tuned = [m for m in methods if "defaults" not in m]
-    cols = [f"{m} error % (std)" for m in tuned] + [
-        f"p(RGB < {b})" for b in ("XGBoost", "GB") if b in methods] + [
-        "RGB defaults − GB defaults, error % (se)", "selected"]
+    shown = [m for m in methods if m in tuned or "RGB" not in methods]
+    tests = [b for b in ("XGBoost", "GB") if b in methods and "RGB" in methods]
+    both = "RGB defaults" in methods and "GB defaults" in methods
+    cols = [f"{m} error % (std)" for m in shown] + [f"p(RGB < {b})" for b in tests] + (
+        ["RGB defaults − GB defaults, error % (se)"] if both else []) + ["selected"]
     lines = ["| data | " + " | ".join(cols) + " |", "|" + "---|" * (len(cols) + 1)]
     for data, s in summary.items():
-        cells = [f"{_pct(s[m]['mean'])} ({_pct(s[m]['std'])})" for m in tuned]
-        cells += [f"{s[f'p(RGB < {b})']:.3g}" for b in ("XGBoost", "GB") if b in methods]
-        dd = s["defaults: RGB - GB error"]
-        cells.append(f"{_pct(dd['mean'])} ({_pct(dd['se'])})")
-        cells.append("; ".join(f"{m}: {s[m]['config']}" for m in tuned))
+        cells = [f"{_pct(s[m]['mean'])} ({_pct(s[m]['std'])})" for m in shown]
+        cells += [f"{s[f'p(RGB < {b})']:.3g}" for b in tests]
+        if both:
+            dd = s["defaults: RGB - GB error"]
+            cells.append(f"{_pct(dd['mean'])} ({_pct(dd['se'])})")
+        cells.append("; ".join(f"{m}: {s[m]['config']}" for m in shown))
         lines.append(f"| {data} | " + " | ".join(cells) + " |")
     return lines
 
@@ -231,10 +235,18 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="XGBoost over the paper's full 343-point grid")
     parser.add_argument("--timing", action="store_true", help="also time RGB rounds vs S")
     parser.add_argument("--json", default=None, help="write raw results here after each rep")
+    parser.add_argument("--methods", default=None,
+                        help="comma-separated subset, e.g. 'RGB defaults,GB defaults'")
     args = parser.parse_args(argv)
     repeats = 1 if args.quick else args.repeats
     t_start = time.perf_counter()
     grids = method_grids(args.quick, args.paper_grid)
+    if args.methods:
+        keep = [m.strip() for m in args.methods.split(",")]
+        unknown = set(keep) - set(grids)
+        if unknown:
+            parser.error(f"unknown --methods {sorted(unknown)}; choose from {list(grids)}")
+        grids = {m: grids[m] for m in keep}
     data = benchmark_datasets(args.quick)
     report: dict[str, Any] = {
         "command": "python benchmarks/rgb.py " + " ".join(argv if argv is not None else

@@ -28,6 +28,7 @@ returns the same function as a
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Any
 
@@ -40,6 +41,7 @@ from rulemip._validation import check_nonneg_float
 from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
+from rulemip.boosting.rgb_select import select_beta
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import (
@@ -60,10 +62,13 @@ _PARAMS_DOC = r"""
     n_samples_per_round : int, default=5
         :math:`S`, families drawn (with replacement) per round; the best of the S
         candidates is kept.
-    beta : float, default=0.01
+    beta : float or None, default=None
         :math:`\beta\ge0`, weight of the complexity penalty
         :math:`\sum_t|\alpha_t|\tilde\Omega_{I_t}` of objective (7) (paper grid:
-        {0.001, 0.01, 0.1, 0.3, 1}).
+        {0.001, 0.01, 0.1, 0.3, 1}). ``None``: chosen from {0.01, 0.1, 0.3, 1} by the
+        loss on an internal validation split of 20 % (stratified for the classifier,
+        seeded by ``random_state``), then the model is refitted on all rows with it
+        (:mod:`rulemip.boosting.rgb_select`; about five times the time of one fit).
     families : None, "paper" or sequence of (n_internal, lambda), default=None
         The families :math:`\mathcal H_{n_k,\lambda_k,q}`: trees with at most
         ``n_internal`` internal nodes and leaf norm :math:`\|w\|_q\le\lambda`. ``None`` is
@@ -137,6 +142,12 @@ _ATTRS_DOC = r"""
     rounds_ : list of RGBRound
         Per round: every drawn candidate (family, scale, step α, loss, penalty, score)
         and the index of the chosen one.
+    beta_ : float
+        The :math:`\beta` used (``beta`` or the one chosen when ``beta=None``).
+    beta_validation_losses_ : dict of float to float
+        When ``beta=None``: the validation loss of every candidate :math:`\beta` (empty
+        when ``beta`` was given or the sample was too small to split; then ``beta_`` is
+        0.1).
     n_estimators_ : int
         Rounds completed (``n_estimators`` unless ``time_limit`` stopped the fit).
     n_features_in_, feature_names_in_ : as in scikit-learn.
@@ -169,14 +180,31 @@ class _RGBBase(BaseEstimator):
         X, y = ds.X, ds.y
         check_float32_range(X, "the trees of RGB")
         self.encoder_ = ds.encoder
-        fit: RGBFit = fit_rgb(
-            X, y, loss=loss, families=grid, n_estimators=self.n_estimators,
-            n_samples_per_round=self.n_samples_per_round, beta=self.beta,
-            sampling=self.sampling, step=self.step, lipschitz=self.lipschitz,
-            learning_rate=self.learning_rate,
-            selection=self.selection, fit_intercept=bool(self.fit_intercept),
-            min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
-            random_state=self.random_state, budget=budget, verbose=bool(self.verbose))
+        def run(X_fit: Any, y_fit: Any, beta: float, fit_budget: Budget,
+                final: bool = False) -> RGBFit:
+            return fit_rgb(
+                X_fit, y_fit, loss=loss, families=grid, n_estimators=self.n_estimators,
+                n_samples_per_round=self.n_samples_per_round, beta=beta,
+                sampling=self.sampling, step=self.step, lipschitz=self.lipschitz,
+                learning_rate=self.learning_rate,
+                selection=self.selection, fit_intercept=bool(self.fit_intercept),
+                min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
+                random_state=self.random_state, budget=fit_budget,
+                verbose=bool(self.verbose) and final)
+
+        self.beta_validation_losses_: dict[float, float] = {}
+        if self.beta is None:
+            # the candidate fits share 80 % of the time left; the final fit gets the rest
+            beta, self.beta_validation_losses_ = select_beta(
+                X, y, loss, stratify=loss == "logistic", fit=run,
+                random_state=self.random_state, budget=budget.fraction(0.8))
+            if self.verbose:
+                print(f"RGB: beta={beta:g} chosen by validation loss "
+                      f"{self.beta_validation_losses_}", file=sys.stderr, flush=True)
+        else:
+            beta = self.beta
+        self.beta_ = beta
+        fit = run(X, y, beta, budget, final=True)
         if fit.stopped_by_limit:
             warnings.warn(
                 f"RGB stopped at time_limit={self.time_limit} s after {len(fit.trees)} of "
@@ -252,7 +280,7 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     """
 
     def __init__(self, n_estimators: int = 100, *, n_samples_per_round: int = 5,
-                 beta: float = 0.01, families: Any = None, q: int = 2,
+                 beta: float | None = None, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
                  lipschitz: str = "family", learning_rate: float = 1.0,
                  selection: str = "objective",
@@ -322,7 +350,7 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     ----------""" + _ATTRS_DOC
 
     def __init__(self, n_estimators: int = 100, *, loss: str = "squared",
-                 n_samples_per_round: int = 5, beta: float = 0.01, families: Any = None,
+                 n_samples_per_round: int = 5, beta: float | None = None, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
                  lipschitz: str = "family", learning_rate: float = 1.0,
                  selection: str = "objective",

@@ -214,7 +214,12 @@ def test_verbose_reports_rounds_on_stderr(xy, capsys) -> None:  # type: ignore[n
     X, y = xy
     RGBRegressor(n_estimators=20, random_state=0).fit(X, y)
     assert capsys.readouterr().err == ""
-    model = RGBRegressor(n_estimators=20, verbose=True, random_state=0).fit(X, y)
+    model = RGBRegressor(n_estimators=20, beta=0.01, verbose=True, random_state=0).fit(X, y)
     err = capsys.readouterr().err.splitlines()
     assert [line.split(":")[0] for line in err] == ["RGB round 10/20", "RGB round 20/20"]
     assert f"{model.objective_path_[-1]:.6g}" in err[-1]
+    # beta=None: the selection is reported once, then the final fit's rounds only
+    auto = RGBRegressor(n_estimators=20, verbose=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"RGB: beta={auto.beta_:g} chosen by validation loss")
+    assert [line.split(":")[0] for line in err[1:]] == ["RGB round 10/20", "RGB round 20/20"]
