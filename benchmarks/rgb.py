@@ -235,6 +235,12 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="XGBoost over the paper's full 343-point grid")
     parser.add_argument("--timing", action="store_true", help="also time RGB rounds vs S")
     parser.add_argument("--json", default=None, help="write raw results here after each rep")
+    parser.add_argument("--first-rep", type=int, default=0,
+                        help="seed of the first repetition (to extend an earlier run)")
+    parser.add_argument("--data", default=None,
+                        help="comma-separated prefixes of data set names ('cancer,diabetes')")
+    parser.add_argument("--merge", nargs="*", default=[],
+                        help="earlier --json files whose repetitions are added before the summary")
     parser.add_argument("--methods", default=None,
                         help="comma-separated subset, e.g. 'RGB defaults,GB defaults'")
     args = parser.parse_args(argv)
@@ -248,6 +254,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             parser.error(f"unknown --methods {sorted(unknown)}; choose from {list(grids)}")
         grids = {m: grids[m] for m in keep}
     data = benchmark_datasets(args.quick)
+    if args.data:
+        prefixes = [p.strip() for p in args.data.split(",")]
+        data = {k: v for k, v in data.items() if any(k.startswith(p) for p in prefixes)}
     report: dict[str, Any] = {
         "command": "python benchmarks/rgb.py " + " ".join(argv if argv is not None else
                                                             sys.argv[1:]),
@@ -258,12 +267,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     print(f"grid sizes {report['grid_sizes']}; data {list(data)}", flush=True)
     per_rep: dict[str, dict[str, list[list[float]]]] = {
         d: {m: [] for m in grids} for d in data}
+    for path in args.merge:  # repetitions of earlier runs (same grids, other seeds)
+        with open(path) as fh:
+            old = json.load(fh)["errors"]
+        for d in data:
+            for m in grids:
+                per_rep[d][m].extend(old.get(d, {}).get(m, []))
     lines: list[str] = []
-    for rep in range(repeats):
+    for done in range(repeats):
+        rep = args.first_rep + done
         elapsed = time.perf_counter() - t_start
-        if rep > 0 and args.time_budget is not None and \
-                elapsed * (rep + 1) / rep > args.time_budget:
-            print(f"time budget: stopping after {rep} repetitions ({elapsed:.0f} s)")
+        if done > 0 and args.time_budget is not None and \
+                elapsed * (done + 1) / done > args.time_budget:
+            print(f"time budget: stopping after {done} repetitions ({elapsed:.0f} s)")
             break
         for name, (X, y) in data.items():
             t0 = time.perf_counter()
@@ -271,7 +287,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for m, errs in res.items():
                 per_rep[name][m].append(errs)
             print(f"rep {rep} {name}: {time.perf_counter() - t0:.0f} s", flush=True)
-        report["repetitions_done"] = rep + 1
+        n_done = min(len(v) for d in per_rep.values() for v in d.values())
+        report["repetitions_done"] = n_done
+        report["seeds_this_run"] = list(range(args.first_rep, rep + 1))
         summary = {d: summarize({m: np.array(v).T for m, v in per_rep[d].items()}, grids)
                    for d in data}
         report["errors"] = per_rep
@@ -279,7 +297,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         report["seconds"] = time.perf_counter() - t_start
         report["load_average_now"] = os.getloadavg()
         lines = table_lines(summary, list(grids))
-        print(f"after {rep + 1} repetition(s), {report['seconds']:.0f} s:")
+        print(f"after {n_done} repetition(s), {report['seconds']:.0f} s:")
         print("\n".join(lines), flush=True)
         if args.json:
             with open(args.json, "w") as fh:
