@@ -224,6 +224,23 @@ def time_per_round(sizes: tuple[int, ...], T: int) -> list[dict[str, float]]:
     return rows
 
 
+def _update(report: dict[str, Any], per_rep: dict[str, dict[str, list[list[float]]]],
+            grids: dict[str, list[Any]], t_start: float, json_path: str | None) -> None:
+    """Summarize the repetitions so far, print the table, write ``json_path``."""
+    n_done = min(len(v) for d in per_rep.values() for v in d.values())
+    report["repetitions_done"] = n_done
+    report["errors"] = per_rep
+    report["summary"] = {d: summarize({m: np.array(v).T for m, v in per_rep[d].items()}, grids)
+                         for d in per_rep}
+    report["seconds"] = time.perf_counter() - t_start
+    report["load_average_now"] = os.getloadavg()
+    print(f"after {n_done} repetition(s), {report['seconds']:.0f} s:")
+    print("\n".join(table_lines(report["summary"], list(grids))), flush=True)
+    if json_path:
+        with open(json_path, "w") as fh:
+            json.dump(report, fh, indent=1)
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 repetition, small grids (<60 s)")
@@ -273,7 +290,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         for d in data:
             for m in grids:
                 per_rep[d][m].extend(old.get(d, {}).get(m, []))
-    lines: list[str] = []
     for done in range(repeats):
         rep = args.first_rep + done
         elapsed = time.perf_counter() - t_start
@@ -287,21 +303,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             for m, errs in res.items():
                 per_rep[name][m].append(errs)
             print(f"rep {rep} {name}: {time.perf_counter() - t0:.0f} s", flush=True)
-        n_done = min(len(v) for d in per_rep.values() for v in d.values())
-        report["repetitions_done"] = n_done
         report["seeds_this_run"] = list(range(args.first_rep, rep + 1))
-        summary = {d: summarize({m: np.array(v).T for m, v in per_rep[d].items()}, grids)
-                   for d in data}
-        report["errors"] = per_rep
-        report["summary"] = summary
-        report["seconds"] = time.perf_counter() - t_start
-        report["load_average_now"] = os.getloadavg()
-        lines = table_lines(summary, list(grids))
-        print(f"after {n_done} repetition(s), {report['seconds']:.0f} s:")
-        print("\n".join(lines), flush=True)
-        if args.json:
-            with open(args.json, "w") as fh:
-                json.dump(report, fh, indent=1)
+        _update(report, per_rep, grids, t_start, args.json)
+    if repeats == 0 and args.merge:  # only summarize the merged runs
+        _update(report, per_rep, grids, t_start, args.json)
     if args.timing:
         report["timing_breast_cancer"] = time_per_round((1, 2, 5, 10, 20), T=50)
         print("| method | ms per round |\n|---|---|")
