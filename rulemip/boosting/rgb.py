@@ -44,6 +44,10 @@ One round (Algorithm 1)
      :math:`\frac1m\sum_i h_i^2 e^{F_i}` (family: at least :math:`\lambda_k\max_i
      e^{F_i}`) and is doubled until the quadratic model majorizes the loss at the step
      (backtracking).
+   - ``step="lipschitz_unpenalized"``: Algorithm 1 lines 4 and 7 read literally,
+     :math:`\alpha = -G/C_k` with :math:`L'_k` the derivative of the loss alone; the
+     penalty acts only through the selection score. The loss never increases, but (7)
+     may (a step whose penalty outweighs its decrease of the loss is still taken).
    - ``step="line_search"``: the exact minimizer of the convex one-dimensional function
      :math:`\alpha \mapsto L(\alpha_{1..t-1}, \alpha)` (closed form for the squared loss,
      safeguarded Newton–bisection otherwise).
@@ -57,7 +61,8 @@ One round (Algorithm 1)
    decreases the objective most); ``selection="complexity"`` uses Algorithm 1 line 6
    literally, loss :math:`+\,\beta\tilde\Omega_k`. Ties go to the earlier draw.
 
-Hence (7) is non-increasing over the rounds (``objective_path``). With ``beta=0``, one
+Hence (7) is non-increasing over the rounds (``objective_path``) for ``step="lipschitz"``
+and ``"line_search"``. With ``beta=0``, one
 family, ``S=1``, the squared loss, ``step="lipschitz"`` and ``lipschitz="tree"`` the step
 is exactly the leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting
 with ``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz
@@ -66,6 +71,7 @@ step the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - 
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,14 +80,16 @@ from numpy.typing import NDArray
 from sklearn.tree import DecisionTreeRegressor
 
 from rulemip.boosting.rgb_families import SAMPLINGS, FamilyGrid, leaf_scale
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.losses import Loss, get_loss
 
 FloatArray = NDArray[np.float64]
 
-STEPS: tuple[str, ...] = ("lipschitz", "line_search")
+STEPS: tuple[str, ...] = ("lipschitz", "line_search", "lipschitz_unpenalized")
 LIPSCHITZ: tuple[str, ...] = ("family", "tree")
 SELECTIONS: tuple[str, ...] = ("objective", "complexity")
+LEAF_VALUES: tuple[str, ...] = ("gradient", "newton")
 
 #: Global bounds :math:`C_\Phi` on :math:`\partial^2\Phi/\partial f^2` ([RGB] Lemma 3).
 _CURVATURE_BOUND: dict[str, float] = {"squared": 2.0, "logistic": 0.25}
@@ -140,6 +148,8 @@ class RGBFit:
     rounds : per-round record of all candidates (:class:`RGBRound`).
     initial_objective : (7) at :math:`\alpha = 0` (loss of :math:`F_0`).
     objective_path : (7) after each round.
+    stopped_by_limit : True when the budget ran out before ``n_estimators`` rounds (the
+        fields then hold the rounds completed).
     """
 
     intercept: float
@@ -150,6 +160,7 @@ class RGBFit:
     initial_objective: float
     objective_path: FloatArray
     train_decision: FloatArray = field(repr=False)
+    stopped_by_limit: bool = False
 
 
 def _soft(g: float, rho: float) -> float:
@@ -249,9 +260,28 @@ def line_search_step(loss: Loss, F: FloatArray, y: FloatArray, h: FloatArray, G:
     return sgn * t
 
 
+def newton_node_values(tree: DecisionTreeRegressor, X32: NDArray[np.float32],
+                       neg_grad: FloatArray, hess: FloatArray) -> FloatArray:
+    r"""Newton values :math:`w_v = \sum_{i\in v}(-g_i) / \sum_{i\in v}\partial^2\Phi_i`
+    of every node :math:`v` of ``tree`` (0 where the curvature sum vanishes).
+
+    Given the tree's partition, :math:`w_l` is one Newton step from 0 on
+    :math:`w\mapsto\sum_{i\in l}\Phi(y_i, F_i + w)`, i.e. the second-order approximation
+    of the loss-minimizing member of Algorithm 1 line 4 (module docstring).
+    """
+    paths = tree.decision_path(X32)  # (m, nodes) 0/1
+    num = np.asarray(paths.T @ neg_grad, dtype=float).ravel()
+    den = np.asarray(paths.T @ hess, dtype=float).ravel()
+    out = np.zeros_like(num)
+    ok = den > 1e-150
+    out[ok] = num[ok] / den[ok]
+    return out
+
+
 def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sampling: str,
                    step: str, learning_rate: float, selection: str,
-                   min_samples_leaf: int, lipschitz: str = "family") -> None:
+                   min_samples_leaf: int, lipschitz: str = "family",
+                   leaf_values: str = "gradient") -> None:
     for name, v in (("n_estimators", n_estimators), ("n_samples_per_round", n_samples_per_round),
                     ("min_samples_leaf", min_samples_leaf)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
@@ -269,7 +299,8 @@ def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sam
             f"values shrink it and keep (7) non-increasing); got {learning_rate!r}.")
     for opt, value, choices in (("sampling", sampling, SAMPLINGS), ("step", step, STEPS),
                                 ("selection", selection, SELECTIONS),
-                                ("lipschitz", lipschitz, LIPSCHITZ)):
+                                ("lipschitz", lipschitz, LIPSCHITZ),
+                                ("leaf_values", leaf_values, LEAF_VALUES)):
         if value not in choices:
             listed = ", ".join(repr(c) for c in choices)
             raise InvalidParameterError(f"`{opt}` must be one of {listed}; got {value!r}.")
@@ -279,7 +310,9 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             n_samples_per_round: int = 5, beta: float = 0.01, sampling: str = "lambda",
             step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 1.0,
             selection: str = "objective", fit_intercept: bool = True,
-            min_samples_leaf: int = 1, random_state: Any = None) -> RGBFit:
+            min_samples_leaf: int = 1, leaf_values: str = "gradient",
+            random_state: Any = None, budget: Budget | None = None,
+            verbose: bool = False) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
 
     Parameters
@@ -293,17 +326,22 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     beta : :math:`\beta \ge 0` of (7).
     sampling : ``"lambda"`` (:math:`p_k\propto\lambda_k`), ``"lambda_squared"`` or
         ``"uniform"``.
-    step : ``"lipschitz"`` or ``"line_search"``.
+    step : ``"lipschitz"`` (proximal), ``"lipschitz_unpenalized"`` or ``"line_search"``.
     lipschitz : ``"family"`` (Lemma 4 constant of the drawn family, safeguarded) or
         ``"tree"`` (Lemma 3 at the fitted tree), for ``step="lipschitz"``.
     learning_rate : :math:`\nu\in(0,1]` multiplying the step.
     selection : ``"objective"`` or ``"complexity"``.
     fit_intercept : start from the best constant :math:`F_0` (unpenalized) instead of 0.
     min_samples_leaf : passed to the trees.
+    leaf_values : ``"gradient"`` (leaf means of :math:`-g`, the least-squares fit) or
+        ``"newton"`` (:func:`newton_node_values`); the tree's splits are the same.
     random_state : seed or ``RandomState``; fixes the draws and the trees' tie-breaking.
         The trees consume it as scikit-learn's gradient boosting does (one seed per tree
         fit, in order); the family draws come from an independent generator seeded by its
         initial state.
+    budget : checked before every round; once expired, the rounds completed so far are
+        returned with ``stopped_by_limit=True`` (``None``: no limit).
+    verbose : print every tenth round (family, step, objective (7)) to stderr.
 
     Returns
     -------
@@ -312,7 +350,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     from rulemip._validation import check_random_state
 
     _check_options(n_estimators, n_samples_per_round, beta, sampling, step, learning_rate,
-                   selection, min_samples_leaf, lipschitz)
+                   selection, min_samples_leaf, lipschitz, leaf_values)
     loss_obj = get_loss(loss)
     X32 = np.ascontiguousarray(X, dtype=np.float32)
     y_arr = np.ascontiguousarray(y, dtype=float)
@@ -350,9 +388,17 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     chosen_families: list[int] = []
     rounds: list[RGBRound] = []
     path: list[float] = []
-    for _ in range(n_estimators):
+    stopped = False
+    for t in range(n_estimators):
+        if budget is not None and budget.expired():
+            stopped = True
+            if verbose:
+                print(f"RGB: time limit reached after {t} of {n_estimators} rounds",
+                      file=sys.stderr, flush=True)
+            break
         draws = family_rng.choice(K, size=n_samples_per_round, replace=True, p=probs)
         neg_grad = -loss_obj.gradient(F, y_arr)
+        hess = loss_obj.hessian(F, y_arr) if leaf_values == "newton" else neg_grad
         fitted: dict[int, tuple[DecisionTreeRegressor, FloatArray, FloatArray]] = {}
         cands: list[RGBCandidate] = []
         cand_h: list[FloatArray] = []
@@ -364,23 +410,28 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
                     criterion="squared_error", max_leaf_nodes=n_k + 1,
                     min_samples_leaf=min_samples_leaf, random_state=tree_rng)
                 tree.fit(X32, neg_grad, sample_weight=sw, check_input=False)
+                if leaf_values == "newton":
+                    tree.tree_.value[:, 0, 0] = newton_node_values(tree, X32, neg_grad, hess)
                 values = tree.tree_.value[:, 0, 0]
                 is_leaf = tree.tree_.children_left == -1
                 fitted[n_k] = (tree, values[tree.apply(X32)], values[is_leaf])
-            _, pred, leaf_values = fitted[n_k]
-            s = leaf_scale(leaf_values, lam_k, families.q)
+            _, pred, leaf_vector = fitted[n_k]
+            s = leaf_scale(leaf_vector, lam_k, families.q)
             h = s * pred
             G = -float(np.mean(neg_grad * h))
             rho = beta * float(omega[k])
-            if step == "lipschitz":
-                a = lipschitz_step(loss_obj, F, y_arr, h, G, rho, cur_loss,
-                                   lam_k if lipschitz == "family" else None)
-            else:
+            unpenalized = step == "lipschitz_unpenalized"
+            if step == "line_search":
                 a = line_search_step(loss_obj, F, y_arr, h, G, rho)
+            else:  # the penalty enters the step only in its proximal form
+                a = lipschitz_step(loss_obj, F, y_arr, h, G, 0.0 if unpenalized else rho,
+                                   cur_loss, lam_k if lipschitz == "family" else None)
             a *= nu
             new_loss = _mean_loss(loss_obj, F + a * h, y_arr) if a != 0.0 else cur_loss
             pen = beta * abs(a) * float(omega[k])
-            if new_loss + pen > cur_loss:  # round-off guard: never increase (7)
+            # round-off guard: never increase (7); the unpenalized step guarantees only that
+            # the loss does not increase (its penalty may outweigh the decrease)
+            if (new_loss > cur_loss) if unpenalized else (new_loss + pen > cur_loss):
                 a, new_loss, pen = 0.0, cur_loss, 0.0
             score = new_loss + (pen if selection == "objective" else beta * float(omega[k]))
             cands.append(RGBCandidate(k, n_k, lam_k, float(omega[k]), s, a, new_loss, pen,
@@ -400,10 +451,15 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
         objective = cur_loss + penalty_total
         rounds.append(RGBRound(tuple(cands), best, objective))
         path.append(objective)
+        if verbose and ((t + 1) % 10 == 0 or t + 1 == n_estimators):
+            print(f"RGB round {t + 1}/{n_estimators}: family (n={c.n_internal}, "
+                  f"lambda={c.lam:g}), alpha={c.alpha:.4g}, objective (7) {objective:.6g}",
+                  file=sys.stderr, flush=True)
     return RGBFit(intercept=float(intercept), trees=trees, coefs=np.array(coefs, dtype=float),
                   family_indices=np.array(chosen_families, dtype=np.int64), rounds=rounds,
                   initial_objective=float(initial_objective),
-                  objective_path=np.array(path, dtype=float), train_decision=F)
+                  objective_path=np.array(path, dtype=float), train_decision=F,
+                  stopped_by_limit=stopped)
 
 
 def decision_function(intercept: float, trees: list[DecisionTreeRegressor],

@@ -55,6 +55,10 @@ FloatArray = NDArray[np.float64]
 PAPER_N_INTERNAL: tuple[int, ...] = (2, 4, 8, 16, 32, 64, 256)
 #: Leaf-norm bounds of the grid in [RGB] §5.
 PAPER_LAMBDAS: tuple[float, ...] = (0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0)
+#: Internal-node bounds of rulemip's default grid: the paper's plus stumps (n = 1), the
+#: base learner of scikit-learn's best boosted models on low-dimensional data
+#: (docs/benchmarks/rgb.md).
+DEFAULT_N_INTERNAL: tuple[int, ...] = (1, *PAPER_N_INTERNAL)
 #: Sampling distributions over families (module docstring).
 SAMPLINGS: tuple[str, ...] = ("lambda", "lambda_squared", "uniform")
 
@@ -113,6 +117,12 @@ class FamilyGrid:
         return cls.product(PAPER_N_INTERNAL, PAPER_LAMBDAS, q=q)
 
     @classmethod
+    def default(cls, q: int = 2) -> FamilyGrid:
+        """rulemip's default: the paper's grid plus stumps, 8 × 7 = 56 families
+        (``DEFAULT_N_INTERNAL`` × ``PAPER_LAMBDAS``)."""
+        return cls.product(DEFAULT_N_INTERNAL, PAPER_LAMBDAS, q=q)
+
+    @classmethod
     def from_pairs(cls, pairs: Any, q: int = 2) -> FamilyGrid:
         """Validate a sequence of ``(n_internal, lambda)`` pairs.
 
@@ -124,8 +134,9 @@ class FamilyGrid:
         """
         if isinstance(pairs, str | bytes) or not isinstance(pairs, Sequence | np.ndarray):
             raise InvalidParameterError(
-                "`families` must be None (the paper's 7x7 grid) or a list of "
-                f"(n_internal, lambda) pairs; got {pairs!r}.")
+                "`families` must be None (rulemip's default grid, the paper's 7x7 plus stumps), "
+                f"'paper' (the paper's 7x7 grid) or a list of (n_internal, lambda) pairs; got "
+                f"{pairs!r}.")
         ns: list[int] = []
         ls: list[float] = []
         for item in pairs:

@@ -28,6 +28,8 @@ returns the same function as a
 
 from __future__ import annotations
 
+import sys
+import warnings
 from typing import Any
 
 import numpy as np
@@ -35,9 +37,12 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
+from rulemip._validation import check_nonneg_float
 from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
+from rulemip.boosting.rgb_select import select_beta
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import (
     binary_labels,
@@ -45,7 +50,7 @@ from rulemip.estimators._inputs import (
     fit_dataset,
     predict_matrix,
 )
-from rulemip.exceptions import InvalidParameterError
+from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
 
@@ -57,23 +62,29 @@ _PARAMS_DOC = r"""
     n_samples_per_round : int, default=5
         :math:`S`, families drawn (with replacement) per round; the best of the S
         candidates is kept.
-    beta : float, default=0.01
+    beta : float or None, default=None
         :math:`\beta\ge0`, weight of the complexity penalty
         :math:`\sum_t|\alpha_t|\tilde\Omega_{I_t}` of objective (7) (paper grid:
-        {0.001, 0.01, 0.1, 0.3, 1}).
-    families : None or sequence of (n_internal, lambda), default=None
+        {0.001, 0.01, 0.1, 0.3, 1}). ``None``: chosen from {0.01, 0.1, 0.3, 1} by the
+        loss on an internal validation split of 20 % (stratified for the classifier,
+        seeded by ``random_state``), then the model is refitted on all rows with it
+        (:mod:`rulemip.boosting.rgb_select`; about five times the time of one fit).
+    families : None, "paper" or sequence of (n_internal, lambda), default=None
         The families :math:`\mathcal H_{n_k,\lambda_k,q}`: trees with at most
         ``n_internal`` internal nodes and leaf norm :math:`\|w\|_q\le\lambda`. ``None`` is
-        the paper's 7×7 grid n ∈ {2,4,8,16,32,64,256}, λ ∈ {0.001,0.01,0.1,0.5,1,2,4}.
+        rulemip's 8×7 grid n ∈ {1,2,4,8,16,32,64,256} (the paper's plus stumps),
+        λ ∈ {0.001,0.01,0.1,0.5,1,2,4}; ``"paper"`` the paper's 7×7 grid without stumps.
     q : {1, 2}, default=2
         The leaf-vector norm of the families.
     sampling : {"lambda", "lambda_squared", "uniform"}, default="lambda"
         Family sampling distribution: :math:`p_k\propto\lambda_k` (paper (26)),
         :math:`\propto\lambda_k^2` (the Lipschitz bound without Lemma 4's dropped square),
         or uniform.
-    step : {"lipschitz", "line_search"}, default="lipschitz"
-        Coordinate step: the proximal Lipschitz step of Algorithm 1 or an exact line
-        search on (7).
+    step : {"lipschitz", "lipschitz_unpenalized", "line_search"}, default="lipschitz"
+        Coordinate step: the proximal Lipschitz step of Algorithm 1 (keeps (7)
+        non-increasing), the same step with the penalty left out (Algorithm 1 read
+        literally: β acts only in the selection; (7) may increase) or an exact line search
+        on (7).
     lipschitz : {"family", "tree"}, default="family"
         Constant :math:`C_k` of the Lipschitz step: the drawn family's bound
         :math:`\lambda_k C_\Phi` (Lemma 4, as in the paper's experiments; raised to the
@@ -88,8 +99,20 @@ _PARAMS_DOC = r"""
         Start from the best constant :math:`F_0` (unpenalized) instead of :math:`F=0`.
     min_samples_leaf : int, default=1
         Minimum number of samples in a tree leaf.
+    leaf_values : {"gradient", "newton"}, default="gradient"
+        Leaf values of a family's best member before the norm-ball scaling: the leaf means
+        of the negative gradient (least squares) or the Newton values
+        :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (the second-order
+        reading of Algorithm 1 line 4, docs/explanation/rgb.md).
     random_state : int, RandomState or None, default=None
         Seeds the family draws and the trees' tie-breaking; fixed → reproducible fit.
+    time_limit : float or None, default=None
+        Seconds for the whole ``fit`` (one :class:`rulemip.budget.Budget`, checked before
+        every round). When it runs out, the rounds completed so far are kept
+        (``n_estimators_`` < ``n_estimators``) and a
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued.
+    verbose : bool, default=False
+        Print every tenth round (chosen family, step, objective (7)) to stderr.
 """
 
 _ATTRS_DOC = r"""
@@ -119,6 +142,14 @@ _ATTRS_DOC = r"""
     rounds_ : list of RGBRound
         Per round: every drawn candidate (family, scale, step α, loss, penalty, score)
         and the index of the chosen one.
+    beta_ : float
+        The :math:`\beta` used (``beta`` or the one chosen when ``beta=None``).
+    beta_validation_losses_ : dict of float to float
+        When ``beta=None``: the validation loss of every candidate :math:`\beta` (empty
+        when ``beta`` was given or the sample was too small to split; then ``beta_`` is
+        0.1).
+    n_estimators_ : int
+        Rounds completed (``n_estimators`` unless ``time_limit`` stopped the fit).
     n_features_in_, feature_names_in_ : as in scikit-learn.
 """
 
@@ -131,26 +162,55 @@ def _validate_common(est: Any) -> FamilyGrid:
             f"`fit_intercept` must be True or False; got {est.fit_intercept!r}.")
     if est.q not in (1, 2) or isinstance(est.q, bool):
         raise InvalidParameterError(f"`q` (the leaf norm) must be 1 or 2; got {est.q!r}.")
-    if est.families is None:
+    check_nonneg_float(est.time_limit, "time_limit", allow_none=True)
+    if not isinstance(est.verbose, bool | np.bool_):
+        raise InvalidParameterError(f"`verbose` must be True or False; got {est.verbose!r}.")
+    if isinstance(est.families, str) and est.families == "paper":
         return FamilyGrid.paper(q=int(est.q))
+    if est.families is None:
+        return FamilyGrid.default(q=int(est.q))
     return FamilyGrid.from_pairs(est.families, q=int(est.q))
 
 
 class _RGBBase(BaseEstimator):
     _loss_name: str = "squared"
 
-    def _run(self, ds: Dataset, loss: str) -> None:
+    def _run(self, ds: Dataset, loss: str, budget: Budget) -> None:
         grid = _validate_common(self)
         X, y = ds.X, ds.y
         check_float32_range(X, "the trees of RGB")
         self.encoder_ = ds.encoder
-        fit: RGBFit = fit_rgb(
-            X, y, loss=loss, families=grid, n_estimators=self.n_estimators,
-            n_samples_per_round=self.n_samples_per_round, beta=self.beta,
-            sampling=self.sampling, step=self.step, lipschitz=self.lipschitz,
-            learning_rate=self.learning_rate,
-            selection=self.selection, fit_intercept=bool(self.fit_intercept),
-            min_samples_leaf=self.min_samples_leaf, random_state=self.random_state)
+        def run(X_fit: Any, y_fit: Any, beta: float, fit_budget: Budget,
+                final: bool = False) -> RGBFit:
+            return fit_rgb(
+                X_fit, y_fit, loss=loss, families=grid, n_estimators=self.n_estimators,
+                n_samples_per_round=self.n_samples_per_round, beta=beta,
+                sampling=self.sampling, step=self.step, lipschitz=self.lipschitz,
+                learning_rate=self.learning_rate,
+                selection=self.selection, fit_intercept=bool(self.fit_intercept),
+                min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
+                random_state=self.random_state, budget=fit_budget,
+                verbose=bool(self.verbose) and final)
+
+        self.beta_validation_losses_: dict[float, float] = {}
+        if self.beta is None:
+            # the candidate fits share 80 % of the time left; the final fit gets the rest
+            beta, self.beta_validation_losses_ = select_beta(
+                X, y, loss, stratify=loss == "logistic", fit=run,
+                random_state=self.random_state, budget=budget.fraction(0.8))
+            if self.verbose:
+                print(f"RGB: beta={beta:g} chosen by validation loss "
+                      f"{self.beta_validation_losses_}", file=sys.stderr, flush=True)
+        else:
+            beta = self.beta
+        self.beta_ = beta
+        fit = run(X, y, beta, budget, final=True)
+        if fit.stopped_by_limit:
+            warnings.warn(
+                f"RGB stopped at time_limit={self.time_limit} s after {len(fit.trees)} of "
+                f"{self.n_estimators} rounds; the model built so far is returned. Raise "
+                "`time_limit` (or set None) for all rounds.", SolveLimitWarning, stacklevel=3)
+        self.n_estimators_ = len(fit.trees)
         self._loss_name = loss
         self.family_grid_ = grid
         self.complexities_ = grid.complexities()
@@ -220,12 +280,13 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     """
 
     def __init__(self, n_estimators: int = 100, *, n_samples_per_round: int = 5,
-                 beta: float = 0.01, families: Any = None, q: int = 2,
+                 beta: float | None = None, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
                  lipschitz: str = "family", learning_rate: float = 1.0,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
-                 random_state: Any = None) -> None:
+                 leaf_values: str = "gradient", random_state: Any = None,
+                 time_limit: float | None = None, verbose: bool = False) -> None:
         self.n_estimators = n_estimators
         self.n_samples_per_round = n_samples_per_round
         self.beta = beta
@@ -238,7 +299,10 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
         self.selection = selection
         self.fit_intercept = fit_intercept
         self.min_samples_leaf = min_samples_leaf
+        self.leaf_values = leaf_values
         self.random_state = random_state
+        self.time_limit = time_limit
+        self.verbose = verbose
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -248,11 +312,12 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     def fit(self, X: Any, y: Any) -> RGBClassifier:
         """Fit on ``X`` (n, d) and two-class labels ``y``."""
         _validate_common(self)
+        budget = Budget.from_time_limit(self.time_limit)  # one budget for the whole fit
         if y is not None:
             binary_labels(self, y)
         ds = fit_dataset(self, X, y, loss="logistic")
         self.classes_ = np.asarray(ds.classes)
-        self._run(ds, "logistic")
+        self._run(ds, "logistic", budget)
         return self
 
     def _classes(self) -> tuple[Any, ...] | None:
@@ -285,12 +350,13 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     ----------""" + _ATTRS_DOC
 
     def __init__(self, n_estimators: int = 100, *, loss: str = "squared",
-                 n_samples_per_round: int = 5, beta: float = 0.01, families: Any = None,
+                 n_samples_per_round: int = 5, beta: float | None = None, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
                  lipschitz: str = "family", learning_rate: float = 1.0,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
-                 random_state: Any = None) -> None:
+                 leaf_values: str = "gradient", random_state: Any = None,
+                 time_limit: float | None = None, verbose: bool = False) -> None:
         self.loss = loss
         self.n_estimators = n_estimators
         self.n_samples_per_round = n_samples_per_round
@@ -304,7 +370,10 @@ class RGBRegressor(RegressorMixin, _RGBBase):
         self.selection = selection
         self.fit_intercept = fit_intercept
         self.min_samples_leaf = min_samples_leaf
+        self.leaf_values = leaf_values
         self.random_state = random_state
+        self.time_limit = time_limit
+        self.verbose = verbose
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()
@@ -318,7 +387,8 @@ class RGBRegressor(RegressorMixin, _RGBBase):
                 f"`loss` must be 'squared' or 'poisson' for RGBRegressor; got {self.loss!r}."
                 " Use RGBClassifier for the logistic loss.")
         _validate_common(self)
-        self._run(fit_dataset(self, X, y, loss=self.loss), self.loss)
+        budget = Budget.from_time_limit(self.time_limit)  # one budget for the whole fit
+        self._run(fit_dataset(self, X, y, loss=self.loss), self.loss, budget)
         return self
 
     def predict(self, X: Any) -> FloatArray:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -10,9 +11,10 @@ import pytest
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
+from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import float64_threshold, tree_rules
 from rulemip.estimators.rgb import RGBClassifier, RGBRegressor
-from rulemip.exceptions import InvalidDataError, InvalidParameterError
+from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.rules import RuleEnsemble
 
 
@@ -40,8 +42,8 @@ def test_fitted_attributes_describe_a_tree_ensemble(xy) -> None:  # type: ignore
     assert model.estimator_weights_ is model.coefs_
     assert len(model.families_) == 12
     assert set(model.families_) <= set(model.family_grid_.pairs)
-    assert len(model.family_grid_) == 49
-    assert model.raw_complexities_.shape == (49,)
+    assert len(model.family_grid_) == 56  # default: the paper's 7x7 plus 7 stump families
+    assert model.raw_complexities_.shape == (56,)
     np.testing.assert_allclose(model.raw_complexities_ / model.raw_complexities_.max(),
                                model.complexities_)
     F = model.intercept_ + sum(a * t.predict(X) for a, t in zip(model.coefs_,
@@ -142,7 +144,11 @@ def test_classifier_outputs(xy) -> None:  # type: ignore[no-untyped-def]
     (RGBRegressor(beta=-0.1), "`beta`"),
     (RGBRegressor(families=[(0, 1.0)]), "n_internal must be a positive integer"),
     (RGBRegressor(families=[(2, 0.0)]), "lambda"),
-    (RGBRegressor(families="paper"), "`families` must be None"),
+    (RGBRegressor(families="stumps"), "`families` must be None"),
+    (RGBRegressor(time_limit=-1.0), "`time_limit`"),
+    (RGBRegressor(time_limit="10"), "`time_limit`"),
+    (RGBRegressor(verbose="yes"), "`verbose`"),
+    (RGBRegressor(leaf_values="exact"), "`leaf_values`"),
     (RGBRegressor(q=3), "`q`"),
     (RGBRegressor(sampling="nesterov"), "`sampling`"),
     (RGBRegressor(step="newton"), "`step`"),
@@ -173,3 +179,47 @@ def test_bad_data_is_reported(xy) -> None:  # type: ignore[no-untyped-def]
     model = RGBRegressor(n_estimators=2).fit(X, y)
     with pytest.raises(InvalidDataError, match="features"):
         model.predict(X[:, :3])
+
+
+def test_default_grid_is_the_paper_grid_plus_stumps(xy) -> None:  # type: ignore[no-untyped-def]
+    X, y = xy
+    model = RGBRegressor(n_estimators=3, random_state=0).fit(X, y)
+    stumps = [(n, lam) for n, lam in model.family_grid_.pairs if n == 1]
+    assert [lam for _, lam in stumps] == [0.001, 0.01, 0.1, 0.5, 1.0, 2.0, 4.0]
+    assert set(model.family_grid_.pairs) - set(stumps) == set(FamilyGrid.paper().pairs)
+    paper = RGBRegressor(n_estimators=3, families="paper", random_state=0).fit(X, y)
+    assert paper.family_grid_ == FamilyGrid.paper()
+
+
+def test_time_limit_zero_returns_the_intercept_with_a_warning(xy) -> None:  # type: ignore[no-untyped-def]
+    X, y = xy
+    with pytest.warns(SolveLimitWarning, match="after 0 of 20 rounds"):
+        model = RGBRegressor(n_estimators=20, time_limit=0.0, random_state=0).fit(X, y)
+    assert model.n_estimators_ == 0 and model.estimators_ == []
+    np.testing.assert_allclose(model.predict(X), np.full(len(y), y.mean()), atol=1e-12)
+    assert len(model.to_rule_ensemble().rules) == 0
+
+
+def test_no_time_limit_runs_every_round_without_warning(xy) -> None:  # type: ignore[no-untyped-def]
+    X, y = xy
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", SolveLimitWarning)
+        model = RGBRegressor(n_estimators=7, time_limit=None, random_state=0).fit(X, y)
+        generous = RGBRegressor(n_estimators=7, time_limit=600.0, random_state=0).fit(X, y)
+    assert model.n_estimators_ == generous.n_estimators_ == 7
+    np.testing.assert_array_equal(model.predict(X), generous.predict(X))
+
+
+def test_verbose_reports_rounds_on_stderr(xy, capsys) -> None:  # type: ignore[no-untyped-def]
+    X, y = xy
+    RGBRegressor(n_estimators=20, random_state=0).fit(X, y)
+    assert capsys.readouterr().err == ""
+    model = RGBRegressor(n_estimators=20, beta=0.01, verbose=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err.splitlines()
+    assert [line.split(":")[0] for line in err] == ["RGB round 10/20", "RGB round 20/20"]
+    assert f"{model.objective_path_[-1]:.6g}" in err[-1]
+    # beta=None: the selection is reported once, then the final fit's rounds only
+    auto = RGBRegressor(n_estimators=20, verbose=True, random_state=0).fit(X, y)
+    err = capsys.readouterr().err.splitlines()
+    assert err[0].startswith(f"RGB: beta={auto.beta_:g} chosen by validation loss")
+    assert [line.split(":")[0] for line in err[1:]] == ["RGB round 10/20", "RGB round 20/20"]
