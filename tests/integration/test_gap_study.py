@@ -22,7 +22,7 @@ def assert_intervals_valid(table, tol=TOL):
 
 # Δ = 0.04 lies inside Lemma 2's admissible range for every k ≤ 6; at Δ = 0.01 the optimum
 # is O(Δ²) = 1e-4 and the k ≥ 4 bounds do not close within a test's time (benchmarks/gap.py)
-@pytest.mark.parametrize("k", [2, 3, 4, 5, 6])
+@pytest.mark.parametrize("k", [2, 3, 4, 5, pytest.param(6, marks=pytest.mark.slow)])
 def test_alternating_dataset_certifies_the_worst_case_gap(k):
     delta = 0.04
     X, y = alternating(k, delta)

@@ -126,8 +126,14 @@ def test_zero_thresholds_points_to_none(rng):
         ExactRuleEnsembleRegressor(max_thresholds=0).fit(X, y)
 
 
+# the regressors' fits do not prove their optimum on 15 rows x 30 features and so spend
+# their whole default budget (60 s each, two fits): run with the slow tests
+_SPENDS_BUDGET = pytest.mark.slow
+
+
 @pytest.mark.parametrize("est", [
-    ExactRuleEnsembleRegressor(), ExactRuleEnsembleRegressor(n_rules=2, init=None),
+    pytest.param(ExactRuleEnsembleRegressor(), marks=_SPENDS_BUDGET),
+    pytest.param(ExactRuleEnsembleRegressor(n_rules=2, init=None), marks=_SPENDS_BUDGET),
     ExactRuleEnsembleClassifier(), ExactRuleEnsembleClassifier(n_rules=2, init=None),
     # one fit returns rule A twice, the other A and a box B covering exactly the other
     # rows (intercept shifted): the same optimum, oriented canonically
