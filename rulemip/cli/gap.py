@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from rulemip.cli._common import (
+    add_categorical_argument,
     add_engine_arguments,
     add_max_thresholds_argument,
     check_output_dir,
@@ -28,6 +29,7 @@ def register(sub: Any) -> None:
                    help="one or more CSV files (all with the --target column)")
     p.add_argument("--target", required=True, metavar="COLUMN", help="column to predict")
     p.add_argument("--k-max", type=int, default=5, help="largest number of rules")
+    add_categorical_argument(p)
     p.add_argument("--variants", nargs="+",
                    default=["SGS", "SGB", "SXB", "CGB", "COB", "MIP-boosting"],
                    help="boosting presets and/or MIP-boosting")
@@ -76,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
             f"`--jobs` must be a positive integer (or -1 for one per core); got {args.jobs}.")
     max_thresholds = parse_max_thresholds(args.max_thresholds)
     out = check_output_dir(args.out, "--out")
-    data = {name: read_table(path, args.target)
+    data = {name: read_table(path, args.target, categorical=args.categorical)
             for name, path in zip(dataset_names(args.data), args.data, strict=True)}
     splits = [0] if args.splits == 0 else list(range(1, args.splits + 1))
     tasks = make_tasks(data, args.k_max, args.variants, splits, loss=args.loss, reg=args.reg,

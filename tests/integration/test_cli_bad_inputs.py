@@ -389,7 +389,7 @@ def typo_table(tmp_path_factory):
     return path
 
 
-@pytest.mark.parametrize("command", ["fit", "boost", "prune"])
+@pytest.mark.parametrize("command", ["fit", "boost", "prune", "gap"])
 def test_numeric_column_with_a_typo_is_refused_not_one_hot_encoded(command, typo_table,
                                                                    capsys):
     code, _out, err = run([*COMMANDS[command], "--data", str(typo_table), "--target", "y",
