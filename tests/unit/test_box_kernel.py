@@ -173,6 +173,28 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
     return max(F(s_in), v_out, scan(c0, c1, c2, tiny)), R, split
 
 
+class _Kernel:
+    """The kernel's arrays for one objective on one space, and one node evaluation."""
+
+    def __init__(self, space, obj, allow_empty: bool) -> None:
+        self.prob = kernel_problem(obj)
+        self.m = np.array([len(t) for t in space.thresholds], np.int64)
+        self.G = np.ascontiguousarray(space.groups_t.T[self.prob.perm], dtype=np.int32)
+        self.LE, self.off, self.valid = K.build_masks(self.G, self.m)
+        self.iparams = np.array([self.prob.mode, int(allow_empty), -1, 1, 64, 0], np.int64)
+
+    def evaluate(self, R):
+        """(bound, collapsed ranges, split) of node ``R`` (left unchanged)."""
+        Rk = R.copy()
+        W, c = len(self.valid), self.prob.S.shape[1]
+        split = np.empty(3, np.int32)
+        b = K.evaluate(Rk, self.LE, self.off, self.m, self.valid, self.prob.S,
+                       self.prob.params, self.iparams, np.empty(W, np.uint64),
+                       np.empty(W, np.uint64), np.empty(c), np.empty(3 * c), split,
+                       np.empty(5), -np.inf)
+        return b, Rk, split
+
+
 def _random_node(rng, m):
     d = len(m)
     R = np.zeros((4, d), np.int32)
@@ -189,23 +211,13 @@ def _random_node(rng, m):
 def test_kernel_matches_reference_node_by_node(name):
     space, g = _space(7, n=14, d=3, cuts=3)
     obj = _objectives(g, 7)[name]
-    prob = kernel_problem(obj)
-    m = np.array([len(t) for t in space.thresholds], np.int64)
-    G = np.ascontiguousarray(space.groups_t.T[prob.perm], dtype=np.int32)
-    LE, off, valid = K.build_masks(G, m)
-    W = len(valid)
+    kern = _Kernel(space, obj, allow_empty=False)
+    prob, m, G = kern.prob, kern.m, kern.G
     rng = np.random.default_rng(0)
-    iparams = np.array([prob.mode, 0, -1, 1, 64, 0], np.int64)
     checked = 0
     for _ in range(300):
         R = _random_node(rng, m)
-        Rk = R.copy()
-        split = np.empty(3, np.int32)
-        cand = np.empty(5)
-        b = K.evaluate(Rk, LE, off, m, valid, prob.S, prob.params, iparams,
-                       np.empty(W, np.uint64), np.empty(W, np.uint64),
-                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand,
-                       -np.inf)
+        b, Rk, split = kern.evaluate(R)
         ref_b, ref_R, ref_split = _reference_evaluate(R, G, m, prob.S, prob.params, prob.mode,
                                                       False, -1)
         assert b == pytest.approx(ref_b, rel=1e-9, abs=1e-12)
@@ -226,23 +238,13 @@ def test_node_bound_is_admissible_and_exact_over_row_sets(name):
     equals the maximum over every row set between the inner and the outer cover."""
     space, g = _space(3, n=12, d=2, cuts=3)
     obj = _objectives(g, 3)[name]
-    prob = kernel_problem(obj)
-    m = np.array([len(t) for t in space.thresholds], np.int64)
-    G = np.ascontiguousarray(space.groups_t.T[prob.perm], dtype=np.int32)
+    kern = _Kernel(space, obj, allow_empty=True)
+    prob, m, G = kern.prob, kern.m, kern.G
     Gt = space.groups_t.T
-    LE, off, valid = K.build_masks(G, m)
-    W = len(valid)
     rng = np.random.default_rng(1)
-    iparams = np.array([prob.mode, 1, -1, 1, 64, 0], np.int64)
     for _ in range(150):
         R = _random_node(rng, m)
-        Rk = R.copy()
-        split = np.empty(3, np.int32)
-        cand = np.empty(5)
-        b = K.evaluate(Rk, LE, off, m, valid, prob.S, prob.params, iparams,
-                       np.empty(W, np.uint64), np.empty(W, np.uint64),
-                       np.empty(prob.S.shape[1]), np.empty(3 * prob.S.shape[1]), split, cand,
-                       -np.inf)
+        b, Rk, _split = kern.evaluate(R)
         if b < 0:
             continue
         best_box = -math.inf
