@@ -63,7 +63,7 @@ C_HEAP, C_FREE, C_DFS, C_EVALS, C_EXPANDED, C_PEAK = 0, 1, 2, 3, 4, 5
 # fstate layout (float64)
 F_BEST, F_PRUNED = 0, 1
 # params layout (float64)
-P_C0, P_C1, P_C2, P_TINY, P_EPS, P_GNORM, P_RTOL, P_CINT = 0, 1, 2, 3, 4, 5, 6, 7
+P_C0, P_C1, P_C2, P_TINY, P_EPS, P_GNORM, P_RTOL, P_CINT, P_W0 = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # iparams layout (int64)
 I_MODE, I_ALLOW_EMPTY, I_MAX_LEN, I_CAN_GROW, I_RESERVE, I_LEN_FEATURES = 0, 1, 2, 3, 4, 5
 
@@ -88,7 +88,18 @@ def _cttz_typing(typingctx: Any, x: Any) -> Any:
     return sig, codegen
 
 
+def _ctlz_typing(typingctx: Any, x: Any) -> Any:
+    """LLVM ``ctlz`` on a 64-bit word (the number of leading zero bits)."""
+    sig = types.uint64(types.uint64)
+
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
+        return builder.ctlz(args[0], ir.Constant(ir.IntType(1), 0))
+
+    return sig, codegen
+
+
 _popcount: Any = intrinsic(_popcount_typing)
+_ctlz: Any = intrinsic(_ctlz_typing)
 _cttz: Any = intrinsic(_cttz_typing)
 
 
@@ -351,7 +362,8 @@ def _ogb_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
     ``D + ε²`` is concave in ``W``, so where it is positive on the node's weight range
     the zonotope scan of the ratio family with ``c0 = ε² - C, c1 = 1, c2 = -c_int``
     bounds the value. At the first round of a model with an intercept (``C = 0``) this is
-    the exact ridge-gain bound with ``λ = ε²``."""
+    the exact ridge-gain bound with ``λ = ε²``. (iii) With equal row weights,
+    :func:`_ogb_size_bound` (tight for small row sets, where (ii) fails)."""
     c = S.shape[1]
     eps = params[P_EPS]
     A = max(s_in[0] + s_un[c], -(s_in[0] + s_un[2 * c]), 0.0)
@@ -367,12 +379,96 @@ def _ogb_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
     c0 = eps * eps - C
     w_in = s_in[1]
     w_out = s_in[1] + s_un[1]
+    if params[P_W0] > 0.0:
+        b2 = min(b2, _ogb_size_bound(outer, inner, S, s_in, s_un, params, C))
     if min(c0 + w_in - cint * w_in * w_in, c0 + w_out - cint * w_out * w_out) <= 0.0:
         return b2
     b1 = _scan(outer, inner, S, s_in, s_un, c0, 1.0, -cint, 0.0)
     b1 = max(b1, _ratio_value(s_in[0], w_in, c0, 1.0, -cint, 0.0),
              _ratio_value(s_in[0] + s_un[0], w_out, c0, 1.0, -cint, 0.0)) * (1.0 + 1e-9)
     return min(b1, b2)
+
+
+@njit(cache=True)
+def _ogb_size_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
+                    s_un: np.ndarray, params: np.ndarray, C: float) -> float:
+    r"""Orthogonal boosting's bound by the number ``p`` of undecided rows in the set (all
+    row weights equal to ``w0``).
+
+    For every set with ``p`` undecided rows: ``G`` is at most the inner sum plus the ``p``
+    largest undecided ``w g_⊥`` (a prefix in key order), or at least the inner sum plus the
+    ``p`` smallest (a prefix in reverse order); and with ``W = W_in + p w0``,
+    ``‖q_⊥‖² ≥ max(W (1 - c_int W - T_in - p w0 τ_max), W - c_int W² - C)``: the first by
+    Cauchy–Schwarz on every non-constant basis column, ``N_k² ≤ W Σ_{i∈S} w_i o_{k,i}²``,
+    with the row leverages ``τ_i = Σ_k o_{k,i}²`` (``T_in`` their weighted sum over the
+    inner cover, ``τ_max`` their largest undecided value), the second as in (ii). The value
+    is at most ``|G| / (sqrt(max(R_lo, 0)) + ε)``; the bound is the largest over ``p`` and
+    both signs."""
+    c = S.shape[1]
+    W = outer.shape[0]
+    eps = params[P_EPS]
+    cint = params[P_CINT]
+    w0 = params[P_W0]
+    t_in = 0.0
+    tau_max = 0.0
+    for w in range(W):
+        x = inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            for k in range(2, c):
+                t_in += S[r, k] * S[r, k] / w0          # w_i o_{k,i}^2
+        x = outer[w] & ~inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            tau = 0.0
+            for k in range(2, c):
+                tau += S[r, k] * S[r, k]
+            tau /= w0 * w0
+            if tau > tau_max:
+                tau_max = tau
+    w_in = s_in[1]
+    # side 0: the largest w g first (key order); side 1: the smallest first (reverse)
+    best = _size_value(s_in[0], w_in, 0, t_in, tau_max, w0, cint, C, eps)
+    best = max(best, _size_value(-s_in[0], w_in, 0, t_in, tau_max, w0, cint, C, eps))
+    g = s_in[0]
+    p = 0
+    for w in range(W):
+        x = outer[w] & ~inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            g += S[r, 0]
+            p += 1
+            v = _size_value(g, w_in + p * w0, p, t_in, tau_max, w0, cint, C, eps)
+            if v > best:
+                best = v
+    g = -s_in[0]
+    p = 0
+    for w in range(W - 1, -1, -1):
+        x = outer[w] & ~inner[w]
+        while x:
+            b = np.int64(63) - np.int64(_ctlz(x))
+            r = (w << 6) + b
+            x &= ~(np.uint64(1) << np.uint64(b))
+            g -= S[r, 0]
+            p += 1
+            v = _size_value(g, w_in + p * w0, p, t_in, tau_max, w0, cint, C, eps)
+            if v > best:
+                best = v
+    return best * (1.0 + 1e-9)
+
+
+@njit(cache=True, inline="always")
+def _size_value(g: float, wp: float, p: int, t_in: float, tau_max: float, w0: float,
+                cint: float, C: float, eps: float) -> float:
+    """``g / (sqrt(max(R_lo, 0)) + ε)`` for a one-signed sum ``g`` (0 when not positive),
+    ``R_lo`` the lower bound of :func:`_ogb_size_bound` at weight ``wp``."""
+    if g <= 0.0:
+        return 0.0
+    r_lo = max(wp * (1.0 - cint * wp - t_in - p * w0 * tau_max), wp - cint * wp * wp - C)
+    return g / (np.sqrt(max(r_lo, 0.0)) + eps)
 
 
 @njit(cache=True)

@@ -104,7 +104,10 @@ def kernel_problem(obj: RoundObjective) -> KernelProblem:
     h = S[:, 1]
     key = np.divide(S[:, 0], h, out=np.zeros(n), where=h > 0)
     perm = np.argsort(-key, kind="stable").astype(np.intp)
-    params = np.array([c[0], c[1], c[2], tiny, eps, gnorm, RTOL, cint])
+    w0 = 0.0   # equal row weights: orthogonal boosting's size bound applies
+    if mode == K.MODE_OGB and n and np.ptp(S[:, 1]) <= 1e-12 * abs(S[0, 1]) and S[0, 1] > 0:
+        w0 = float(S[0, 1])
+    params = np.array([c[0], c[1], c[2], tiny, eps, gnorm, RTOL, cint, w0])
     return KernelProblem(np.ascontiguousarray(S[perm]), perm, params, mode)
 
 

@@ -166,6 +166,20 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
         b2 = A * gnorm / (A + eps * gnorm) * (1 + 1e-9) if math.isfinite(gnorm) else A / eps
         C = sum(one_signed(S[und, k], s_in[k]) ** 2 for k in range(2, S.shape[1]))
         w_in, w_out = s_in[1], s_in[1] + S[und, 1].sum()
+        w0 = params[8]
+        if w0 > 0:                # the size bound (equal weights)
+            lev = (S[:, 2:] ** 2).sum(axis=1) / w0 ** 2
+            t_in, tau_max = float((w0 * lev[inner]).sum()), float(lev[und].max(initial=0.0))
+            vals = []
+            for order in (und, und[::-1]):
+                for p in range(len(und) + 1):
+                    g = s_in[0] + S[order[:p], 0].sum()
+                    g = g if order is und else -g
+                    wp = w_in + p * w0
+                    r_lo = max(wp * (1 - cint * wp - t_in - p * w0 * tau_max),
+                               wp - cint * wp * wp - C)
+                    vals.append(max(g, 0.0) / (math.sqrt(max(r_lo, 0.0)) + eps))
+            b2 = min(b2, max(vals) * (1 + 1e-9))
         c0b = eps ** 2 - C
         if min(c0b + w - cint * w * w for w in (w_in, w_out)) <= 0:
             return b2, R, split
