@@ -185,7 +185,7 @@ def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: f
     max_props = None if max_rule_length is None else 2 * max_rule_length
     one_rule_bound = -math.inf
     if n_rules == 1 and loss == "squared":
-        single = _one_rule(cip, dataset, cells, space, max_props, budget, mip_gap, t0)
+        single = _one_rule(cip, dataset, cells, space, budget, mip_gap, t0)
         if single.is_optimal or budget.expired():
             return single
         one_rule_bound = single.lower_bound
@@ -423,7 +423,7 @@ def _prices_out(column_value: float, best_inside: float, reg: float,
 
 
 def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
-              space: SearchSpace, max_props: int | None, budget: Budget, mip_gap: float,
+              space: SearchSpace, budget: Budget, mip_gap: float,
               t0: float) -> ExactResult:
     r"""k = 1, squared loss, exactly: adding one box b to the intercept-only model lowers
     :math:`\sum_i w_i r_i^2` by exactly :math:`S_b^2/D(W_b)`

@@ -42,7 +42,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numba
 import numpy as np
 from llvmlite import ir
 from numba import njit, types
@@ -149,6 +148,19 @@ def _ogb_value(s: np.ndarray, c: int, eps: float, cint: float) -> float:
     return abs(s[0]) / (np.sqrt(perp) + eps)
 
 
+@njit(cache=True, inline="always")
+def _and_box(x: Any, LE: np.ndarray, off: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+             w: int) -> Any:
+    """Word ``w`` of ``x`` AND the cover of the box ``lo_j <= g_j <= hi_j``."""
+    for j in range(lo.shape[0]):
+        if lo[j] > 0:
+            x &= ~LE[off[j] + lo[j] - 1, w]
+        x &= LE[off[j] + hi[j], w]
+        if x == 0:
+            break
+    return x
+
+
 @njit(cache=True)
 def _count(x: np.ndarray, LE: np.ndarray, row: int) -> int:
     """|x ∩ LE[row]|"""
@@ -204,13 +216,7 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     # ---- outer cover
     n_out = 0
     for w in range(W):
-        o = valid[w]
-        for j in range(d):
-            if R[0, j] > 0:
-                o &= ~LE[off[j] + R[0, j] - 1, w]
-            o &= LE[off[j] + R[3, j], w]
-            if o == 0:
-                break
+        o = _and_box(valid[w], LE, off, R[0], R[3], w)
         outer[w] = o
         n_out += _popcount(o)
     # ---- collapse ranges without undecided rows; remember a same-cover move
@@ -269,16 +275,7 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
         if o == 0:
             inner[w] = np.uint64(0)
             continue
-        i = o
-        if inner_box:
-            for j in range(d):
-                if R[1, j] > 0:
-                    i &= ~LE[off[j] + R[1, j] - 1, w]
-                i &= LE[off[j] + R[2, j], w]
-                if i == 0:
-                    break
-        else:
-            i = np.uint64(0)
+        i = _and_box(o, LE, off, R[1], R[2], w) if inner_box else np.uint64(0)
         inner[w] = i
         x = i
         while x:
@@ -704,5 +701,3 @@ def open_bound(bound: np.ndarray, heap: np.ndarray, dfs: np.ndarray, ctr: np.nda
             b = bound[dfs[i]]
     return b
 
-
-_ = numba  # the package is a hard dependency of this module

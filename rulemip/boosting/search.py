@@ -116,6 +116,14 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     check_positive_int(max_memory, "max_memory", allow_none=True)
     if time_limit is not None:
         check_nonneg_float(time_limit, "time_limit")
+    if search == "bnb":
+        budget = default_max_memory() if max_memory is None else int(max_memory)
+        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= budget:
+            return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len,
+                              time_limit=time_limit, node_limit=node_limit,
+                              max_memory=budget, progress=progress)
+    # greedy, beam, and branch-and-bound whose masks would exceed half the memory budget
+    # (every midpoint on very many rows): the set-enumeration search over open covers
     start = time.perf_counter()
     deadline = None if time_limit is None else start + float(time_limit)
     d, n = space.d, space.n
@@ -126,14 +134,6 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     root_bound = _root_bound(obj, everything)
     root.cheap = root_bound
     if search == "bnb":
-        budget = default_max_memory() if max_memory is None else int(max_memory)
-        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= budget:
-            remaining = None if deadline is None else max(0.0, deadline - time.perf_counter())
-            return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len,
-                              time_limit=remaining, node_limit=node_limit,
-                              max_memory=budget, progress=progress)
-        # masks beyond half the budget (all midpoints on very many rows): the
-        # set-enumeration search, whose memory is the open covers
         best, best_val, bound, status, n_exp, n_ch, peak = _deepening(
             space, obj, kernel, root, root if allow_empty else None, max_len, deadline,
             node_limit, max_memory, progress)
