@@ -47,6 +47,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.boosting.objectives import ridge_gain_objective
+from rulemip.boosting.range_search import box_search
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
@@ -128,7 +129,8 @@ def refit_ensemble(dataset: Dataset, rules: Sequence[Rule], *, reg: float,
 
 
 def _max_props(max_rule_length: int | None) -> int | None:
-    """Propositions of the search (two per interval): a relaxation of the length limit."""
+    """Propositions of the beam search (two per interval): a relaxation of the length
+    limit (its boxes are checked by :func:`_admissible` before a swap)."""
     return None if max_rule_length is None else 2 * max_rule_length
 
 
@@ -158,9 +160,14 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
         r = r - float(w @ r) / W
     objective = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     current = objective.value(Q[:, slot] > 0.5) if slot < m else 0.0
-    found = find_rule(space, objective, search=search, beam_width=beam_width,
-                      max_rule_length=_max_props(max_rule_length),
-                      allow_empty=not fit_intercept, time_limit=time_limit)
+    if search == "bnb":   # the exact search counts restricted features, as the estimators
+        found = box_search(space, objective, max_rule_length=max_rule_length,
+                           length_counts="features", allow_empty=not fit_intercept,
+                           time_limit=time_limit)
+    else:
+        found = find_rule(space, objective, search=search, beam_width=beam_width,
+                          max_rule_length=_max_props(max_rule_length),
+                          allow_empty=not fit_intercept, time_limit=time_limit)
     if found is None:
         return None
     bound = found.bound if math.isfinite(found.bound) else math.inf

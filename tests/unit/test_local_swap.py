@@ -113,3 +113,19 @@ def test_refuses_other_losses():
     ens = RuleEnsemble((), 0.0, "poisson")
     with pytest.raises(InvalidParameterError, match="squared loss"):
         swap_descent(ds, ens, 2, reg=0.1, fit_intercept=True, thresholds=th)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_descent_with_a_length_limit_is_one_swap_optimal_in_its_language(seed):
+    """With ``max_rule_length=1`` the exact swap search counts restricted features, as the
+    estimators do: the descent always ends proved, and no single-feature box beats it."""
+    ds, th = _instance(200 + seed)
+    reg, k = 0.05, 2
+    _, Q_one = distinct_boxes(ds.X, th, fit_intercept=True, max_rule_length=1)
+    start = _random_model(ds, th, 1, seed, reg, True)
+    out = swap_descent(ds, start, k, reg=reg, fit_intercept=True, thresholds=th,
+                       max_rule_length=1)
+    assert out.one_swap_optimal
+    assert all(len({c.feature for c in r.conditions}) <= 1 for r in out.ensemble.rules)
+    assert _best_swap_risk(ds, out.ensemble, k, reg, True, Q_one) \
+        >= out.risk - 1e-9 * max(1.0, out.risk)
