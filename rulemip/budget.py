@@ -92,6 +92,22 @@ class Budget:
         limit = _check_limit(time_limit, "time_limit")
         return budget if limit is None else budget.within(limit)
 
+    @classmethod
+    def of(cls, clock: Budget | float | None, name: str = "deadline") -> Budget:
+        """The budget a loop asks: ``clock`` itself when it is a :class:`Budget`, an
+        unlimited one for ``None``, and for a number (the older form of a ``deadline``
+        parameter) a budget ending at that absolute :func:`time.perf_counter` value."""
+        if clock is None:
+            return cls.unlimited()
+        if isinstance(clock, Budget):
+            return clock
+        if isinstance(clock, bool) or not isinstance(clock, (int, float)) \
+                or math.isnan(float(clock)):
+            raise InvalidParameterError(
+                f"`{name}` must be a rulemip.budget.Budget, a time.perf_counter() value or "
+                f"None; got {clock!r}. Build one with Budget.from_time_limit(seconds).")
+        return cls(float(clock), None, time.perf_counter())
+
     # ------------------------------------------------------------------ queries
     def remaining(self) -> float | None:
         """Seconds left (≥ 0), or ``None`` without a time limit."""

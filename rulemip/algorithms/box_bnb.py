@@ -48,6 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.box_search import local_search
+from rulemip.budget import Budget
 from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions
 
 FloatArray = NDArray[np.float64]
@@ -169,23 +170,26 @@ def _support_leaf(ev: _Evaluator, F: tuple[int, ...], B: int, k: int
 
 
 def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
-                     deadline: float | None = None, rel_tol: float = 1e-6,
+                     deadline: Budget | float | None = None, rel_tol: float = 1e-6,
                      lower_bound_hint: float = -np.inf, incumbent: FloatArray | None = None,
                      search_time: float = 2.0, fw_iters: int = 60, seed: int = 0
                      ) -> BnBResult:
     """Exact best point by best-first branch and bound (module docstring).
 
-    ``deadline`` is a ``time.perf_counter`` value; when it stops the search,
+    ``deadline`` is the fit's :class:`~rulemip.budget.Budget` (or, the older form, an
+    absolute ``time.perf_counter`` value; ``search_time`` seconds of it at most go to the
+    starting local search); when it stops the search,
     ``complete`` is False and ``lower_bound`` is the least bound of the open and pruned
     nodes (still valid). ``lower_bound_hint`` is a valid bound known beforehand (e.g. the
     combinatorial bounds), used as a floor.
     """
-    t0 = time.perf_counter()
+    t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
+    clock = Budget.of(deadline)
     B = n_boxes
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)
     ls = local_search(oracle, z0, k, time_budget=search_time, max_kicks=max(B, 1),
-                      seed=seed, target=lower_bound_hint)
+                      seed=seed, target=lower_bound_hint, budget=clock)
     best_z, best = ls.z, ls.value
     leaves = 0
 
@@ -204,7 +208,7 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
         heapq.heappush(heap, (lower_bound_hint, next(counter), (), frozenset(), start))
     complete = True
     while heap:
-        if deadline is not None and time.perf_counter() > deadline:
+        if clock.expired():
             complete = False
             break
         parent_bound, _, F, E, zw = heapq.heappop(heap)

@@ -31,6 +31,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
 __all__ = ["LocalSearchResult", "local_search"]
@@ -56,16 +57,16 @@ class LocalSearchResult:
 
 class _Search:
     def __init__(self, oracle: _Oracle, n_boxes: int, k: int, n_candidates: int,
-                 deadline: float | None) -> None:
+                 clock: Budget) -> None:
         self.oracle = oracle
         self.B = n_boxes
         self.k = k
         self.n_candidates = n_candidates
-        self.deadline = deadline
+        self.clock = clock
         self.evaluations = 0
 
     def timed_out(self) -> bool:
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        return self.clock.expired()
 
     def evaluate(self, z: FloatArray) -> tuple[float, FloatArray]:
         self.evaluations += 1
@@ -118,7 +119,8 @@ class _Search:
 def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
                  time_budget: float | None = 2.0, max_kicks: int | None = None,
                  kick_size: int = 2, n_candidates: int | None = None,
-                 seed: int = 0, target: float = -np.inf) -> LocalSearchResult:
+                 seed: int = 0, target: float = -np.inf,
+                 budget: Budget | None = None) -> LocalSearchResult:
     """Improve the support ``z0`` of the box-selection CIP by exact evaluations.
 
     Parameters
@@ -135,6 +137,8 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     seed : seed of the kicks.
     target : a proved lower bound on the optimum; kicks stop once ``value`` reaches it
         (nothing can improve then), so an instance settled by its bound costs no kicks.
+    budget : the fit's :class:`~rulemip.budget.Budget`; the search ends at its deadline or
+        after ``time_budget`` seconds, whichever is first.
 
     Returns
     -------
@@ -153,10 +157,10 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
         raise InvalidParameterError(f"`time_budget` must be >= 0 or None; got {time_budget!r}.")
     if kick_size < 1:
         raise InvalidParameterError(f"`kick_size` must be >= 1; got {kick_size!r}.")
-    t0 = time.perf_counter()
-    deadline = None if time_budget is None else t0 + time_budget
+    t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
+    clock = Budget.coerce(budget, time_budget)
     n_cand = max(16, B // 8) if n_candidates is None else int(n_candidates)
-    search = _Search(oracle, B, int(n_rules), max(1, n_cand), deadline)
+    search = _Search(oracle, B, int(n_rules), max(1, n_cand), clock)
     if B == 0:
         v, _ = search.evaluate(z0)
         return LocalSearchResult(z0, v, search.evaluations, 0, 0, time.perf_counter() - t0)
@@ -164,7 +168,7 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     z, value = search.descend(z, value)
     rng = np.random.default_rng(seed)
     kicks = improvements = 0
-    limit = max_kicks if max_kicks is not None else (0 if deadline is None else None)
+    limit = max_kicks if max_kicks is not None else (0 if clock.deadline is None else None)
     while (limit is None or kicks < limit) and not search.timed_out() and B > 1 \
             and value > target:
         kicks += 1

@@ -65,6 +65,7 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.box_search import local_search
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
@@ -79,6 +80,8 @@ IntArray = NDArray[np.int64]
 __all__ = ["CellSweepBound", "SweepResult", "solve_cell_bnb", "sweep_branch_and_bound"]
 
 _MARGIN = 1e-9
+#: share of the time left after building the cells that the starting local search may use
+LOCAL_SEARCH_SHARE = 0.1
 _ORACLE_REG = 1e-12  # ridge of the incumbent oracle when reg = 0 (its values are then ≥ truth)
 
 
@@ -196,7 +199,7 @@ def _support_point(sb: CellSweepBound, positions: Sequence[int], k: int) -> Floa
 
 def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], float],
                            incumbent: FloatArray, incumbent_value: float, *,
-                           rel_tol: float = 1e-6, deadline: float | None = None,
+                           rel_tol: float = 1e-6, deadline: Budget | float | None = None,
                            max_open: int = 200_000,
                            callback: Callable[[dict[str, Any]], None] | None = None
                            ) -> SweepResult:
@@ -205,8 +208,11 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
 
     Best first (least bound) while at most ``max_open`` nodes are open — the reported
     bound then rises steadily; beyond that, the children of the popped node are searched
-    depth first to the end before the next pop (memory ``max_open + O(kB)`` nodes)."""
-    t0 = time.perf_counter()
+    depth first to the end before the next pop (memory ``max_open + O(kB)`` nodes).
+    ``deadline`` is the fit's :class:`~rulemip.budget.Budget` (or, the older form, an
+    absolute ``time.perf_counter`` value)."""
+    t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
+    clock = Budget.of(deadline)
     k, B = sb.k, sb.n_boxes
     best_z, best = np.asarray(incumbent, dtype=float), float(incumbent_value)
 
@@ -229,7 +235,7 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     pruned_min, visited_min, nodes, complete = math.inf, math.inf, 0, True
     full = np.array([sb.n_cells], dtype=np.int64)
     while heap or dive:
-        if deadline is not None and time.perf_counter() > deadline:
+        if clock.expired():
             complete = False
             break
         if dive:
@@ -278,8 +284,8 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                    thresholds: Sequence[FloatArray] | None = None,
                    max_rule_length: int | None = None, time_limit: float | None = None,
                    mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
-                   seed: int = 0, callback: Callable[[dict[str, Any]], None] | None = None
-                   ) -> ExactResult:
+                   seed: int = 0, callback: Callable[[dict[str, Any]], None] | None = None,
+                   budget: Budget | None = None) -> ExactResult:
     """Certified best k-rule ensemble (squared loss) by the sweep branch and bound.
 
     Valid for every ``reg`` ≥ 0, including 0 (module docstring); meant for few occupied
@@ -287,6 +293,8 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     perspective bounds of ``engine="cip"``/``"cip-bnb"`` stall. Returns an
     :class:`~rulemip.formulations.result.ExactResult` (``backend="cell-bnb"``) whose risk is
     recomputed on the data; ``OPTIMAL`` only when the relative gap closed to ``mip_gap``.
+    ``budget`` is the fit's :class:`~rulemip.budget.Budget` (``time_limit`` may only
+    shorten it); building the cells counts against it.
     """
     t0 = time.perf_counter()
     if loss != "squared":
@@ -298,6 +306,7 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     assert lam is not None
     check_nonneg_float(time_limit, "time_limit", allow_none=True)
     check_nonneg_float(mip_gap, "mip_gap")
+    clock = Budget.coerce(budget, time_limit)
     cip = BoxSelectionCIP(k, reg=lam if lam > 0 else _ORACLE_REG, fit_intercept=fit_intercept,
                           thresholds=thresholds, max_rule_length=max_rule_length)
     prob: BoxSelectionProblem = cip.build(dataset)
@@ -305,17 +314,16 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     cells = prob.cells
     sb = CellSweepBound(prob.boxes.cover, cells.groups, cells.y, cells.weight, lam, k,
                         fit_intercept, cells.constant, cells.total_weight)
-    deadline = None if time_limit is None else t0 + time_limit
 
     def value(z: FloatArray) -> float:
         return float(prob.oracle.value_and_gradient(z)[0])
 
     z0 = prob.encode(warm_start) if warm_start is not None else np.zeros(prob.n_boxes)
-    spare = None if time_limit is None else 0.1 * time_limit
-    ls = local_search(prob.oracle, z0, k, time_budget=spare, max_kicks=max(prob.n_boxes, 1),
-                      seed=seed, target=prob.bound + mip_gap * abs(prob.bound))
+    ls = local_search(prob.oracle, z0, k, time_budget=None, max_kicks=max(prob.n_boxes, 1),
+                      seed=seed, target=prob.bound + mip_gap * abs(prob.bound),
+                      budget=clock.fraction(LOCAL_SEARCH_SHARE))
     res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
-                                 deadline=deadline, callback=callback)
+                                 deadline=clock, callback=callback)
     ens, risk = prob.decode(res.z)
     # the one status rule: OPTIMAL only when the search was exhaustive, the bound is not
     # refuted by the recomputed risk, and the gap is within mip_gap (solvers/status.py)

@@ -195,10 +195,10 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
     risk = float(ensemble.risk(dataset.X, dataset.y, reg=reg,
                                sample_weight=dataset.sample_weight))
     atol = tol * max(1.0, abs(risk))
-    deadline = None if time_limit is None else time.perf_counter() + time_limit
+    clock = Budget.from_time_limit(time_limit)
     checks: list[SwapCheck] = []
     for slot in range(n_rules):
-        left = None if deadline is None else max(deadline - time.perf_counter(), 0.0)
+        left = clock.remaining()
         check = search_slot(dataset, ensemble, slot, space, reg=reg,
                             fit_intercept=fit_intercept, max_rule_length=max_rule_length,
                             time_limit=left)

@@ -52,6 +52,7 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
+from rulemip.budget import Budget
 
 #: nodes expanded in one batch while memory allows (best first)
 CHUNK: int = 256
@@ -200,7 +201,7 @@ class BnbOutcome:
 
 def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
                      best: _Node | None, max_len: int | None, *,
-                     deadline: float | None = None, node_limit: int | None = None,
+                     deadline: Budget | float | None = None, node_limit: int | None = None,
                      max_memory: int | None = None,
                      progress: ProgressCallback | None = None) -> BnbOutcome:
     """Maximize ``obj`` over the boxes below ``root`` (module docstring).
@@ -208,11 +209,13 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
     Parameters
     ----------
     best : the incumbent (the root itself when the empty query is a candidate).
-    deadline : ``time.perf_counter()`` value at which to stop (None: no time limit).
+    deadline : the fit's :class:`~rulemip.budget.Budget` (or, the older form, a
+        ``time.perf_counter()`` value at which to stop; None: no time limit).
     node_limit : stop after this many expansions (None: unlimited).
     max_memory : budget in bytes of the open-node store (None: ``DEFAULT_MAX_MEMORY``).
     progress : called about every ``PROGRESS_EVERY`` seconds with (expanded, best, bound).
     """
+    clock = Budget.of(deadline)
     budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
     best_val = float(best.value) if best is not None else -math.inf
     heuristic_bound = -math.inf     # admissible bounds of heuristically pruned nodes
@@ -253,8 +256,8 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
                     break
         pending = []
         # ---- limits
-        now = time.perf_counter()
-        if deadline is not None and now >= deadline:
+        now = time.perf_counter()  # progress reports only; the deadline is ``clock``'s
+        if clock.expired():
             status = "time_limit"
             break
         if node_limit is not None and n_expanded >= node_limit:

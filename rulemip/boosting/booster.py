@@ -21,7 +21,6 @@ budget) contributes the best rule it found, with a valid bound, and the fit ends
 from __future__ import annotations
 
 import sys
-import time
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from rulemip.boosting.weights import (
     stagewise_weight,
     xgb_weight,
 )
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
@@ -67,22 +67,19 @@ class BoostingRound:
     risk: float
 
 
-class _Budget:
-    """One time and node budget shared by all rounds of a fit."""
+class _RoundBudget:
+    """The fit's :class:`~rulemip.budget.Budget` and one node budget shared by all rounds."""
 
-    def __init__(self, time_limit: float | None, node_limit: int | None) -> None:
-        self.start = time.perf_counter()
-        self.time_limit = None if time_limit is None else float(time_limit)
+    def __init__(self, clock: Budget, node_limit: int | None) -> None:
+        self.clock = clock
         self.node_limit = node_limit
         self.nodes = 0
         self.elapsed = 0.0
 
-    def seconds_for(self, rounds_left: int) -> float | None:
+    def for_round(self, rounds_left: int) -> Budget:
         """This round's share of the remaining time (later rounds inherit what it
         leaves)."""
-        if self.time_limit is None:
-            return None
-        return max(0.0, self.time_limit - (time.perf_counter() - self.start)) / rounds_left
+        return self.clock.fraction(1.0 / rounds_left)
 
     def nodes_for(self, rounds_left: int) -> int | None:
         if self.node_limit is None:
@@ -94,7 +91,7 @@ class _Budget:
         self.elapsed += res.elapsed
 
     def describe(self) -> str:
-        return f"{time.perf_counter() - self.start:.3g} s, {self.nodes} nodes"
+        return f"{self.clock.elapsed():.3g} s, {self.nodes} nodes"
 
 
 def _printer(round_no: int) -> Callable[[int, float, float], None]:
@@ -253,8 +250,10 @@ class RuleBooster:
         get_loss(self.loss)
 
     # ------------------------------------------------------------------ fitting
-    def fit(self, dataset: Dataset) -> RuleBooster:
-        """Run ``n_rules`` boosting rounds on ``dataset`` (labels in the loss convention)."""
+    def fit(self, dataset: Dataset, budget: Budget | None = None) -> RuleBooster:
+        """Run ``n_rules`` boosting rounds on ``dataset`` (labels in the loss convention)
+        within ``budget`` (the caller's :class:`~rulemip.budget.Budget`; ``time_limit``
+        may only shorten it)."""
         self.validate()
         if not isinstance(dataset, Dataset):
             raise InvalidDataError(
@@ -278,7 +277,7 @@ class RuleBooster:
         ensembles = [self._ensemble(dataset, boxes, intercept, beta)]
         risks = [lo.risk(f, y, sample_weight=sw)]
         rounds: list[BoostingRound] = []
-        budget = _Budget(self.time_limit, self.node_limit)
+        rounds_budget = _RoundBudget(Budget.coerce(budget, self.time_limit), self.node_limit)
         limit: str | None = None
         n_limited = 0
         for t in range(int(self.n_rules)):
@@ -289,13 +288,13 @@ class RuleBooster:
             res = find_rule(space, obj, search=self.search, beam_width=self.beam_width,
                             max_rule_length=self.max_rule_length,
                             allow_empty=not self.fit_intercept,
-                            time_limit=budget.seconds_for(int(self.n_rules) - t),
-                            node_limit=budget.nodes_for(int(self.n_rules) - t),
+                            budget=rounds_budget.for_round(int(self.n_rules) - t),
+                            node_limit=rounds_budget.nodes_for(int(self.n_rules) - t),
                             max_memory=self.max_memory,
                             progress=_printer(t + 1) if self.verbose else None)
             tol = 1e-12 * max(float(np.sum(np.abs(w * g))), 1e-300)
             if res is not None:
-                budget.spend(res)
+                rounds_budget.spend(res)
                 if res.limit_reached:
                     limit = limit or res.status
                     n_limited += 1
@@ -327,12 +326,12 @@ class RuleBooster:
         if limit is not None:
             warnings.warn(
                 f"the {limit.replace('_', ' ')} stopped {n_limited} of {len(rounds)} rule "
-                f"searches ({budget.describe()}); each of those rules is the best its search "
-                "found, with a valid bound in `rounds_[t].search.bound`. Raise "
+                f"searches ({rounds_budget.describe()}); each of those rules is the best its "
+                "search found, with a valid bound in `rounds_[t].search.bound`. Raise "
                 "`time_limit`/`node_limit`/`max_memory` for proved rules.",
                 SolveLimitWarning, stacklevel=2)
         self.limit_reached_ = limit
-        self.search_time_ = budget.elapsed
+        self.search_time_ = rounds_budget.elapsed
         self.space_ = space
         self.ensembles_ = ensembles
         self.rules_ = ensembles[-1]

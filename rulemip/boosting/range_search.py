@@ -34,7 +34,7 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import default_max_memory
+from rulemip.budget import Budget, default_max_memory
 from rulemip.exceptions import InvalidParameterError
 
 FloatArray = NDArray[np.float64]
@@ -160,7 +160,8 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                node_limit: int | None = None, max_memory: int | None = None,
                progress: ProgressCallback | None = None,
                incumbent: float | None = None,
-               length_counts: str = "propositions") -> SearchResult | None:
+               length_counts: str = "propositions",
+               budget: Budget | None = None) -> SearchResult | None:
     """The box maximizing ``obj`` over ``space``, with a valid bound on every box.
 
     Parameters
@@ -169,6 +170,8 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     max_rule_length : at most this many propositions (None: unlimited), or restricted
         features with ``length_counts="features"`` (the exact estimators' convention).
     time_limit : seconds; the search stops with its best box and ``status="time_limit"``.
+    budget : the fit's :class:`~rulemip.budget.Budget` (``time_limit`` may only shorten
+        it); the search stops at its deadline likewise.
     node_limit : at most this many node expansions (``status="node_limit"``).
     max_memory : bytes for the masks and the node pool (None: :func:`default_max_memory`).
     progress : ``progress(n_evaluated, best_value, bound)`` about every 2 s.
@@ -185,9 +188,9 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     if length_counts not in ("propositions", "features"):
         raise InvalidParameterError("`length_counts` must be 'propositions' or 'features'; "
                                     f"got {length_counts!r}.")
-    start = time.perf_counter()
-    deadline = None if time_limit is None else start + max(0.0, float(time_limit))
-    budget = default_max_memory() if max_memory is None else int(max_memory)
+    start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
+    clock = Budget.coerce(budget, None if time_limit is None else max(0.0, float(time_limit)))
+    memory = default_max_memory() if max_memory is None else int(max_memory)
     prob = kernel_problem(obj)
     d = space.d
     m = np.array([len(t) for t in space.thresholds], np.int64)
@@ -195,7 +198,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     LE, off, valid = K.build_masks(G, m)
     reserve = _depth_bound(space)
     per_node = _Pool.node_bytes(d)
-    max_slots = max(reserve + 16, (budget - LE.nbytes) // per_node)
+    max_slots = max(reserve + 16, (memory - LE.nbytes) // per_node)
     pool = _Pool(int(min(INITIAL_SLOTS, max_slots)), d, reserve)
     iparams = np.array([prob.mode, int(allow_empty),
                         -1 if max_rule_length is None else int(max_rule_length),
@@ -214,7 +217,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     last_report = time.perf_counter()
     while True:
         t0 = time.perf_counter()
-        if deadline is not None and t0 >= deadline:
+        if clock.expired():
             status = "time_limit"
             break
         if node_limit is not None:

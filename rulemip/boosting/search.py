@@ -51,7 +51,7 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
-from rulemip.budget import default_max_memory
+from rulemip.budget import Budget, default_max_memory
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -69,7 +69,8 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
               allow_empty: bool = False, grouped: bool | None = None,
               time_limit: float | None = None, node_limit: int | None = None,
               max_memory: int | None = None,
-              progress: ProgressCallback | None = None) -> SearchResult | None:
+              progress: ProgressCallback | None = None,
+              budget: Budget | None = None) -> SearchResult | None:
     """Maximize ``obj`` over the boxes of ``space`` ([OGB] Algorithm 2).
 
     Parameters
@@ -89,6 +90,8 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
         ends the search with ``status="memory_limit"``.
     progress : ``progress(n_expanded, best_value, bound)`` about every 2 s
         (branch-and-bound only; None = quiet).
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: this search's own, of
+        ``time_limit`` seconds); ``time_limit`` may only shorten it.
 
     Returns
     -------
@@ -116,16 +119,16 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     check_positive_int(max_memory, "max_memory", allow_none=True)
     if time_limit is not None:
         check_nonneg_float(time_limit, "time_limit")
+    clock = Budget.coerce(budget, time_limit)
     if search == "bnb":
-        budget = default_max_memory() if max_memory is None else int(max_memory)
-        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= budget:
+        memory = default_max_memory() if max_memory is None else int(max_memory)
+        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= memory:
             return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len,
-                              time_limit=time_limit, node_limit=node_limit,
-                              max_memory=budget, progress=progress)
+                              node_limit=node_limit, max_memory=memory, progress=progress,
+                              budget=clock)
     # greedy, beam, and branch-and-bound whose masks would exceed half the memory budget
     # (every midpoint on very many rows): the set-enumeration search over open covers
-    start = time.perf_counter()
-    deadline = None if time_limit is None else start + float(time_limit)
+    start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
     d, n = space.d, space.n
     everything = np.arange(n, dtype=np.intp)
     root = _Node(everything, np.full(2 * d, -1, np.int64), 0,
@@ -135,14 +138,14 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     root.cheap = root_bound
     if search == "bnb":
         best, best_val, bound, status, n_exp, n_ch, peak = _deepening(
-            space, obj, kernel, root, root if allow_empty else None, max_len, deadline,
+            space, obj, kernel, root, root if allow_empty else None, max_len, clock,
             node_limit, max_memory, progress)
         bound = min(bound, max(root_bound, best_val))
     else:
         width = 1.0 if search == "greedy" else float(
             check_positive_int(beam_width, "beam_width") or 1)
         state = _State(root if allow_empty else None, float(root.value))
-        status = _level_search(space, obj, kernel, root, state, width, max_len, deadline)
+        status = _level_search(space, obj, kernel, root, state, width, max_len, clock)
         best, best_val = state.best, state.best_val
         bound, n_exp, n_ch, peak = max(root_bound, best_val), state.n_expanded, \
             state.n_children, 0
@@ -162,10 +165,12 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
 DEEPENING: tuple[int, ...] = (1, 2)
 #: beam width of the search that seeds branch-and-bound over longer rules
 SEED_BEAM_WIDTH: int = 5
+#: share of the remaining time the seeding beam search may use
+SEED_TIME_SHARE: float = 0.25
 
 
 def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
-               best: _Node | None, max_len: int | None, deadline: float | None,
+               best: _Node | None, max_len: int | None, clock: Budget,
                node_limit: int | None, max_memory: int | None,
                progress: ProgressCallback | None
                ) -> tuple[_Node | None, float, float, str, int, int, int]:
@@ -184,10 +189,8 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         # a beam search's rule (cheap: w nodes per level) seeds the incumbent; not under
         # a node limit, which counts branch-and-bound expansions exactly
         state = _State(best, -math.inf if best is None else float(best.value))
-        seed_deadline = None if deadline is None else \
-            time.perf_counter() + 0.25 * max(0.0, deadline - time.perf_counter())
         _level_search(space, obj, kernel, root, state, float(SEED_BEAM_WIDTH), max_len,
-                      seed_deadline)
+                      clock.fraction(SEED_TIME_SHARE))
         best, n_exp, n_ch = state.best, state.n_expanded, state.n_children
     best_val = -math.inf if best is None else float(best.value)
     bound, status = math.inf, "node_limit"   # what is known if no stage runs to its end
@@ -195,7 +198,7 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         left = None if node_limit is None else node_limit - n_exp
         if left is not None and left <= 0:
             break
-        out = branch_and_bound(space, obj, kernel, root, best, stage_len, deadline=deadline,
+        out = branch_and_bound(space, obj, kernel, root, best, stage_len, deadline=clock,
                                node_limit=left, max_memory=max_memory, progress=progress)
         best, best_val = out.best, out.best_val
         n_exp, n_ch = n_exp + out.n_expanded, n_ch + out.n_children
@@ -224,7 +227,7 @@ def _root_bound(obj: RoundObjective, everything: IntArray) -> float:
 
 def _level_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
                   state: _State, width: float, max_len: int | None,
-                  deadline: float | None) -> str:
+                  clock: Budget) -> str:
     """Greedy / beam: level by level, the best ``width`` distinct covers of each level."""
     seen: set[bytes] = {_key(root.idx)}
     level: Iterator[_Node] = iter([root])
@@ -239,7 +242,7 @@ def _level_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root
                 batches.append(ch)
         if not batches:
             return "heuristic"
-        if deadline is not None and time.perf_counter() >= deadline:
+        if clock.expired():
             return "time_limit"
         level = _next_level(space, batches, width, seen)
 

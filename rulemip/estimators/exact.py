@@ -165,15 +165,13 @@ class _ExactBase(BaseEstimator):
             return None
         from rulemip.boosting import RuleBooster
 
-        remaining = budget.remaining()
         booster = RuleBooster.from_preset(
             preset, n_rules=self.n_rules, loss=self.loss, reg=self.reg,
             fit_intercept=self.fit_intercept, thresholds=thresholds,
-            max_rule_length=self.max_rule_length,
-            time_limit=None if remaining is None else WARM_START_SHARE * remaining)
+            max_rule_length=self.max_rule_length)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always", SolveLimitWarning)
-            booster.fit(ds)
+            booster.fit(ds, budget=budget.fraction(WARM_START_SHARE))
         self.warm_start_limited_ = bool(getattr(booster, "limit_reached_", False)) or any(
             issubclass(w.category, SolveLimitWarning) for w in caught)
         self.boosting_risk_ = float(booster.risk_path_[-1])

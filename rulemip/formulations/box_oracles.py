@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.losses import get_loss
 
 FloatArray = NDArray[np.float64]
@@ -377,7 +378,7 @@ def _squared_support_values(oracle: SquaredBoxOracle, combos: NDArray[np.int64],
 
 
 def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, k: int,
-                      deadline: float | None = None, chunk: int = 20_000
+                      deadline: Budget | float | None = None, chunk: int = 20_000
                       ) -> tuple[FloatArray, float, float, bool]:
     r"""Exact :math:`\min\{R(z) : z \in \{0..k\}^B, \sum z \le k\}` by enumerating supports.
 
@@ -388,14 +389,15 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
     minimized over those z, is used). Supports whose bound reaches the incumbent are
     pruned; the others
     have all their multiplicity vectors evaluated. Returns ``(z*, R(z*), lower bound,
-    complete)``; ``complete`` is False when ``deadline`` (a ``time.perf_counter`` value)
-    stopped the enumeration — the lower bound is then ``-inf``. The clock is read once per
+    complete)``; ``complete`` is False when ``deadline`` (the fit's
+    :class:`~rulemip.budget.Budget`, or an absolute ``time.perf_counter`` value) stopped the
+    enumeration — the lower bound is then ``-inf``. The clock is read once per
     block of ``chunk`` supports for squared loss (vectorized closed forms) and once per
     support otherwise (each evaluation is a refit).
     """
     import itertools
-    import time
 
+    clock = Budget.of(deadline)
     best_z = np.zeros(n_boxes)
     best = oracle.value_and_gradient(best_z)[0]
     pending: list[tuple[tuple[int, ...], float]] = []
@@ -407,7 +409,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
             block = list(itertools.islice(it, chunk))
             if not block:
                 break
-            if deadline is not None and time.perf_counter() > deadline:
+            if clock.expired():
                 return best_z, best, -np.inf, False
             combos = np.asarray(block, dtype=np.int64)
             if squared:
@@ -420,7 +422,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
                 ub = np.empty(len(block))
                 lb = np.empty(len(block))
                 for i, S in enumerate(block):
-                    if deadline is not None and time.perf_counter() > deadline:
+                    if clock.expired():
                         # every evaluation is a refit: check the clock per support
                         return best_z, best, -np.inf, False
                     z = np.zeros(n_boxes)
@@ -451,7 +453,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
         for comp in _compositions(k, s):
             if max(comp) == 1:
                 continue
-            if deadline is not None and time.perf_counter() > deadline:
+            if clock.expired():
                 return best_z, best, -np.inf, False
             live = np.flatnonzero(lbs < best - margin)
             if len(live) == 0:
@@ -463,7 +465,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
             else:
                 vals = np.empty(len(live))
                 for i, row in enumerate(supports[live]):
-                    if deadline is not None and time.perf_counter() > deadline:
+                    if clock.expired():
                         return best_z, best, -np.inf, False
                     z = np.zeros(n_boxes)
                     z[row] = comp

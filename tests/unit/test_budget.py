@@ -78,3 +78,19 @@ def test_available_memory_reads_the_machine():
 
     avail = available_memory()
     assert avail is None or avail > 0
+
+
+def test_of_takes_a_budget_none_or_an_old_style_deadline() -> None:
+    b = Budget.from_time_limit(5.0)
+    assert Budget.of(b) is b
+    assert Budget.of(None).remaining() is None
+    past = Budget.of(time.perf_counter() - 1.0)
+    assert past.expired() and past.remaining() == 0.0
+    ahead = Budget.of(time.perf_counter() + 5.0).remaining()
+    assert ahead is not None and 4.0 < ahead <= 5.0
+
+
+@pytest.mark.parametrize("bad", ["soon", float("nan"), True])
+def test_of_refuses_what_is_no_clock(bad: object) -> None:
+    with pytest.raises(InvalidParameterError, match="deadline"):
+        Budget.of(bad)  # type: ignore[arg-type]
