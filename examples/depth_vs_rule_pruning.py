@@ -1,7 +1,7 @@
 """Depth weighting versus rule weighting when pruning a tree ensemble ([PRUNE] Fig. 7).
 
 One gradient-boosting ensemble is fitted on Friedman-1 data and pruned twice by
-:class:`rulemip.TreeRuleExtractor` with ``method="path"`` (a regularization path of the
+:class:`rulemip.TreeRuleExtractor` with ``engine="path"`` (a regularization path of the
 penalized problem, one model per lambda):
 
 * ``attribute="rule"``: every rule costs 1, so the path trades the number of rules;
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> None:
     sizes = {}
     for attribute in ("rule", "depth"):
         model = rulemip.TreeRuleExtractor(ensemble, prefit=True, attribute=attribute,
-                                          method="path", n_rules=10**6, reg=1.0,
+                                          engine="path", n_rules=10**6, reg=1.0,
                                           n_lambdas=n_lambdas, time_limit=120)
         model.fit(X, y)
         sizes[attribute] = by_size(model)

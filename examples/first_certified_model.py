@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> None:
     X, y = rulemip.load_bundled()  # 100 patients: bmi, bp, s5 -> disease progression
     k = 2 if args.small else 3
     model = rulemip.ExactRuleEnsembleRegressor(n_rules=k, max_thresholds=2, reg=1.0,
-                                               init="COB", time_limit=120)
+                                               preset="COB", time_limit=120)
     model.fit(X, y)
     print(model.rules_)
     print(model.certificate_.summary())

@@ -54,9 +54,12 @@ def register(sub: Any) -> None:
     p.add_argument("--time-limit", type=float, default=120.0,
                    help="seconds; on the limit the incumbent and a valid bound are reported")
     p.add_argument("--mip-gap", type=float, default=1e-6, help="relative optimality gap")
-    p.add_argument("--warm-start", default="COB",
+    p.add_argument("--preset", default="COB",
                    help="boosting preset used as first incumbent (SGS, SGB, SXB, CGB, COB) "
                         "or 'none'")
+    # the flag's former names (the estimator's `warm_start`, then `init`): hidden aliases
+    for old in ("--warm-start", "--init"):
+        p.add_argument(old, dest="preset", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--certificate", metavar="OUT.json", default=None,
                    help="write the certificate (re-check with `rulemip verify`)")
     p.add_argument("--seed", type=int, default=0, help="solver random seed")
@@ -85,12 +88,12 @@ def run(args: argparse.Namespace) -> int:
     else:
         X, y = read_table(args.data, args.target, categorical=args.categorical)
         source = f"{args.data} (target {args.target!r}, {len(X)} rows)"
-    warm = None if str(args.warm_start).lower() == "none" else args.warm_start
+    warm = None if str(args.preset).lower() == "none" else args.preset
     kwargs: dict[str, Any] = dict(
         n_rules=args.n_rules, reg=args.reg, fit_intercept=not args.no_intercept,
         max_thresholds=max_thresholds,
         max_rule_length=args.max_rule_length, engine=args.engine, solver=args.solver,
-        time_limit=args.time_limit, mip_gap=args.mip_gap, init=warm,
+        time_limit=args.time_limit, mip_gap=args.mip_gap, preset=warm,
         random_state=args.seed, verbose=False)
     est: Any = (ExactRuleEnsembleClassifier(**kwargs) if args.loss == "logistic"
                 else ExactRuleEnsembleRegressor(loss=args.loss, **kwargs))

@@ -44,11 +44,14 @@ def register(sub: Any) -> None:
     p.add_argument("--attribute", choices=["rule", "depth", "feature"], default="rule",
                    help="node cost a_i: 1 per rule, the rule's depth, or the number of "
                         "distinct features in the rule")
-    p.add_argument("--method", choices=["exact", "path", "relax_round"], default="exact",
+    p.add_argument("--engine", choices=["exact", "path", "relax_round"], default="exact",
                    help="exact: outer approximation with a certified gap; path: "
                         "regularization path by block coordinate descent, keeping the "
                         "model of largest cost <= K; relax_round: convex relaxation rounded "
                         "by a knapsack-with-conflicts dynamic program (heuristic)")
+    p.add_argument("--method", dest="engine", choices=["exact", "path", "relax_round"],
+                   default=argparse.SUPPRESS,
+                   help="deprecated name of --engine (the estimator's `engine`)")
     p.add_argument("--trees", type=int, default=100, metavar="N",
                    help="number of trees of the ensemble (as TreeRuleExtractor's default "
                         "ensemble)")
@@ -124,7 +127,7 @@ def run(args: argparse.Namespace) -> int:
     kind = "random forest" if args.forest else "gradient boosting"
     print(f"data: {args.data} (target {args.target!r}, {len(X)} rows, {X.shape[1]} features)")
     extractor = TreeRuleExtractor(
-        ensemble, n_rules=args.n_rules, attribute=args.attribute, method=args.method,
+        ensemble, n_rules=args.n_rules, attribute=args.attribute, engine=args.engine,
         reg=args.reg, gamma=args.gamma, solver=args.solver, time_limit=args.time_limit,
         mip_gap=args.mip_gap, node_values=args.node_values, n_lambdas=args.n_lambdas,
         random_state=args.seed)
@@ -133,7 +136,7 @@ def run(args: argparse.Namespace) -> int:
     progress = Progress(progress_wanted(args.progress, args.quiet))
     with warnings.catch_warnings(record=True) as caught, progress:
         warnings.simplefilter("always", SolveLimitWarning)
-        progress.phase(f"fitting {trees} trees, then selecting rules ({args.method}, limit "
+        progress.phase(f"fitting {trees} trees, then selecting rules ({args.engine}, limit "
                        f"{args.time_limit:g} s)")
         extractor.fit(X, y)
         progress.phase("done")
@@ -146,7 +149,7 @@ def run(args: argparse.Namespace) -> int:
     sel = extractor.selected_
     print(f"ensemble: {kind}, {trees} trees of depth <= {depth}, {nodes.n_nodes} nodes")
     print(f"problem: {args.attribute} budget K = {args.n_rules}, reg = "
-          f"{extractor.reg_:.4g} (gamma = {extractor.gamma_:.4g}), method {args.method}")
+          f"{extractor.reg_:.4g} (gamma = {extractor.gamma_:.4g}), engine {args.engine}")
     print()
     print(extractor.rules_.to_text())
     print()
@@ -158,7 +161,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"ensemble risk (MSE):   {ens_risk:.6g}")
     print(f"objective q(z):        {extractor.objective_:.6g} (standardized response)")
     info: dict[str, Any] = {}
-    if args.method == "exact":
+    if args.engine == "exact":
         info = {"status": str(res.termination), "objective": _num(res.value),
                 "lower_bound": _num(res.lower_bound), "gap": _num(res.gap),
                 "iterations": int(res.iterations), "solve_time": float(res.wall_time)}
@@ -166,7 +169,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"gap:                   {res.gap:.4%}")
         print(f"status: {res.termination}, {res.iterations} OA iterations, "
               f"{res.wall_time:.2f} s selection")
-    elif args.method == "path":
+    elif args.engine == "path":
         info = {"path_index": int(extractor.path_index_), "n_models": len(res.models),
                 "lambda": _num(float(res.models[extractor.path_index_].lam))
                 if extractor.path_index_ >= 0 else None,
@@ -189,7 +192,9 @@ def run(args: argparse.Namespace) -> int:
             "train_risk": extractor.train_risk_, "ensemble_risk": ens_risk,
             "objective": extractor.objective_, "reg": extractor.reg_,
             "gamma": extractor.gamma_,
-            "method": args.method, "attribute": args.attribute, "budget": args.n_rules,
+            # "method": the key's name before 0.4, kept for readers of older reports
+            "engine": args.engine, "method": args.engine, "attribute": args.attribute,
+            "budget": args.n_rules,
             "total_time": total, **info,
             "options": {"trees": trees, "depth": depth, "forest": bool(args.forest),
                         "node_values": args.node_values, "time_limit": args.time_limit,

@@ -31,10 +31,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from rulemip._validation import (
+    DEPRECATED,
     check_bool,
     check_choice,
     check_nonneg_float,
     check_positive_int,
+    renamed_param,
 )
 from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
 from rulemip.budget import Budget
@@ -45,7 +47,7 @@ from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
 from rulemip.rules.canonical import canonical_ensemble
 
-#: values of ``init``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
+#: values of ``preset``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
 INITS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
 WARM_STARTS = INITS  # the former name of INITS (``warm_start`` held a preset until 0.3)
 #: share of the fit's remaining time the boosting warm start may use; the exact engine gets
@@ -66,8 +68,9 @@ class _ExactBase(BaseEstimator):
                  fit_intercept: bool = True, max_thresholds: int | None = 8,
                  thresholds: Any = None, max_rule_length: int | None = None,
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
-                 mip_gap: float = 1e-6, init: str | None = "COB", warm_start: Any = False,
-                 random_state: int | None = None, verbose: bool = False) -> None:
+                 mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
+                 random_state: int | None = None, verbose: bool = False,
+                 init: Any = DEPRECATED) -> None:
         self.n_rules = n_rules
         self.loss = loss
         self.reg = reg
@@ -79,6 +82,7 @@ class _ExactBase(BaseEstimator):
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
+        self.preset = preset
         self.init = init
         self.warm_start = warm_start
         self.random_state = random_state
@@ -107,24 +111,25 @@ class _ExactBase(BaseEstimator):
             get_backend(self.solver.split(":", 1)[0])
 
     def _init_preset(self) -> str | None:
-        """The boosting preset of the first incumbent: ``init``, or — deprecated — a
-        preset name or None given as ``warm_start`` (which now has scikit-learn's meaning:
-        reuse the previous fit)."""
+        """The boosting preset of the first incumbent: ``preset``, or — deprecated — the
+        same given as ``init`` (its name in 0.3) or as ``warm_start`` (which now has
+        scikit-learn's meaning: reuse the previous fit)."""
+        preset = renamed_param(self.preset, self.init, new="preset", old="init",
+                               new_default="COB", stacklevel=5)
+        given = "preset" if self.init is DEPRECATED or self.init == DEPRECATED else "init"
         if self.warm_start is None or isinstance(self.warm_start, str):
             warnings.warn(
                 f"`warm_start={self.warm_start!r}` as a boosting preset is deprecated and "
-                f"will be removed; use `init={self.warm_start!r}` (`warm_start` is now "
+                f"will be removed; use `preset={self.warm_start!r}` (`warm_start` is now "
                 "scikit-learn's boolean: start from the previous fit).", FutureWarning,
                 stacklevel=4)
-            preset = self.warm_start
-        elif isinstance(self.warm_start, bool | np.bool_):
-            preset = self.init
-        else:
+            preset, given = self.warm_start, "warm_start"
+        elif not isinstance(self.warm_start, bool | np.bool_):
             raise InvalidParameterError(
                 f"`warm_start` must be True or False; got {self.warm_start!r}.")
         if preset not in INITS:
             raise InvalidParameterError(
-                f"`init` must be None or a boosting preset {INITS[1:]}; got {preset!r}.")
+                f"`{given}` must be None or a boosting preset {INITS[1:]}; got {preset!r}.")
         return preset
 
     def _previous_fit(self, ds: Dataset, thresholds: list[np.ndarray]) -> Any:
@@ -196,7 +201,7 @@ class _ExactBase(BaseEstimator):
         seed = 0 if self.random_state is None else int(self.random_state)
         local = self.loss == "squared"
         self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
-        if local and self._init_preset() is not None:  # init=None: the engine starts cold
+        if local and self._init_preset() is not None:  # preset=None: the engine starts cold
             start = self._local_phase(ds, thresholds, budget, start, seed)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
@@ -405,8 +410,9 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         docs/explanation/local_optimality.md).
     mip_gap : float, default 1e-6
         Relative gap at which the solve stops and reports optimality.
-    init : boosting preset or None, default "COB"
-        Boosting preset ({"SGS", "SGB", "SXB", "CGB", "COB"}) whose ensemble, fitted on
+    preset : boosting preset or None, default "COB"
+        Boosting preset ({"SGS", "SGB", "SXB", "CGB", "COB"}, the ``preset`` of
+        :class:`RuleBoostingRegressor`) whose ensemble, fitted on
         the problem's own candidate thresholds within 30 % of the time budget, is the
         first incumbent; None: none. With squared loss it is one of several starts (also
         SGB and a (k + 1)-leaf tree on the same thresholds), each ended 1-swap optimal,
@@ -414,12 +420,14 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     warm_start : bool, default False
         scikit-learn's meaning: with True, a refit also offers the previous fit's rules
         as the first incumbent (when they are a point of the new problem; the better of
-        them and ``init`` is used). A boosting preset given here (the meaning before 0.3)
-        still works with a ``FutureWarning``: pass it as ``init``.
+        them and ``preset`` is used). A boosting preset given here (the meaning before 0.3)
+        still works with a ``FutureWarning``: pass it as ``preset``.
     random_state : int or None
         Seed passed to the solver.
     verbose : bool
         Print incumbent, bound and gap while solving.
+    init : deprecated
+        The name of ``preset`` in 0.3; still accepted with a ``FutureWarning`` at fit.
 
     Attributes
     ----------
@@ -427,9 +435,9 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     result_ : ExactResult
     certificate_ : Certificate
     boosting_risk_ : float
-        Training risk of the ``init`` boosting model (nan without one).
+        Training risk of the ``preset`` boosting model (nan without one).
     init_source_ : str or None
-        Where the first incumbent came from: the ``init`` preset, ``"previous fit"``
+        Where the first incumbent came from: the ``preset``, ``"previous fit"``
         (``warm_start=True``) or None.
     """
 
@@ -469,14 +477,15 @@ class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
                  fit_intercept: bool = True, max_thresholds: int | None = 8,
                  thresholds: Any = None, max_rule_length: int | None = None,
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
-                 mip_gap: float = 1e-6, init: str | None = "COB", warm_start: Any = False,
-                 random_state: int | None = None, verbose: bool = False) -> None:
+                 mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
+                 random_state: int | None = None, verbose: bool = False,
+                 init: Any = DEPRECATED) -> None:
         super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                          max_thresholds=max_thresholds, thresholds=thresholds,
                          max_rule_length=max_rule_length, engine=engine, solver=solver,
-                         time_limit=time_limit, mip_gap=mip_gap, init=init,
-                         warm_start=warm_start,
-                         random_state=random_state, verbose=verbose)
+                         time_limit=time_limit, mip_gap=mip_gap, preset=preset,
+                         warm_start=warm_start, random_state=random_state,
+                         verbose=verbose, init=init)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleClassifier:
         self._validate_params_()

@@ -51,7 +51,13 @@ from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 
 from rulemip._solver_names import check_solver
-from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
+from rulemip._validation import (
+    DEPRECATED,
+    check_choice,
+    check_nonneg_float,
+    check_positive_int,
+    renamed_param,
+)
 from rulemip.boosting.rgb_rules import float64_threshold
 from rulemip.budget import Budget
 from rulemip.data.encoding import FeatureEncoder
@@ -72,7 +78,8 @@ DEFAULT_REG_PER_ROW = 1.0 / DEFAULT_GAMMA_N
 
 FloatArray = NDArray[np.float64]
 
-METHODS = ("exact", "path", "relax_round")
+ENGINES = ("exact", "path", "relax_round")
+METHODS = ENGINES  # the former name (the parameter was ``method`` until 0.3)
 ATTRIBUTES = ("rule", "depth", "feature")
 NODE_VALUES = ("mean", "fitted")
 
@@ -150,8 +157,9 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     attribute : {"rule", "depth", "feature"}, default="rule"
         Node cost :math:`a_i`: 1, the depth :math:`|P_i|`, or the number of distinct
         features on the root-to-node path.
-    method : {"exact", "path", "relax_round"}, default="exact"
-        Selection algorithm (module docstring).
+    engine : {"exact", "path", "relax_round"}, default="exact"
+        Selection algorithm (module docstring); the same word as the exact estimators'
+        ``engine`` (docs/reference/parameters.md).
     reg : float or None, default=None
         Ridge :math:`\\lambda > 0` of the project's risk
         :math:`\\tfrac1n\\|y_c - \\sum_i M_i w_i\\|^2 + \\tfrac{\\lambda}{n}\\|w\\|^2`
@@ -179,8 +187,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         extraction and every phase of the method ask one
         :class:`~rulemip.budget.Budget` started after the ensemble is fitted.
     mip_gap : float, default=1e-4
-        Relative gap :math:`(U - L)/|U|` at which ``method="exact"`` certifies its
-        selection optimal (and stops). The other methods are heuristics and ignore it.
+        Relative gap :math:`(U - L)/|U|` at which ``engine="exact"`` certifies its
+        selection optimal (and stops). The other engines are heuristics and ignore it.
     verbose : bool, default=False
         Progress on stderr: the phases, and the bounds of the exact method about once a
         second.
@@ -190,9 +198,11 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         :math:`\\mu_i`: the mean training response in node i ([PRUNE] Remark 7), or the
         tree's fitted node value times the tree multiplier.
     n_lambdas : int, default=50
-        Number of :math:`\\lambda` values of the path (``method="path"`` only).
+        Number of :math:`\\lambda` values of the path (``engine="path"`` only).
     random_state : int or None, default=None
         Seed of the default ensemble.
+    method : deprecated
+        The name of ``engine`` until 0.3; still accepted with a ``FutureWarning`` at fit.
 
     Attributes
     ----------
@@ -221,22 +231,23 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     result_ : the algorithm's result: ``OAResult`` (exact; bounds ``lower_bound``,
         ``gap``), ``PathResult`` (path) or ``RelaxRoundResult`` (relax_round).
     path_ : PathResult
-        (``method="path"``) the whole path; ``path_models_`` the list of its models as
+        (``engine="path"``) the whole path; ``path_models_`` the list of its models as
         RuleEnsembles and ``path_index_`` the index of the chosen one.
     n_features_in_, feature_names_in_ : as in scikit-learn (names are used in the rules).
     """
 
-    result_: Any  # OAResult, PathResult or RelaxRoundResult, per method
+    result_: Any  # OAResult, PathResult or RelaxRoundResult, per engine
 
     def __init__(self, estimator: Any = None, *, n_rules: int = 10, attribute: str = "rule",
-                 method: str = "exact", reg: float | None = None, solver: str = "auto",
+                 engine: str = "exact", reg: float | None = None, solver: str = "auto",
                  time_limit: float | None = 60.0, mip_gap: float = 1e-4, prefit: bool = False,
                  node_values: str = "mean", n_lambdas: int = 50,
                  random_state: int | None = None, verbose: bool = False,
-                 gamma: float | None = None) -> None:
+                 gamma: float | None = None, method: Any = DEPRECATED) -> None:
         self.estimator = estimator
         self.n_rules = n_rules
         self.attribute = attribute
+        self.engine = engine
         self.method = method
         self.reg = reg
         self.gamma = gamma
@@ -256,7 +267,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"`n_rules` must be a non-negative integer; got {self.n_rules!r}.")
         check_choice(self.attribute, "attribute", ATTRIBUTES)
-        check_choice(self.method, "method", METHODS)
+        self._engine()
         check_choice(self.node_values, "node_values", NODE_VALUES)
         check_nonneg_float(self.reg, "reg", allow_none=True, strictly_positive=True)
         check_nonneg_float(self.gamma, "gamma", allow_none=True, strictly_positive=True)
@@ -308,6 +319,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         est = self._fitted_ensemble(X, y)
         # one clock for the selection: extraction and every phase of the method ask it
         budget = Budget.from_time_limit(self.time_limit)
+        engine = self._engine()
         self.estimator_ = est
         self.intercept_ = float(y.mean())
         sd = float(y.std())
@@ -319,14 +331,14 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         nodes = _without_empty_rules(nodes)
         self.nodes_ = nodes
         say(self.verbose, f"TreeRuleExtractor: {nodes.n_nodes} candidate nodes in "
-                          f"{budget.elapsed():.2f} s; method {self.method!r}")
+                          f"{budget.elapsed():.2f} s; engine {engine!r}")
         self.gamma_ = self._gamma(X.shape[0])
         self.reg_ = 1.0 / self.gamma_
         self._encoder = ds.encoder
         oracle = TreePruningCIP(nodes.M, yc, self.gamma_)
-        if self.method == "exact":
+        if engine == "exact":
             S, w = self._fit_exact(nodes, yc, oracle, budget)
-        elif self.method == "path":
+        elif engine == "path":
             S, w = self._fit_path(nodes, yc, budget)
         else:
             S, w = self._fit_relax_round(nodes, yc, budget)
@@ -348,6 +360,14 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         rules = [Rule(_box_conditions(nodes.lower[i], nodes.upper[i], self._encoder),
                       float(c)) for i, c in zip(S, coef, strict=True)]
         return RuleEnsemble(rules, intercept=self.intercept_, encoder=self._encoder)
+
+    def _engine(self) -> str:
+        """The selection algorithm: ``engine``, or — deprecated — ``method``."""
+        engine = renamed_param(self.engine, self.method, new="engine", old="method",
+                               new_default="exact", stacklevel=5)
+        given = "engine" if isinstance(self.method, str) and self.method == DEPRECATED \
+            else "method"
+        return check_choice(engine, given, ENGINES)
 
     def _gamma(self, n: int) -> float:
         """[PRUNE]'s γ = 1/λ from ``reg`` (or the deprecated ``gamma``)."""

@@ -87,6 +87,7 @@ def test_time_limit_returns_the_incumbent_with_a_warning():
     ({"reg": -1.0}, "reg"),
     ({"engine": "magic"}, "engine"),
     ({"init": "XYZ"}, "init"),
+    ({"preset": "XYZ"}, "preset"),
     ({"warm_start": 3}, "warm_start"),
     ({"max_thresholds": 0}, "max_thresholds"),
 ])
@@ -113,12 +114,12 @@ def test_bad_data_is_explained():
 def test_unknown_solver_has_a_hint():
     X, y = _tiny()
     with pytest.raises(Exception, match=r"solver|backend"):
-        ExactRuleEnsembleRegressor(n_rules=1, solver="gurobi-free", init=None).fit(X, y)
+        ExactRuleEnsembleRegressor(n_rules=1, solver="gurobi-free", preset=None).fit(X, y)
 
 
 def test_branch_and_bound_engine_matches_the_default():
     X, y = _tiny()
-    common = dict(n_rules=2, max_thresholds=3, reg=0.5, init=None, time_limit=60)
+    common = dict(n_rules=2, max_thresholds=3, reg=0.5, preset=None, time_limit=60)
     a = ExactRuleEnsembleRegressor(**common).fit(X, y)
     b = ExactRuleEnsembleRegressor(engine="cip-bnb", **common).fit(X, y)
     assert b.certificate_.status == "optimal"

@@ -113,7 +113,7 @@ def test_scip_on_the_mixed_table_completes_twenty_times_within_its_limit(mixed_t
     for _ in range(20):
         est = ExactRuleEnsembleRegressor(1, reg=1e-8, fit_intercept=False,
                                          thresholds=quantile_thresholds(X), engine="mip",
-                                         solver="scip", init=None, time_limit=limit)
+                                         solver="scip", preset=None, time_limit=limit)
         t0 = time.perf_counter()
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

@@ -63,7 +63,7 @@ def test_repro_never_claims_a_refuted_bound(solver: str) -> None:
         warnings.simplefilter("ignore")
         m = ExactRuleEnsembleClassifier(n_rules=3, reg=0.01, max_rule_length=1,
                                         thresholds=[[0.56]], engine="mip", solver=solver,
-                                        init=None).fit(X_REPRO, Y_REPRO)
+                                        preset=None).fit(X_REPRO, Y_REPRO)
     r = m.result_
     assert r.risk == pytest.approx(best, rel=1e-6)
     # whatever the backend did, the reported bound is valid ...

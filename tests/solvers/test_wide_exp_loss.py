@@ -18,7 +18,7 @@ X = np.array([[-0.05, -0.37], [-1.22, 0.68], [-0.44, -1.49], [-1.18, -0.78], [-0
               [-1.26, 1.1], [-1.19, 0.71], [-1.67, 0.01], [-2.6, -0.96], [0.63, -1.12],
               [-1.08, -0.79], [0.24, 0.23], [0.18, 0.17], [-1.4, -0.7], [0.34, 0.5]])
 Y = np.array([1, 0, 1, 1, 0, 1, 1, 1, 0, 0, 1, 1, 1, 1, 0])
-PARAMS = dict(n_rules=3, reg=1e-6, fit_intercept=True, init=None, time_limit=60,
+PARAMS = dict(n_rules=3, reg=1e-6, fit_intercept=True, preset=None, time_limit=60,
               thresholds=[[-1.19, -1.18], [-1.49, 0.01]])
 
 

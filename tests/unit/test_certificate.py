@@ -166,7 +166,7 @@ def fitted_certificate():
     y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
     # two rules: a one-rule squared-loss bound is re-derived by replaying the box search
     # (test_one_rule_lower_bound_is_rederived)
-    est = ExactRuleEnsembleRegressor(2, max_thresholds=4, init=None, time_limit=20).fit(X, y)
+    est = ExactRuleEnsembleRegressor(2, max_thresholds=4, preset=None, time_limit=20).fit(X, y)
     assert est.certificate_.threshold_rule == 4
     assert est.certificate_.options["threshold_source"] == "data"
     return X, y, est.certificate_
@@ -219,7 +219,7 @@ def test_explicit_thresholds_given_to_verify_are_rederived():
     X = rng.normal(size=(30, 2))
     y = 2.0 * (X[:, 0] > 0.25) + 0.1 * rng.normal(size=30)
     cuts = [[-0.5, 0.25, 1.0], [0.0]]
-    est = ExactRuleEnsembleRegressor(2, thresholds=cuts, init=None, time_limit=20).fit(X, y)
+    est = ExactRuleEnsembleRegressor(2, thresholds=cuts, preset=None, time_limit=20).fit(X, y)
     cert = est.certificate_
     assert cert.threshold_rule == "explicit" and cert.options["threshold_source"] == "explicit"
     report = verify(cert, X, y)
@@ -242,7 +242,7 @@ def test_weighted_fit_records_data_thresholds_and_verifies_with_its_weights():
     X = rng.normal(size=(40, 2))
     y = X[:, 0] + 0.1 * rng.normal(size=40)
     w = rng.integers(1, 4, size=40).astype(float)
-    est = ExactRuleEnsembleRegressor(1, max_thresholds=3, init=None, time_limit=20)
+    est = ExactRuleEnsembleRegressor(1, max_thresholds=3, preset=None, time_limit=20)
     est.fit(X, y, sample_weight=w)
     cert = est.certificate_
     assert cert.threshold_rule == 3

@@ -84,3 +84,31 @@ def test_risk_vs_k_ticks_are_integers(tmp_path, monkeypatch):
     plot_risk_vs_k(table, tmp_path / "r.png")
     ticks = figs[0].axes[0].get_xticks()
     assert len(ticks) and all(float(t).is_integer() for t in ticks)
+
+
+_PRUNE_DATA = ("--data", "d.csv", "--target", "y")
+
+
+@pytest.mark.parametrize("argv,dest,value", [
+    (["fit", "--preset", "SGB"], "preset", "SGB"),
+    (["fit", "--warm-start", "none"], "preset", "none"),  # former names: hidden aliases
+    (["fit", "--init", "CGB"], "preset", "CGB"),
+    (["fit"], "preset", "COB"),
+    (["prune", *_PRUNE_DATA, "--engine", "path"], "engine", "path"),
+    (["prune", *_PRUNE_DATA, "--method", "relax_round"], "engine", "relax_round"),
+    (["prune", *_PRUNE_DATA], "engine", "exact"),
+])
+def test_renamed_flags_keep_their_old_spelling(argv, dest, value):
+    from rulemip.cli import build_parser
+
+    args = build_parser().parse_args(argv)
+    assert getattr(args, dest) == value
+
+
+def test_hidden_aliases_stay_out_of_the_help(capsys):
+    from rulemip.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    text = capsys.readouterr().out
+    assert "--preset" in text and "--warm-start" not in text and "--init" not in text

@@ -183,7 +183,7 @@ def _bad_thresholds_cases():
 def test_exact_estimator_refuses_bad_explicit_thresholds(ths, words):
     X, y = _gap_data()
     with pytest.raises(InvalidParameterError, match=words):
-        ExactRuleEnsembleRegressor(n_rules=1, thresholds=ths, init=None,
+        ExactRuleEnsembleRegressor(n_rules=1, thresholds=ths, preset=None,
                                    time_limit=10).fit(X, y)
 
 
@@ -226,7 +226,7 @@ def test_complex_and_sparse_X_are_refused_everywhere(kind, words, entry):
             if entry == "gap_study":
                 gap_study(bad, y, 1, ["SGS"], time_limit=10)
             elif entry == "verify":
-                est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, init=None,
+                est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, preset=None,
                                                  time_limit=10).fit(X, y)
                 verify(est.certificate_, bad, y)
             else:
@@ -252,7 +252,7 @@ def test_fit_intercept_must_be_a_bool(value):
     with pytest.raises(InvalidParameterError, match="`fit_intercept` must be True or False"):
         gap_study(X, y, 1, ["SGS"], fit_intercept=value, time_limit=10)
     with pytest.raises(InvalidParameterError, match="`fit_intercept` must be True or False"):
-        ExactRuleEnsembleRegressor(n_rules=1, fit_intercept=value, init=None,
+        ExactRuleEnsembleRegressor(n_rules=1, fit_intercept=value, preset=None,
                                    time_limit=10).fit(X, y)
 
 

@@ -12,7 +12,7 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from rulemip.data.thresholds import candidate_thresholds, weighted_quantile
 from rulemip.estimators import ExactRuleEnsembleClassifier, ExactRuleEnsembleRegressor
-from rulemip.exceptions import InvalidDataError
+from rulemip.exceptions import InvalidDataError, InvalidParameterError
 
 # one rule of one condition keeps every check's fit at milliseconds (the checks test the
 # estimator's conventions, not the solver; tests/integration covers larger problems)
@@ -57,23 +57,38 @@ def test_sample_weight_equals_repeated_rows(rng):
     np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), atol=1e-8)
 
 
-def test_init_names_the_preset_and_warm_start_is_deprecated_for_it(rng):
+def test_preset_names_the_preset_and_init_and_warm_start_are_deprecated_for_it(rng):
+    # the preset was `init` in 0.3 (and `warm_start` before): both still work with a
+    # FutureWarning that names the new spelling, `preset=` (issue 23, one vocabulary)
     X, y = _data(rng)
     params = dict(n_rules=2, max_thresholds=4, reg=0.1, time_limit=30)
-    new = ExactRuleEnsembleRegressor(init="CGB", **params).fit(X, y)
+    new = ExactRuleEnsembleRegressor(preset="CGB", **params).fit(X, y)
     assert new.certificate_.options["init"] == "CGB"
-    with pytest.warns(FutureWarning, match="init="):
+    with pytest.warns(FutureWarning, match="preset='CGB'"):
         old = ExactRuleEnsembleRegressor(warm_start="CGB", **params).fit(X, y)
     assert old.certificate_.options["init"] == "CGB"
     assert old.result_.risk == pytest.approx(new.result_.risk, rel=1e-12)
-    with pytest.warns(FutureWarning, match="init=None"):
+    with pytest.warns(FutureWarning, match="`init` is deprecated.*preset='CGB'"):
+        renamed = ExactRuleEnsembleRegressor(init="CGB", **params).fit(X, y)
+    assert renamed.certificate_.options["init"] == "CGB"
+    assert renamed.result_.risk == pytest.approx(new.result_.risk, rel=1e-12)
+    with pytest.warns(FutureWarning, match="preset=None"):
         none = ExactRuleEnsembleRegressor(warm_start=None, **params).fit(X, y)
     assert np.isnan(none.boosting_risk_)
+    with pytest.warns(FutureWarning, match="preset=None"):
+        cold = ExactRuleEnsembleRegressor(init=None, **params).fit(X, y)
+    assert np.isnan(cold.boosting_risk_) and cold.init_source_ is None
+
+
+def test_giving_preset_and_its_deprecated_name_is_refused(rng):
+    X, y = _data(rng)
+    with pytest.raises(InvalidParameterError, match="set only `preset`"):
+        ExactRuleEnsembleRegressor(n_rules=1, preset="SGB", init="CGB").fit(X, y)
 
 
 def test_warm_start_true_reuses_the_previous_fit(rng):
     X, y = _data(rng, n=60)
-    est = ExactRuleEnsembleRegressor(n_rules=2, max_thresholds=5, reg=0.1, init=None,
+    est = ExactRuleEnsembleRegressor(n_rules=2, max_thresholds=5, reg=0.1, preset=None,
                                      time_limit=30).fit(X, y)
     assert est.result_.is_optimal
     first = est.result_.risk
@@ -89,7 +104,7 @@ def test_warm_start_true_reuses_the_previous_fit(rng):
 
 def test_predict_rejects_non_finite_rows(rng):
     X, y = _data(rng)
-    est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, init=None).fit(X, y)
+    est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, preset=None).fit(X, y)
     bad = X[:3].copy()
     bad[1, 0] = np.nan
     with pytest.raises(InvalidDataError, match="NaN"):
@@ -103,7 +118,7 @@ def test_categorical_dataframe_and_feature_names(rng):
     df = pd.DataFrame({"size": rng.normal(size=n),
                        "colour": rng.choice(["red", "blue", "green"], size=n)})
     y = 3.0 * (df["colour"] == "red") + 0.1 * rng.normal(size=n)
-    est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, init=None).fit(df, y)
+    est = ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=3, preset=None).fit(df, y)
     assert list(est.feature_names_in_) == ["size", "colour"]
     assert "colour" in str(est.rules_) and "red" in str(est.rules_)
     np.testing.assert_allclose(est.predict(df), est.rules_.predict(df))
@@ -115,7 +130,7 @@ def test_classifier_rejects_three_classes(rng):
     X, _ = _data(rng)
     y = np.arange(len(X)) % 3
     with pytest.raises(InvalidDataError, match="Only binary classification"):
-        ExactRuleEnsembleClassifier(n_rules=1, init=None).fit(X, y)
+        ExactRuleEnsembleClassifier(n_rules=1, preset=None).fit(X, y)
 
 
 def test_zero_thresholds_points_to_none(rng):
@@ -133,12 +148,12 @@ _SPENDS_BUDGET = pytest.mark.slow
 
 @pytest.mark.parametrize("est", [
     pytest.param(ExactRuleEnsembleRegressor(), marks=_SPENDS_BUDGET),
-    pytest.param(ExactRuleEnsembleRegressor(n_rules=2, init=None), marks=_SPENDS_BUDGET),
-    ExactRuleEnsembleClassifier(), ExactRuleEnsembleClassifier(n_rules=2, init=None),
+    pytest.param(ExactRuleEnsembleRegressor(n_rules=2, preset=None), marks=_SPENDS_BUDGET),
+    ExactRuleEnsembleClassifier(), ExactRuleEnsembleClassifier(n_rules=2, preset=None),
     # one fit returns rule A twice, the other A and a box B covering exactly the other
     # rows (intercept shifted): the same optimum, oriented canonically
     ExactRuleEnsembleClassifier(n_rules=2),
-], ids=lambda e: f"{type(e).__name__}({e.n_rules}, init={e.init})")
+], ids=lambda e: f"{type(e).__name__}({e.n_rules}, preset={e.preset})")
 def test_sample_weight_check_at_default_settings(est):
     """scikit-learn's weighted-vs-repeated check on 15 rows x 30 features: many boxes
     cover the same rows, and the fits must pick the same one (canonical representative)."""

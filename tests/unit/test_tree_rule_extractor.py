@@ -99,6 +99,7 @@ def test_fitted_node_values_extracted_once_and_used():
     ({"n_rules": 2.5}, "`n_rules` must be a non-negative integer"),
     ({"attribute": "leaves"}, "`attribute` must be one of"),
     ({"method": "greedy"}, "`method` must be one of"),
+    ({"engine": "greedy"}, "`engine` must be one of"),
     ({"node_values": "median"}, "`node_values` must be one of"),
     ({"gamma": 0.0}, "`gamma` must be > 0"),
     ({"time_limit": -1.0}, "`time_limit` must be >= 0"),
@@ -219,7 +220,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
     fake = types.ModuleType("rulemip.algorithms.cbcd")
     fake.regularization_path = regularization_path
     monkeypatch.setitem(sys.modules, "rulemip.algorithms.cbcd", fake)
-    m = TreeRuleExtractor(gb, n_rules=3, method="path", prefit=True, reg=2.0,
+    m = TreeRuleExtractor(gb, n_rules=3, engine="path", prefit=True, reg=2.0,
                           n_lambdas=7).fit(X, y)
     assert calls["n_lambdas"] == 7 and calls["gamma"] == 0.5
     assert calls["exact_blocks"] is False  # the paper's (fast) block updates
@@ -229,7 +230,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
     assert len(m.path_models_) == 5 and len(m.path_models_[4]) == 4
     assert m.path_ is m.result_
     np.testing.assert_allclose(m.predict(X), m.path_models_[3].predict(X))
-    m1 = TreeRuleExtractor(gb, n_rules=1, method="path", prefit=True).fit(X, y)
+    m1 = TreeRuleExtractor(gb, n_rules=1, engine="path", prefit=True).fit(X, y)
     assert m1.path_index_ == 1 and len(m1.rules_) == 1
 
 
@@ -237,7 +238,7 @@ def test_path_method_real():
     pytest.importorskip("rulemip.algorithms.cbcd")
     X, y = _data(60, seed=6)
     gb = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
-    m = TreeRuleExtractor(gb, n_rules=4, method="path", prefit=True, reg=1.0,
+    m = TreeRuleExtractor(gb, n_rules=4, engine="path", prefit=True, reg=1.0,
                           n_lambdas=8, time_limit=30).fit(X, y)
     costs = [float(pm.cost) for pm in m.path_.models]
     assert all(c <= 4 + 1e-9 for c in [costs[m.path_index_]])
@@ -254,7 +255,7 @@ def test_relax_round_method():
     exact = TreeRuleExtractor(gb, n_rules=3, prefit=True, reg=50.0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("error", SolveLimitWarning)
-        m = TreeRuleExtractor(gb, n_rules=3, method="relax_round", prefit=True, reg=50.0,
+        m = TreeRuleExtractor(gb, n_rules=3, engine="relax_round", prefit=True, reg=50.0,
                               time_limit=30).fit(X, y)
     assert len(m.rules_) <= 3
     for i in m.selected_:
@@ -276,7 +277,7 @@ def test_empty_rule_is_never_selected_even_when_free(method):
                                     random_state=0).fit(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SolveLimitWarning)
-        ex = TreeRuleExtractor(est, prefit=True, attribute="depth", n_rules=6, method=method,
+        ex = TreeRuleExtractor(est, prefit=True, attribute="depth", n_rules=6, engine=method,
                                reg=1.0, n_lambdas=15, time_limit=5).fit(X, y)
     assert all(len(rule.conditions) > 0 for rule in ex.rules_.rules)
     assert np.all(ex.nodes_.depth[ex.selected_] > 0)
@@ -329,7 +330,25 @@ def test_mip_gap_is_the_certification_tolerance_and_one_budget_is_passed(monkeyp
 @pytest.mark.parametrize("method", ["exact", "path", "relax_round"])
 def test_verbose_reports_on_stderr(method, capsys):
     X, y = _data(40)
-    TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, method=method, n_lambdas=5,
+    TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, engine=method, n_lambdas=5,
                       verbose=True).fit(X, y)
     err = capsys.readouterr().err
     assert "candidate nodes" in err and "rules, q =" in err
+
+
+def test_method_is_the_deprecated_name_of_engine():
+    # issue 23 (one vocabulary): the selection algorithm is `engine`, as on the exact
+    # estimators; `method` still works with a FutureWarning naming the new spelling
+    X, y = _data(40)
+    gb = _small_gb().fit(X, y)
+    new = TreeRuleExtractor(gb, n_rules=2, reg=2.0, engine="relax_round", prefit=True).fit(X, y)
+    with pytest.warns(FutureWarning, match="use `engine='relax_round'`"):
+        old = TreeRuleExtractor(gb, n_rules=2, reg=2.0, method="relax_round",
+                                prefit=True).fit(X, y)
+    np.testing.assert_array_equal(np.sort(old.selected_), np.sort(new.selected_))
+    assert old.objective_ == new.objective_
+    assert type(old.result_) is type(new.result_)
+    exact = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
+    assert type(exact.result_) is not type(new.result_)  # the alias changed the engine
+    with pytest.raises(InvalidParameterError, match="set only `engine`"):
+        TreeRuleExtractor(gb, engine="path", method="exact", prefit=True).fit(X, y)
