@@ -15,7 +15,7 @@ from rulemip.algorithms.tangent_cuts import (
 )
 from rulemip.model import MIPModel
 from rulemip.solvers.base import Capability, get_backend
-from rulemip.solvers.result import SolveOptions, TerminationReason
+from rulemip.solvers.result import Limit, SolveOptions, TerminationReason
 
 pytestmark = pytest.mark.solver
 highspy = pytest.importorskip("highspy")
@@ -116,3 +116,40 @@ def test_start_is_used_as_incumbent() -> None:
                                   lp_rounds=0)
     assert res.history[0]["ub"] <= sf.objective_value(start) + 1e-12
     assert res.bounds.primal == pytest.approx(_brute(m), rel=1e-7)
+
+
+#: (objective, bound) of the tangent-cut driver on ``_model(loss, offdiag)`` as the
+#: closure-based driver returned them before issue 23 (HiGHS, time limit 30 s, defaults):
+#: a refactor of the loop must reproduce them with the same status (OPTIMAL)
+PREVIOUS = {
+    ("squared", False): (1.9625000000000001, 1.9624998884200802),
+    ("squared", True): (2.162499999999999, 2.1624999999999988),
+    ("logistic", False): (1.1331220729381286, 1.1331220729381286),
+    ("logistic", True): (1.2130075659799042, 1.2130075659799042),
+    ("poisson", False): (0.8610266217313876, 0.8610266217313876),
+    ("poisson", True): (1.0201675359609101, 1.0201675359609101),
+}
+
+
+@pytest.mark.parametrize(("loss", "offdiag"), sorted(PREVIOUS))
+def test_same_objective_bound_and_status_as_before(loss: str, offdiag: bool) -> None:
+    sf = _model(loss, offdiag).to_standard_form()
+    res = solve_with_tangent_cuts(sf, "highs", SolveOptions(time_limit=30))
+    objective, bound = PREVIOUS[(loss, offdiag)]
+    assert res.termination is TerminationReason.OPTIMAL and res.limit is None
+    assert res.bounds.primal == pytest.approx(objective, rel=1e-9, abs=1e-12)
+    assert res.bounds.dual == pytest.approx(bound, rel=1e-9, abs=1e-12)
+    assert res.bounds.primal == pytest.approx(_brute(_model(loss, offdiag)), rel=1e-9)
+
+
+def test_a_spent_budget_stops_like_a_zero_time_limit() -> None:
+    from rulemip.budget import Budget
+
+    sf = _model("logistic").to_standard_form()
+    spent = solve_with_tangent_cuts(sf, "highs", SolveOptions(time_limit=30),
+                                    budget=Budget.from_time_limit(0.0))
+    zero = solve_with_tangent_cuts(sf, "highs", SolveOptions(time_limit=0.0))
+    for res in (spent, zero):
+        assert res.termination is not TerminationReason.OPTIMAL
+        assert res.limit is Limit.TIME and res.master_solves == 0
+    assert spent.bounds.dual == zero.bounds.dual
