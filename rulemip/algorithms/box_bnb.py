@@ -24,7 +24,9 @@ tangent planes are dual functions, module docstring of ``box_oracles``), so for 
 :math:`\bar z \in P`,
 :math:`\min_P R \ge R(\bar z) + \min_{v \in P} \nabla R(\bar z)^\top (v - \bar z)`
 (the Frank–Wolfe dual bound). The inner minimum is a linear program over P solved
-exactly by a greedy rule (:func:`_lmo`). Every Frank–Wolfe iterate gives a valid bound;
+exactly by a greedy rule (:func:`_lmo`); the iterations are
+:func:`rulemip.algorithms.frank_wolfe.frank_wolfe_bound`. Every Frank–Wolfe iterate gives a
+valid bound;
 the node keeps the best one, less a relative margin of 1e-9 for round-off, and the larger
 of it and its parent's bound. Nodes whose bound reaches the incumbent (within
 ``rel_tol``) are pruned; the reported lower bound is the least bound of the pruned and
@@ -39,6 +41,7 @@ fixing z_b ≥ 1 removes the relaxation's gain on selected boxes and the caps
 
 from __future__ import annotations
 
+import functools
 import heapq
 import itertools
 import time
@@ -48,6 +51,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.box_search import local_search
+from rulemip.algorithms.frank_wolfe import frank_wolfe_bound
 from rulemip.budget import Budget
 from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions
 
@@ -55,8 +59,6 @@ FloatArray = NDArray[np.float64]
 BoolArray = NDArray[np.bool_]
 
 __all__ = ["BnBResult", "branch_and_bound"]
-
-_MARGIN = 1e-9
 
 
 @dataclass(frozen=True)
@@ -117,40 +119,6 @@ def _lmo(g: FloatArray, lo: FloatArray, up: FloatArray, k: int, free: BoolArray 
             v[b] += add
             budget -= add
     return v
-
-
-def _frank_wolfe(ev: _Evaluator, lo: FloatArray, up: FloatArray, k: int, free: BoolArray,
-                 z: FloatArray, threshold: float, iters: int
-                 ) -> tuple[float, FloatArray]:
-    """Best Frank–Wolfe dual bound on min_P R (module docstring) and the last iterate.
-    Stops once the bound reaches ``threshold`` or an iterate's value falls below it (then
-    the relaxation cannot reach it)."""
-    best = -np.inf
-    val, g = ev.value_and_gradient(z)
-    for _ in range(iters):
-        v = _lmo(g, lo, up, k, free)
-        d = v - z
-        slope = float(g @ d)
-        best = max(best, val + slope - _MARGIN * max(1.0, abs(val)))
-        if best >= threshold or val < threshold or -slope <= 1e-9 * max(1.0, abs(val)):
-            break
-        # exact line search on the convex segment by bisection on the derivative
-        a, b = 0.0, 1.0
-        _, gb = ev.value_and_gradient(z + d)
-        if float(gb @ d) < 0.0:
-            a = 1.0
-        else:
-            for _ in range(10):
-                m = 0.5 * (a + b)
-                _, gm = ev.value_and_gradient(z + m * d)
-                if float(gm @ d) < 0.0:
-                    a = m
-                else:
-                    b = m
-        step = a if a == 1.0 else 0.5 * (a + b)
-        z = z + step * d
-        val, g = ev.value_and_gradient(z)
-    return best, z
 
 
 def _support_leaf(ev: _Evaluator, F: tuple[int, ...], B: int, k: int
@@ -231,7 +199,9 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
         z = np.clip(zw, lo, up)
         if z.sum() > k + 1e-12 or z[free].sum() < 1.0 - 1e-12:
             z = _lmo(ev.value_and_gradient(z)[1], lo, up, k, free)
-        bound, z = _frank_wolfe(ev, lo, up, k, free, z, prune_level(), fw_iters)
+        bound, z = frank_wolfe_bound(
+            ev.value_and_gradient, functools.partial(_lmo, lo=lo, up=up, k=k, free=free),
+            z, threshold=prune_level(), max_iter=fw_iters)
         bound = max(bound, parent_bound)
         if bound >= prune_level():
             pruned_min = min(pruned_min, bound)

@@ -6,7 +6,12 @@ import scipy.sparse as sp
 from test_relax_and_round import _brute, _cvxpy_relaxation, _feasible, _instance
 
 from rulemip.algorithms.cbcd import path_clique_matrix
-from rulemip.algorithms.frank_wolfe import ForestLMO, antichain_min, frank_wolfe_relaxation
+from rulemip.algorithms.frank_wolfe import (
+    ForestLMO,
+    antichain_min,
+    frank_wolfe_bound,
+    frank_wolfe_relaxation,
+)
 from rulemip.algorithms.knapsack_conflicts import forest_penalized
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -144,3 +149,50 @@ def test_relax_and_round_fw_agrees_with_oa():
     assert _feasible(nodes, fw.z, a, 3) and len(fw.relaxation_history) > 0
     with pytest.raises(InvalidParameterError, match="relaxation"):
         relax_and_round(nodes, y, n_rules=3, relaxation="bogus")
+
+
+def _quadratic(c):
+    """f(z) = ½‖z − c‖² with its gradient, and the LMO of the unit box [0, 1]^n."""
+    def value_and_gradient(z):
+        return 0.5 * float((z - c) @ (z - c)), z - c
+
+    def box_lmo(g):
+        return (g < 0).astype(float)
+
+    return value_and_gradient, box_lmo
+
+
+def test_frank_wolfe_bound_is_exact_at_a_vertex_optimum():
+    # the minimizer of ½‖z − c‖² over [0,1]^3 for c = (2, −1, 3) is the vertex (1, 0, 1),
+    # value ½(1 + 1 + 4) = 3: one LMO call finds it and the bound is tight up to the margin
+    c = np.array([2.0, -1.0, 3.0])
+    fg, lmo = _quadratic(c)
+    bound, z = frank_wolfe_bound(fg, lmo, np.zeros(3), max_iter=50)
+    np.testing.assert_allclose(z, [1.0, 0.0, 1.0])
+    assert 3.0 - 1e-8 <= bound <= 3.0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frank_wolfe_bound_is_valid_and_closes_on_an_interior_optimum(seed):
+    rng = np.random.default_rng(seed)
+    c = rng.uniform(-0.5, 1.5, size=6)
+    optimum = 0.5 * float(np.sum((c - np.clip(c, 0.0, 1.0)) ** 2))
+    fg, lmo = _quadratic(c)
+    few, _ = frank_wolfe_bound(fg, lmo, np.zeros(6), max_iter=3)
+    many, z = frank_wolfe_bound(fg, lmo, np.zeros(6), max_iter=400)
+    assert few <= many <= optimum + 1e-12      # every bound is valid, the best one kept
+    assert fg(z)[0] >= optimum - 1e-12
+    assert many >= optimum - 0.05              # and it closes in on the minimum
+
+
+def test_frank_wolfe_bound_stops_at_the_threshold():
+    c = np.array([2.0, -1.0, 3.0])
+    fg, lmo = _quadratic(c)
+    calls = []
+
+    def counted(z):
+        calls.append(1)
+        return fg(z)
+
+    bound, _ = frank_wolfe_bound(counted, lmo, np.zeros(3), threshold=-1.0, max_iter=50)
+    assert bound >= -1.0 and len(calls) == 1   # the first bound already prunes
