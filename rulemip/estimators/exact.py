@@ -56,6 +56,8 @@ WARM_START_SHARE = 0.3
 #: squared loss: share of the time left after the warm start for the local phase (every
 #: start ended 1-swap optimal, docs/explanation/local_optimality.md) before the engine
 LOCAL_START_SHARE = 0.25
+#: squared loss: share of the time left that the SGB start of the local phase may use
+SGB_START_SHARE = 0.1
 #: share of the time left after the local phase given to the exact engine; the rest (and
 #: whatever the engine leaves unspent) goes to swaps and kicks from the engine's model
 ENGINE_SHARE = 0.8
@@ -267,15 +269,13 @@ class _ExactBase(BaseEstimator):
         if start is not None:
             starts.append((self.init_source_ or "warm start", start))
         if self._init_preset() != "SGB" and not budget.expired():
-            left = budget.remaining()
             sgb = RuleBooster.from_preset(
                 "SGB", n_rules=self.n_rules, loss=self.loss, reg=self.reg,
                 fit_intercept=self.fit_intercept, thresholds=thresholds,
-                max_rule_length=self.max_rule_length,
-                time_limit=None if left is None else 0.1 * left)
+                max_rule_length=self.max_rule_length)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SolveLimitWarning)
-                sgb.fit(ds)
+                sgb.fit(ds, budget=budget.fraction(SGB_START_SHARE))
             starts.append(("SGB", sgb.ensembles_[-1]))
         tree = threshold_tree_rules(ds, thresholds, self.n_rules + 1, self.max_rule_length)
         if tree:
