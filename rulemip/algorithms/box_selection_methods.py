@@ -171,9 +171,9 @@ class BoxSelectionSearch(BoxSelectionCIP):
                                   threads=threads)
             notes.append(f"relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")
             hint, relaxed = rel.bound, rel.points
-        opts = OAOptions(time_limit=budget.remaining(), abs_tol=1e-12, rel_tol=mip_gap,
-                         solver=backend, threads=threads, seed=seed, callback=callback,
-                         **self.oa_options)
+        opts = OAOptions(time_limit=budget.remaining(), budget=budget, abs_tol=1e-12,
+                         rel_tol=mip_gap, solver=backend, threads=threads, seed=seed,
+                         callback=callback, **self.oa_options)
         oa = OuterApproximation(prob.oracle, prob.model, "z", opts, lower_bound_hint=hint)
         for name, val in prob.bound_parts.items():
             notes.append(f"combinatorial bound {name}: {val:.10g}"
@@ -204,7 +204,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
         ro = OuterApproximation(prob.oracle, prob.model, "z",
                                 OAOptions(time_limit=None if remaining is None
                                           else remaining / 4.0,
-                                          rel_tol=1e-4, abs_tol=1e-12,
+                                          budget=budget, rel_tol=1e-4, abs_tol=1e-12,
                                           max_iter=max(self.relaxation_iters, 1), relax=True,
                                           solver=backend, threads=threads, seed=seed),
                                 lower_bound_hint=prob.bound)

@@ -407,8 +407,10 @@ class ColumnGeneration:
             x=sub.z, lower_bound=bound, finished=not out_of_time,
             limit=Limit.TIME if out_of_time else
             (Limit.OTHER if relative_gap(sub.result.risk, bound) > mip_gap else None),
-            method="pricing", backend=sub.result.backend,
-            backend_version=sub.result.backend_version, iterations=pricer.rounds,
+            # the restricted relaxations ran on the master backend (whatever searched the
+            # last integer phase: its method is in the notes)
+            method="pricing", backend=backend.name, backend_version=backend.version(),
+            iterations=pricer.rounds,
             notes=(*notes, *sub.result.notes), no_solution=sub.result.termination)
 
 

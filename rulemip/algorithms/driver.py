@@ -1,20 +1,25 @@
-r"""One driver for the exact k-rule engines, and the registries behind ``engine=``.
+r"""One driver for every exact k-rule engine, and the registries behind ``engine=``.
 
-:func:`solve` runs any :class:`~rulemip.formulations.protocol.Formulation`: it resolves the
-backend once (:func:`rulemip.solvers.base.resolve_backend`, refusing before any work what
-the backend cannot do), builds the model within the :class:`~rulemip.budget.Budget`, solves
-natively or by tangent-cut outer approximation (:mod:`rulemip.algorithms.tangent_cuts`)
-with the *remaining* time, decodes the incumbent and recomputes its risk from the data, and
-decides the status once (:func:`rulemip.solvers.status.promote`). A limit returns the best
-known model — the warm start when the backend found nothing — never an error.
+:func:`solve` runs any :class:`~rulemip.formulations.protocol.Formulation` on one path: it
+resolves the backend once (:func:`rulemip.solvers.base.resolve_backend`, refusing before
+any work what the backend cannot do; a backend object is only checked), builds the model
+within the :class:`~rulemip.budget.Budget`, then solves natively, by tangent-cut outer
+approximation (:mod:`rulemip.algorithms.tangent_cuts`), or — for an
+:class:`~rulemip.formulations.protocol.OracleFormulation` (the box-selection CIP, column
+generation) — calls the formulation's search with the backend as its master, all with
+the *remaining* time; :func:`decide` then decodes the incumbent, recomputes its risk from
+the data and decides the status once (:func:`rulemip.solvers.status.promote`). A limit
+returns the best known model — the warm start when nothing was found — never an error.
 
 Engines are *methods* in a registry: :func:`register_method` adds a function with the
 signature of :func:`solve_exact`'s keywords (it receives those it accepts),
-:func:`register_formulation` adds a formulation class solved by :func:`solve`.
-:func:`solve_exact` — the stable entry point of estimators, the command line and gap
-studies — chooses a method and checks what it returned: the ensemble's risk is recomputed
-from the data, and a bound the recomputed risk refutes is never reported as proved.
-``docs/architecture.md`` draws the whole picture.
+:func:`register_formulation` adds a formulation solved by :func:`solve`. The built-in
+engines register themselves in their own modules (this module imports none of them;
+``rulemip/algorithms/__init__.py`` does). :func:`solve_exact` — the stable entry point of
+estimators, the command line and gap studies — chooses a method, resolves the solver once
+(:func:`check_solver`) and checks what the method returned: the ensemble's risk is
+recomputed from the data, and a bound the recomputed risk refutes is never reported as
+proved. ``docs/architecture.md`` draws the whole picture.
 """
 
 from __future__ import annotations
@@ -320,7 +325,7 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
     """
     def method(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
                fit_intercept: bool, thresholds: Sequence[FloatArray],
-               max_rule_length: int | None, solver: str, budget: Budget,
+               max_rule_length: int | None, solver: str | SolverBackend, budget: Budget,
                mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
                callback: Callback | None) -> ExactResult:
         formulation = factory(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
@@ -433,33 +438,39 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
     return "mip"
 
 
-def check_solver(engine: str, solver: str, *, loss: str = "squared", reg: float = 1e-3
-                 ) -> None:
-    """Refuse, before any work (warm starts included), a ``solver`` the chosen ``engine``
-    cannot use: :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
-    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy."""
+def check_solver(engine: str, solver: str | SolverBackend, *, loss: str = "squared",
+                 reg: float = 1e-3) -> SolverBackend:
+    """Resolve, before any work (warm starts included), the backend of ``solver`` for the
+    chosen ``engine`` — the one resolution of a fit: pass the backend it returns on as
+    ``solver`` (:func:`solve_exact`, :func:`solve` then only check its capabilities).
+    A backend the engine cannot use is refused with
+    :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
+    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy; an engine that
+    needs no solver still gets the named backend checked to exist (an unknown name or a
+    missing package fails here, with the install hint)."""
     spec = method_spec(engine)
     if spec.solver_needs is None:
-        return
+        return resolve_backend(solver, set(), outer_approximation=False)[0]
     needs, oa = spec.solver_needs(loss, reg)
-    resolve_backend(solver, needs, outer_approximation=oa)
+    return resolve_backend(solver, needs, outer_approximation=oa)[0]
 
 
 def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
                 fit_intercept: bool = True, thresholds: Sequence[FloatArray],
                 max_rule_length: int | None = None, engine: str = "auto",
-                solver: str = "auto", time_limit: float | None = None,
+                solver: str | SolverBackend = "auto", time_limit: float | None = None,
                 mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                 seed: int = 0, callback: Callback | None = None,
                 budget: Budget | None = None) -> ExactResult:
     """Solve for the best ensemble of at most ``n_rules`` rules over ``thresholds`` with
     the engine ``engine`` (module docstring); ``budget`` is the fit's time budget
-    (``time_limit`` may only shorten it)."""
+    (``time_limit`` may only shorten it). ``solver`` is resolved here once
+    (:func:`check_solver`) and the engine receives the backend."""
     clock = Budget.coerce(budget, time_limit)
     chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
                            loss=loss)
     spec = method_spec(chosen)
-    check_solver(chosen, solver, loss=loss, reg=reg)
+    backend = check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:
         raise InvalidParameterError(
             f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
@@ -467,7 +478,7 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     offered: dict[str, Any] = {
         "loss": loss, "reg": reg, "fit_intercept": fit_intercept,
         "thresholds": list(thresholds), "max_rule_length": max_rule_length,
-        "solver": solver, "time_limit": clock.remaining(), "budget": clock,
+        "solver": backend, "time_limit": clock.remaining(), "budget": clock,
         "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed,
         "callback": with_gap(callback)}
     accepted = spec.accepted()
