@@ -46,7 +46,6 @@ Every step reads the fit's one :class:`~rulemip.budget.Budget`.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -305,7 +304,6 @@ class ColumnGeneration:
                | None = None) -> SearchOutcome:
         """Steps 1-5 of the module docstring; the reported bound is valid for the whole
         candidate set."""
-        t0 = time.perf_counter()
         dataset, cells, work, space = built.dataset, built.cells, built.work, built.space
         n_rules, reg = self.n_rules, self.reg
         max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
@@ -325,12 +323,11 @@ class ColumnGeneration:
                          fit_intercept=self.fit_intercept, max_props=max_props,
                          solver=backend, seed=seed, beam_width=self.beam_width,
                          max_columns=self.max_columns, bound=one_rule_bound,
-                         callback=callback, t0=t0)
+                         callback=callback, clock=budget)
         if warm_start is not None:
             pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
                                                      sample_weight=dataset.sample_weight))
-        pricer.run(None if remaining is None
-                   else time.perf_counter() + PRICING_SHARE * remaining)
+        pricer.run(budget.within(None if remaining is None else PRICING_SHARE * remaining))
         prob = pricer.prob
         if len(work) == 0:
             built.problem = prob
@@ -368,8 +365,8 @@ class ColumnGeneration:
         if not pricer.converged and sub.result.ensemble is not None and \
                 (remaining is None or remaining > 0.5):
             n_before = len(work)
-            pricer.run(None if remaining is None else
-                       time.perf_counter() + (1.0 - FINAL_INTEGER_SHARE) * remaining)
+            pricer.run(budget.within(None if remaining is None
+                                     else (1.0 - FINAL_INTEGER_SHARE) * remaining))
             prob = pricer.prob
             if len(work) > n_before and not budget.expired():
                 again = integer_phase(prob, sub.result.ensemble)
@@ -481,13 +478,13 @@ class _Pricer:
                  fit_intercept: bool, max_props: int | None, solver: str | SolverBackend,
                  seed: int,
                  beam_width: int, max_columns: int, bound: float,
-                 callback: Callable[[dict[str, Any]], None] | None, t0: float) -> None:
+                 callback: Callable[[dict[str, Any]], None] | None, clock: Budget) -> None:
         self.cip, self.dataset, self.cells, self.work, self.space = \
             cip, dataset, cells, work, space
         self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
         self.max_props, self.solver, self.seed = max_props, solver, seed
         self.beam_width, self.max_columns = beam_width, max_columns
-        self.callback, self.t0 = callback, t0
+        self.callback, self.clock = callback, clock
         self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
         self.bound = max(self.prob.bound, bound)
         self.z = np.zeros(len(work))
@@ -508,21 +505,22 @@ class _Pricer:
                                               self.work.candidate_boxes())
         return self.prob
 
-    def run(self, until: float | None) -> None:
-        """Price until ``until`` (a ``perf_counter`` time), convergence or the column cap."""
+    def run(self, share: Budget) -> None:
+        """Price within ``share`` (a budget derived from the fit's), until convergence or
+        the column cap."""
         self.refresh()
         cells, reg = self.cells, self.reg
         while len(self.work) < self.max_columns:
-            left = None if until is None else until - time.perf_counter()
-            if left is not None and left <= 0:
+            if share.expired():
                 return
+            left = share.remaining()
             if len(self.work):
                 self.z = _restricted_relaxation(self.prob, self.cuts, self.z, left,
                                                 self.solver, self.seed)
             value, grad = self.prob.oracle.value_and_gradient(self.z)
             objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
             best_inside = float(-grad.min(initial=0.0))
-            left = None if until is None else max(until - time.perf_counter(), 0.0)
+            left = share.remaining()
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
             found = find_rule(self.space, objective, search="beam",
@@ -531,7 +529,7 @@ class _Pricer:
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
-                left = None if until is None else max(until - time.perf_counter(), 0.0)
+                left = share.remaining()
                 found = find_rule(self.space, objective, max_rule_length=self.max_props,
                                   allow_empty=not self.fit_intercept, time_limit=left)
             self.rounds += 1
@@ -546,7 +544,7 @@ class _Pricer:
                 self.callback({"iteration": self.rounds, "ub": self.incumbent,
                                "lb": self.bound,
                                "gap": relative_gap(self.incumbent, self.bound),
-                               "relaxation": value, "time": time.perf_counter() - self.t0,
+                               "relaxation": value, "time": self.clock.elapsed(),
                                "columns": len(self.work)})
             if not _prices_out(found.value, best_inside, reg, cells.total_weight):
                 self.converged = exact and found.certified
