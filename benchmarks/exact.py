@@ -194,11 +194,14 @@ def solve_conic_scip(ds: Dataset, k: int, reg: float, thresholds: Sequence[np.nd
     lb = min(lb, risk)
     gap = relative_gap(risk, lb)
     ok = gap <= max(mip_gap, 1e-5)
-    return ExactResult(ens, risk, lb, gap,
-                       TerminationReason.OPTIMAL if ok else TerminationReason.FEASIBLE,
-                       None if ok else Limit.TIME, time.perf_counter() - t0,
-                       int(m.getNNodes()), "cip", "scip-conic", m.version(), B,
-                       prob.cells.n_cells, True, (m.getStatus(),))
+    return ExactResult(ensemble=ens, risk=risk, lower_bound=lb, gap=gap,
+                       termination=TerminationReason.OPTIMAL if ok
+                       else TerminationReason.FEASIBLE,
+                       limit=None if ok else Limit.TIME, wall_time=time.perf_counter() - t0,
+                       iterations=int(m.getNNodes()), engine="cip", method="conic",
+                       backend="scip-conic", backend_version=m.version(), n_boxes=B,
+                       n_cells=prob.cells.n_cells, bound_valid=True,
+                       notes=(m.getStatus(),))
 
 
 @dataclass

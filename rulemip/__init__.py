@@ -40,6 +40,8 @@ _EXPORTS: dict[str, str] = {
     "RGBRegressor": "rulemip.estimators",
     # extension points (docs/howto/add_formulation.md, docs/howto/backends.md)
     "Formulation": "rulemip.formulations.protocol",
+    "OracleFormulation": "rulemip.formulations.protocol",
+    "SearchOutcome": "rulemip.formulations.protocol",
     "register_formulation": "rulemip.algorithms.driver",
     "register_method": "rulemip.algorithms.driver",
     "solve": "rulemip.algorithms.driver",

@@ -1,1 +1,16 @@
-"""rulemip.algorithms (see docs/architecture.md)."""
+"""rulemip.algorithms (see docs/architecture.md).
+
+Importing the package registers the built-in engines, each in its own module (the generic
+driver, :mod:`rulemip.algorithms.driver`, imports none of them): ``"cip"`` and
+``"cip-bnb"`` (:mod:`~rulemip.algorithms.box_selection_methods`), ``"mip"``
+(:mod:`~rulemip.algorithms.interval_cover_engine`), ``"cg"``
+(:mod:`~rulemip.algorithms.column_generation`) and ``"cell-bnb"``
+(:mod:`~rulemip.algorithms.cell_bnb`), in that order (the order of ``ENGINES``).
+"""
+
+# isort: off
+from rulemip.algorithms import box_selection_methods  # noqa: F401  (registers on import)
+from rulemip.algorithms import interval_cover_engine  # noqa: F401
+from rulemip.algorithms import column_generation  # noqa: F401
+from rulemip.algorithms import cell_bnb  # noqa: F401
+# isort: on

@@ -1,19 +1,23 @@
 """Solving the k-rule box-selection CIP: exact enumeration, outer approximation over the
-box oracle, or branch and bound over boxes.
+box oracle, or branch and bound over boxes — the search hook of the ``"cip"`` and
+``"cip-bnb"`` engines.
 
 The formulation (cells, candidate boxes, the oracle :math:`R(z)`, the feasibility model,
-decoding and encoding) is :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`; the
-methods that solve it live here, above it in the layers, and reach the solver only through
-the outer-approximation engine (:mod:`rulemip.algorithms.outer_approximation`). Statuses are
-decided by :func:`rulemip.solvers.status.promote`. ``docs/explanation/box_selection.md``
-states the math.
+decoding and encoding) is :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`;
+:class:`BoxSelectionSearch` adds the protocol's search and relaxation hooks
+(:class:`~rulemip.formulations.protocol.OracleFormulation`), so the driver
+(:func:`rulemip.algorithms.driver.solve`) runs it on the one path of every engine: one
+backend resolution, one budget, one decode, one status (:func:`rulemip.solvers.status.
+promote`). The searches reach the solver only through the outer-approximation engine
+(:mod:`rulemip.algorithms.outer_approximation`), with the backend the driver resolved.
+``docs/explanation/box_selection.md`` states the math.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -22,189 +26,232 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.box_bnb import branch_and_bound
 from rulemip.algorithms.box_search import local_search
+from rulemip.algorithms.driver import register_formulation, solve
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import SquaredBoxOracle, enumerate_optimum, n_supports
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
+from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules.ensemble import RuleEnsemble
-from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, resolve_backend
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import Limit, TerminationReason
 from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
+Callback = Callable[[dict[str, Any]], Any]
 
 _LOCAL_SEARCH_KICKS = 50  # kicks of the incumbent search (capped by local_search_time)
+METHODS = ("auto", "oa", "enumerate", "bnb")
 
 
-def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, **options: Any
-                        ) -> ExactResult:
-    """Certified best k-rule ensemble of ``cip`` on ``dataset``; ``options`` are those of
-    :meth:`_BoxSelectionRun.solve` (method, solver, time_limit, mip_gap, warm_start, …)."""
-    return _BoxSelectionRun(cip).solve(dataset, **options)
+class BoxSelectionSearch(BoxSelectionCIP):
+    """The box-selection CIP with its search (an
+    :class:`~rulemip.formulations.protocol.OracleFormulation`).
 
+    Parameters
+    ----------
+    n_rules, loss, reg, fit_intercept, thresholds, max_thresholds, max_rule_length : those
+        of :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`.
+    method : ``"oa"`` (outer approximation), ``"enumerate"`` (exact enumeration of
+        supports with monotonicity pruning — for few boxes; its bound does not weaken
+        as the ridge goes to 0) or ``"auto"`` (enumerate when there are at most
+        ``enumeration_limit`` supports — 100× fewer for logistic/Poisson, whose
+        evaluations are refits — within half the time limit, 20 s without one, then
+        OA seeded with the enumeration's incumbent; else OA), or ``"bnb"`` (squared loss
+        only: best-first branch and bound over boxes with Frank–Wolfe bounds of the
+        node relaxations, :mod:`rulemip.algorithms.box_bnb`; its incumbent search
+        uses ``local_search_time``). ``engine`` is ``"cip-bnb"`` for ``"bnb"``, else
+        ``"cip"``.
+    initial_cuts : OA seeding: ``"greedy"`` (z = 0 and the greedy path, default),
+        ``"all"`` (also every single box, up to 200) or ``"none"`` (warm start only).
+    relaxation_iters : if > 0 (default 200), first run OA on the continuous relaxation
+        (LP masters, :meth:`relaxation`) for at most this many iterations; its cuts seed
+        the integer master and its bound (a bound of the relaxation, hence of the
+        problem) bounds ν below.
+    combinatorial_bounds : bound ν below by the combinatorial bounds of
+        :meth:`build` (default); off only to measure what they buy.
+    local_search_time : cap in seconds (and at most a tenth of the remaining time)
+        on the swap local search with 50 kicks (:mod:`rulemip.algorithms.box_search`)
+        run from the best seeded point before OA starts; reproducible for a fixed
+        ``seed`` whenever the cap is not reached. It improves the incumbent only (bounds
+        are untouched). 0 disables it.
+    oa_options : further :class:`~rulemip.algorithms.outer_approximation.OAOptions`
+        fields (e.g. ``{"adaptive_master_gap": False}``).
+    problem : an already built problem to search (e.g. restricted to a working set of
+        boxes by column generation); default :meth:`build` on the dataset.
+    """
 
-class _BoxSelectionRun:
-    """One solve of a :class:`BoxSelectionCIP` (the methods below share its settings)."""
-
-    def __init__(self, cip: BoxSelectionCIP) -> None:
-        self.cip = cip
-        self.n_rules = cip.n_rules
-        self.loss = cip.loss
-        self.build = cip.build
-
-    # ------------------------------------------------------------------ solve
-    def solve(self, dataset: Dataset, *, warm_start: RuleEnsemble | None = None,
-              solver: str = "highs", time_limit: float | None = None, mip_gap: float = 1e-6,
-              callback: Callable[[dict[str, Any]], None] | None = None, seed: int = 0,
-              threads: int | None = None, method: str = "auto",
-              initial_cuts: str = "greedy", enumeration_limit: int = 5_000_000,
-              relaxation_iters: int = 200, combinatorial_bounds: bool = True,
-              local_search_time: float = 5.0,
-              oa_options: dict[str, Any] | None = None,
-              problem: BoxSelectionProblem | None = None) -> ExactResult:
-        """Certified best k-rule ensemble (module docstring).
-
-        Parameters
-        ----------
-        method : ``"oa"`` (outer approximation), ``"enumerate"`` (exact enumeration of
-            supports with monotonicity pruning — for few boxes; its bound does not weaken
-            as the ridge goes to 0) or ``"auto"`` (enumerate when there are at most
-            ``enumeration_limit`` supports — 100× fewer for logistic/Poisson, whose
-            evaluations are refits — within half the time limit, 20 s without one, then
-            OA seeded with the enumeration's incumbent; else OA), or ``"bnb"`` (squared loss
-            only: best-first branch and bound over boxes with Frank–Wolfe bounds of the
-            node relaxations, :mod:`rulemip.algorithms.box_bnb`; its incumbent search
-            uses ``local_search_time``).
-        initial_cuts : OA seeding: ``"greedy"`` (z = 0 and the greedy path, default),
-            ``"all"`` (also every single box, up to 200) or ``"none"`` (warm start only).
-        relaxation_iters : if > 0 (default 200), first run OA on the continuous relaxation
-            (LP masters) for at most this many iterations; its cuts seed the integer master and its
-            bound (a bound of the relaxation, hence of the problem) bounds ν below.
-        combinatorial_bounds : bound ν below by the combinatorial bounds of
-            :meth:`build` (default); off only to measure what they buy.
-        local_search_time : cap in seconds (and at most a tenth of the remaining time limit)
-            on the swap local search with 50 kicks (:mod:`rulemip.algorithms.box_search`)
-            run from the best seeded point before OA starts; reproducible for a fixed
-            ``seed`` whenever the cap is not reached. It improves the incumbent only (bounds
-            are untouched). 0 disables it.
-        oa_options : further :class:`~rulemip.algorithms.outer_approximation.OAOptions`
-            fields (e.g. ``{"adaptive_master_gap": False}``).
-        problem : an already built problem to solve (e.g. restricted to a working set of
-            boxes by column generation); default ``cip.build(dataset)``.
-        """
-        t0 = time.perf_counter()
-        check_nonneg_float(time_limit, "time_limit", allow_none=True)
-        check_nonneg_float(mip_gap, "mip_gap")
-        if method not in ("auto", "oa", "enumerate", "bnb"):
+    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
+                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
+                 max_thresholds: int | None = None, max_rule_length: int | None = None, *,
+                 method: str = "auto", initial_cuts: str = "greedy",
+                 enumeration_limit: int = 5_000_000, relaxation_iters: int = 200,
+                 combinatorial_bounds: bool = True, local_search_time: float = 5.0,
+                 oa_options: dict[str, Any] | None = None,
+                 problem: BoxSelectionProblem | None = None) -> None:
+        super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                         thresholds=thresholds, max_thresholds=max_thresholds,
+                         max_rule_length=max_rule_length)
+        if method not in METHODS:
             raise InvalidParameterError(
                 f"`method` must be 'auto', 'oa', 'enumerate' or 'bnb'; got {method!r}.")
-        if method in ("auto", "oa"):
-            # outer approximation may be needed: refuse a master that cannot serve before
-            # any work (not after an enumeration ran out of time)
-            resolve_backend(solver, PERSISTENT_MASTER_NEEDS, outer_approximation=False)
-        prob = problem if problem is not None else self.build(dataset)
+        if initial_cuts not in ("all", "greedy", "none"):
+            raise InvalidParameterError(
+                f"`initial_cuts` must be 'all', 'greedy' or 'none'; got {initial_cuts!r}.")
+        check_nonneg_float(local_search_time, "local_search_time")
+        self.method = method
+        self.engine = "cip-bnb" if method == "bnb" else "cip"
+        self.initial_cuts = initial_cuts
+        self.enumeration_limit = int(enumeration_limit)
+        self.relaxation_iters = int(relaxation_iters)
+        self.combinatorial_bounds = bool(combinatorial_bounds)
+        self.local_search_time = float(local_search_time)
+        self.oa_options = dict(oa_options or {})
+        self.problem = problem
+
+    @classmethod
+    def of(cls, cip: BoxSelectionCIP, **options: Any) -> BoxSelectionSearch:
+        """The search over the problem of ``cip`` (same data settings)."""
+        return cls(cip.n_rules, loss=cip.loss, reg=cip.reg, fit_intercept=cip.fit_intercept,
+                   thresholds=cip.thresholds, max_thresholds=cip.max_thresholds,
+                   max_rule_length=cip.max_rule_length, **options)
+
+    # ------------------------------------------------------------------ the protocol
+    def needs(self) -> set[Capability]:
+        """A persistent MILP master when outer approximation may run; nothing for the
+        enumeration and the branch and bound over boxes."""
+        return set(PERSISTENT_MASTER_NEEDS) if self.method in ("auto", "oa") else set()
+
+    def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
+                    native: bool = True, warm_start: RuleEnsemble | None = None
+                    ) -> BoxSelectionProblem:
+        return self.problem if self.problem is not None else self.build(dataset)
+
+    def search(self, built: BoxSelectionProblem, *, backend: SolverBackend, budget: Budget,
+               mip_gap: float, start: FloatArray | None = None,
+               warm_start: RuleEnsemble | None = None, seed: int = 0,
+               threads: int | None = None, callback: Callback | None = None
+               ) -> SearchOutcome:
+        """Certified best k-rule ensemble of ``built`` (the class docstring's methods)."""
+        check_nonneg_float(mip_gap, "mip_gap")
+        prob = built
         notes: list[str] = [f"{prob.cells.n_cells} occupied cells, {prob.n_boxes} distinct "
                             "boxes"]
-        remaining = None if time_limit is None else max(time_limit - (time.perf_counter() - t0),
-                                                        0.0)
-        limit_supports = enumeration_limit if self.loss == "squared" else enumeration_limit // 100
+        limit_supports = self.enumeration_limit if self.loss == "squared" \
+            else self.enumeration_limit // 100
         count = n_supports(prob.n_boxes, self.n_rules)
+        method = self.method
         z_enum: FloatArray | None = None
         if method in ("auto", "bnb"):
-            settled = self._settled_by_bound(prob, t0, mip_gap, notes)
+            settled = self._settled_by_bound(prob, mip_gap, notes)
             if settled is not None:
                 return settled
         if method == "enumerate":
-            return self._solve_enumerate(prob, t0, remaining, notes, count, mip_gap)[0]
+            return self._enumerate(prob, budget.remaining(), notes, count, mip_gap)
         if method == "bnb":
-            return self._solve_bnb(prob, t0, remaining, notes, warm_start, mip_gap,
-                                   local_search_time, seed)
+            return self._bnb(prob, budget, notes, start, mip_gap, seed)
         if method == "auto" and count <= limit_supports:
             # λ-robust but combinatorial: give it half the time (20 s without a limit),
             # then fall back to OA seeded with its incumbent
-            budget = 20.0 if remaining is None else remaining / 2.0
-            res_enum, z_enum = self._solve_enumerate(prob, t0, budget, notes, count,
-                                                     mip_gap)
-            if res_enum.termination is TerminationReason.OPTIMAL:
-                return res_enum
-            remaining = None if time_limit is None else \
-                max(time_limit - (time.perf_counter() - t0), 0.0)
-        if not combinatorial_bounds:
+            remaining = budget.remaining()
+            share = 20.0 if remaining is None else remaining / 2.0
+            enum = self._enumerate(prob, share, notes, count, mip_gap)
+            if self._proves(prob, enum, mip_gap):
+                return enum
+            z_enum = enum.x
+        if not self.combinatorial_bounds:
             prob.bound = -math.inf
         hint = prob.bound
-        relaxed_cuts: list[tuple[float, FloatArray, FloatArray]] = []
-        if relaxation_iters > 0:
-            hint, relaxed_cuts = self._relaxation(prob, relaxation_iters, remaining, solver,
-                                                  threads, seed, notes)
-            remaining = None if time_limit is None else \
-                max(time_limit - (time.perf_counter() - t0), 0.0)
-        opts = OAOptions(time_limit=remaining, abs_tol=1e-12, rel_tol=mip_gap, solver=solver,
-                         threads=threads, seed=seed, callback=callback, **(oa_options or {}))
+        relaxed: tuple[FloatArray, ...] = ()
+        if self.relaxation_iters > 0:
+            rel = self.relaxation(prob, backend=backend, budget=budget, seed=seed,
+                                  threads=threads)
+            notes.append(f"relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")
+            hint, relaxed = rel.bound, rel.points
+        opts = OAOptions(time_limit=budget.remaining(), budget=budget, abs_tol=1e-12,
+                         rel_tol=mip_gap, solver=backend, threads=threads, seed=seed,
+                         callback=callback, **self.oa_options)
         oa = OuterApproximation(prob.oracle, prob.model, "z", opts, lower_bound_hint=hint)
         for name, val in prob.bound_parts.items():
             notes.append(f"combinatorial bound {name}: {val:.10g}"
-                         + ("" if combinatorial_bounds else " (not used)"))
-        for v, g, z in relaxed_cuts:
-            oa.add_cut(v, g, z, incumbent=False)
-        self._seed_cuts(prob, oa, warm_start, initial_cuts)
+                         + ("" if self.combinatorial_bounds else " (not used)"))
+        for z in relaxed:
+            v, g = prob.oracle.value_and_gradient(z)
+            oa.add_cut(float(v), g, z, incumbent=False)
+        self._seed_cuts(prob, oa, start)
         if z_enum is not None:
             oa.add_cut_at(z_enum)
-        self._improve_incumbent(prob, oa, local_search_time, time_limit, t0, seed, notes)
+        self._improve_incumbent(prob, oa, budget, seed, notes)
         res = oa.run()
-        ens: RuleEnsemble | None = None
-        risk = math.inf
-        if res.z is not None:
-            ens, risk = prob.decode(res.z)
-            if abs(risk - res.value) > 1e-7 * max(1.0, abs(risk)):
-                notes.append(f"decoded risk {risk:.12g} differs from the oracle's "
-                             f"{res.value:.12g}")
-        verdict = promote(risk, res.lower_bound,
-                          finished=res.termination is TerminationReason.OPTIMAL,
-                          mip_gap=mip_gap, limit=res.limit, fallback_bound=prob.safe_bound,
-                          no_solution=res.termination)
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                           gap=verdict.gap,
-                           termination=verdict.termination, limit=verdict.limit,
-                           wall_time=time.perf_counter() - t0,
-                           iterations=res.iterations, engine="cip", backend=res.backend,
-                           backend_version=res.backend_version, n_boxes=prob.n_boxes,
-                           n_cells=prob.cells.n_cells, bound_valid=True,
-                           notes=tuple(notes) + res.notes + verdict.notes, history=res.history)
+        return SearchOutcome(
+            x=res.z, lower_bound=res.lower_bound,
+            finished=res.termination is TerminationReason.OPTIMAL, limit=res.limit,
+            method="oa", backend=res.backend, backend_version=res.backend_version,
+            iterations=res.iterations, objective=res.value, notes=(*notes, *res.notes),
+            history=res.history, no_solution=res.termination)
 
-    def _settled_by_bound(self, prob: BoxSelectionProblem, t0: float, mip_gap: float,
-                          notes: list[str]) -> ExactResult | None:
+    def relaxation(self, built: BoxSelectionProblem, *, backend: SolverBackend,
+                   budget: Budget, seed: int = 0, threads: int | None = None
+                   ) -> RelaxationBound:
+        """OA with LP masters on the continuous relaxation (a quarter of the time left, at
+        most ``relaxation_iters`` masters): a bound valid for the problem, at least the
+        combinatorial one, and the relaxation's cut points."""
+        prob = built
+        remaining = budget.remaining()
+        ro = OuterApproximation(prob.oracle, prob.model, "z",
+                                OAOptions(time_limit=None if remaining is None
+                                          else remaining / 4.0,
+                                          budget=budget, rel_tol=1e-4, abs_tol=1e-12,
+                                          max_iter=max(self.relaxation_iters, 1), relax=True,
+                                          solver=backend, threads=threads, seed=seed),
+                                lower_bound_hint=prob.bound)
+        ro.add_cut_at(np.zeros(prob.n_boxes))
+        res = ro.run()
+        bound = max(prob.bound, res.lower_bound) if math.isfinite(res.lower_bound) \
+            else prob.bound
+        return RelaxationBound(bound, tuple(res.cut_points), res.iterations)
+
+    # ------------------------------------------------------------------ the methods
+    @staticmethod
+    def _proves(prob: BoxSelectionProblem, outcome: SearchOutcome, mip_gap: float) -> bool:
+        """Whether ``outcome`` would be reported optimal (to stop early; the driver
+        decides the reported status)."""
+        if outcome.x is None or not outcome.finished:
+            return False
+        _, risk = prob.decode(outcome.x)
+        verdict = promote(risk, outcome.lower_bound, finished=True, mip_gap=mip_gap,
+                          fallback_bound=prob.safe_bound, warn=False)
+        return verdict.termination is TerminationReason.OPTIMAL
+
+    def _settled_by_bound(self, prob: BoxSelectionProblem, mip_gap: float,
+                          notes: list[str]) -> SearchOutcome | None:
         """Closed form when there are at most k occupied cells: every single-cell box is a
         candidate, together they fit every cell mean, so for squared loss their risk is
         the reduction constant (plus a ridge term) — the combinatorial bound. Returns the
-        certified result if the gap closes, else None (work linear in B)."""
-        B, k = prob.n_boxes, self.n_rules
+        outcome if that closes the gap, else None (work linear in B)."""
         single = prob.boxes.cover.sum(axis=0) == 1  # cover is cells x boxes
-        if prob.cells.n_cells > k or int(single.sum()) != prob.cells.n_cells:
+        if prob.cells.n_cells > self.n_rules or int(single.sum()) != prob.cells.n_cells:
             return None
-        ens, risk = prob.decode(single.astype(float))
-        verdict = promote(risk, min(prob.bound, risk), finished=True, mip_gap=mip_gap,
-                          limit=None, fallback_bound=prob.safe_bound)
-        if verdict.termination is not TerminationReason.OPTIMAL:
-            return None
-        notes.append("settled by the combinatorial bound (no search)")
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                           gap=verdict.gap, termination=TerminationReason.OPTIMAL, limit=None,
-                           wall_time=time.perf_counter() - t0, iterations=0, engine="cip",
-                           backend="bound", backend_version="", n_boxes=B,
-                           n_cells=prob.cells.n_cells, bound_valid=True,
-                           notes=tuple(notes) + verdict.notes)
+        z = single.astype(float)
+        _, risk = prob.decode(z)
+        outcome = SearchOutcome(x=z, lower_bound=min(prob.bound, risk), finished=True,
+                                method="bound", iterations=0,
+                                notes=(*notes, "settled by the combinatorial bound "
+                                       "(no search)"))
+        return outcome if self._proves(prob, outcome, mip_gap) else None
 
-    def _improve_incumbent(self, prob: BoxSelectionProblem, oa: Any, seconds: float,
-                           time_limit: float | None, t0: float, seed: int,
-                           notes: list[str]) -> None:
+    def _improve_incumbent(self, prob: BoxSelectionProblem, oa: Any, budget: Budget,
+                           seed: int, notes: list[str]) -> None:
         """Swap local search from OA's incumbent; the result becomes a cut (and incumbent)."""
-        check_nonneg_float(seconds, "local_search_time")
+        seconds = self.local_search_time
         if seconds <= 0 or prob.n_boxes == 0 or oa.incumbent is None:
             return
-        if time_limit is not None:
-            seconds = min(seconds, 0.1 * max(time_limit - (time.perf_counter() - t0), 0.0))
+        remaining = budget.remaining()
+        if remaining is not None:
+            seconds = min(seconds, 0.1 * remaining)
         before = oa.upper_bound
         found = local_search(prob.oracle, np.round(oa.incumbent), self.n_rules,
                              time_budget=seconds, max_kicks=_LOCAL_SEARCH_KICKS, seed=seed,
@@ -215,102 +262,51 @@ class _BoxSelectionRun:
                      f"({found.evaluations} evaluations, {found.kicks} kicks, "
                      f"{found.wall_time:.2f} s)")
 
-    def _solve_bnb(self, prob: BoxSelectionProblem, t0: float, remaining: float | None,
-                   notes: list[str], warm_start: RuleEnsemble | None, mip_gap: float,
-                   local_search_time: float, seed: int) -> ExactResult:
+    def _bnb(self, prob: BoxSelectionProblem, budget: Budget, notes: list[str],
+             start: FloatArray | None, mip_gap: float, seed: int) -> SearchOutcome:
         """Branch and bound over boxes (:mod:`rulemip.algorithms.box_bnb`, squared loss)."""
         if not isinstance(prob.oracle, SquaredBoxOracle):
             raise InvalidParameterError(
                 f"method='bnb' supports squared loss only; got loss={self.loss!r}.")
-        check_nonneg_float(local_search_time, "local_search_time")
+        remaining = budget.remaining()
         deadline = None if remaining is None else time.perf_counter() + remaining
-        search = local_search_time if remaining is None else \
-            min(local_search_time, 0.1 * remaining)
-        z0 = prob.encode(warm_start) if warm_start is not None else None
+        search = self.local_search_time if remaining is None else \
+            min(self.local_search_time, 0.1 * remaining)
         res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, deadline=deadline,
-                               rel_tol=mip_gap, lower_bound_hint=prob.bound, incumbent=z0,
+                               rel_tol=mip_gap, lower_bound_hint=prob.bound, incumbent=start,
                                search_time=search, seed=seed)
-        ens, risk = prob.decode(res.z)
         notes.append(f"branch and bound: {res.nodes} nodes, {res.leaves} supports evaluated"
                      + ("" if res.complete else ", stopped by the time limit"))
-        if abs(risk - res.value) > 1e-7 * max(1.0, abs(risk)):
-            notes.append(f"decoded risk {risk:.12g} differs from the oracle's "
-                         f"{res.value:.12g}")
-        verdict = promote(risk, max(res.lower_bound, prob.bound), finished=res.complete,
-                          mip_gap=mip_gap, limit=None if res.complete else Limit.TIME,
-                          fallback_bound=prob.safe_bound)
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                           gap=verdict.gap,
-                           termination=verdict.termination, limit=verdict.limit,
-                           wall_time=time.perf_counter() - t0,
-                           iterations=res.nodes, engine="cip", backend="bnb",
-                           backend_version="", n_boxes=prob.n_boxes,
-                           n_cells=prob.cells.n_cells, bound_valid=True,
-                           notes=tuple(notes) + verdict.notes)
+        return SearchOutcome(x=res.z, lower_bound=max(res.lower_bound, prob.bound),
+                             finished=res.complete,
+                             limit=None if res.complete else Limit.TIME, method="bnb",
+                             iterations=res.nodes, objective=res.value, notes=tuple(notes))
 
-    def _solve_enumerate(self, prob: BoxSelectionProblem, t0: float, remaining: float | None,
-                         notes: list[str], count: int, mip_gap: float = 1e-6
-                         ) -> tuple[ExactResult, FloatArray]:
-        deadline = None if remaining is None else time.perf_counter() + remaining
+    def _enumerate(self, prob: BoxSelectionProblem, seconds: float | None, notes: list[str],
+                   count: int, mip_gap: float) -> SearchOutcome:
+        deadline = None if seconds is None else time.perf_counter() + seconds
         z, value, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, self.n_rules,
                                                    deadline)
-        ens, risk = prob.decode(z)
         notes.append(f"exact enumeration of {count} supports"
                      + ("" if complete else " stopped by the time limit"))
-        if abs(risk - value) > 1e-7 * max(1.0, abs(risk)):
-            notes.append(f"decoded risk {risk:.12g} differs from the oracle's {value:.12g}")
-        verdict = promote(risk, max(lb, prob.bound) if complete else prob.bound,
-                          finished=complete, mip_gap=mip_gap,
-                          limit=None if complete else Limit.TIME,
-                          fallback_bound=prob.safe_bound)
-        return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                           gap=verdict.gap,
-                           termination=verdict.termination, limit=verdict.limit,
-                           wall_time=time.perf_counter() - t0, iterations=count,
-                           engine="cip", backend="enumeration", backend_version="",
-                           n_boxes=prob.n_boxes, n_cells=prob.cells.n_cells,
-                           bound_valid=True, notes=tuple(notes) + verdict.notes), z
+        return SearchOutcome(x=z, lower_bound=max(lb, prob.bound) if complete else prob.bound,
+                             finished=complete, limit=None if complete else Limit.TIME,
+                             method="enumeration", iterations=count, objective=value,
+                             notes=tuple(notes))
 
-    def _relaxation(self, prob: BoxSelectionProblem, iters: int, remaining: float | None,
-                    solver: str, threads: int | None, seed: int, notes: list[str]
-                    ) -> tuple[float, list[tuple[float, FloatArray, FloatArray]]]:
-        """OA on the continuous relaxation; returns (valid bound, cuts to recycle)."""
-        tl = None if remaining is None else remaining / 4.0
-        ro = OuterApproximation(prob.oracle, prob.model, "z",
-                                OAOptions(time_limit=tl, rel_tol=1e-4, abs_tol=1e-12,
-                                          max_iter=iters, relax=True, solver=solver,
-                                          threads=threads, seed=seed),
-                                lower_bound_hint=prob.bound)
-        B = prob.n_boxes
-        ro.add_cut_at(np.zeros(B))
-        res = ro.run()
-        cuts = []
-        for z in res.cut_points:
-            v, g = prob.oracle.value_and_gradient(z)
-            cuts.append((float(v), g, z))
-        notes.append(f"relaxation: {res.iterations} LP masters, bound {res.lower_bound:.10g}")
-        bound = max(prob.bound, res.lower_bound) if math.isfinite(res.lower_bound) \
-            else prob.bound
-        return bound, cuts
-
-    def _seed_cuts(self, prob: BoxSelectionProblem, oa: Any,
-                   warm_start: RuleEnsemble | None, initial_cuts: str) -> None:
+    def _seed_cuts(self, prob: BoxSelectionProblem, oa: Any, start: FloatArray | None
+                   ) -> None:
         """Cuts at the warm start, at z = 0, at every single box and along a greedy path."""
         B, k = prob.n_boxes, prob.n_rules
-        if initial_cuts not in ("all", "greedy", "none"):
-            raise InvalidParameterError(
-                f"`initial_cuts` must be 'all', 'greedy' or 'none'; got {initial_cuts!r}.")
-        if warm_start is not None:
-            zw = prob.encode(warm_start)
-            if zw.sum() > 0:
-                oa.add_cut_at(zw)
-        if initial_cuts == "none" or B == 0:
-            if warm_start is None:
+        if start is not None and np.asarray(start).sum() > 0:
+            oa.add_cut_at(np.asarray(start, dtype=float))
+        if self.initial_cuts == "none" or B == 0:
+            if start is None:
                 oa.add_cut_at(np.zeros(B))
             return
         v0, g0 = prob.oracle.value_and_gradient(np.zeros(B))
         oa.add_cut(v0, g0, np.zeros(B))
-        if initial_cuts == "all":
+        if self.initial_cuts == "all":
             if isinstance(prob.oracle, SquaredBoxOracle):
                 order = np.argsort(prob.oracle.single_box_values(), kind="stable")
             else:
@@ -327,3 +323,34 @@ class _BoxSelectionRun:
             z[b] += 1.0
             v, g = prob.oracle.value_and_gradient(z)
             oa.add_cut(v, g, z.copy())
+
+
+def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, *,
+                        warm_start: RuleEnsemble | None = None,
+                        solver: str | SolverBackend = "auto",
+                        time_limit: float | None = None, budget: Budget | None = None,
+                        mip_gap: float = 1e-6, callback: Callback | None = None,
+                        seed: int = 0, threads: int | None = None, **options: Any
+                        ) -> ExactResult:
+    """Certified best k-rule ensemble of ``cip`` on ``dataset`` through the driver
+    (:func:`rulemip.algorithms.driver.solve`); ``options`` are those of
+    :class:`BoxSelectionSearch` (method, initial_cuts, relaxation_iters, …, problem)."""
+    check_nonneg_float(time_limit, "time_limit", allow_none=True)
+    return solve(BoxSelectionSearch.of(cip, **options), dataset, solver=solver,
+                 budget=budget, time_limit=time_limit, mip_gap=mip_gap,
+                 warm_start=warm_start, callback=callback, seed=seed, threads=threads)
+
+
+def _cip(method: str) -> Callable[..., BoxSelectionSearch]:
+    def factory(n_rules: int, **settings: Any) -> BoxSelectionSearch:
+        return BoxSelectionSearch(n_rules, method=method, **settings)
+    return factory
+
+
+register_formulation("cip", _cip("auto"), needs_positive_reg=True,
+                     description="box-selection CIP: enumeration, then outer approximation")
+register_formulation("cip-bnb", _cip("bnb"), needs_positive_reg=True, losses=("squared",),
+                     description="box-selection CIP by branch and bound over boxes")
+
+
+__all__ = ["METHODS", "BoxSelectionSearch", "solve_box_selection"]

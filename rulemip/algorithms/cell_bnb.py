@@ -65,6 +65,7 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.box_search import local_search
+from rulemip.algorithms.driver import register_method
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
@@ -291,10 +292,10 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     Valid for every ``reg`` ≥ 0, including 0 (module docstring); meant for few occupied
     cells (2–3 features with a handful of cut points) and a weak ridge, where the
     perspective bounds of ``engine="cip"``/``"cip-bnb"`` stall. Returns an
-    :class:`~rulemip.formulations.result.ExactResult` (``backend="cell-bnb"``) whose risk is
-    recomputed on the data; ``OPTIMAL`` only when the relative gap closed to ``mip_gap``.
-    ``budget`` is the fit's :class:`~rulemip.budget.Budget` (``time_limit`` may only
-    shorten it); building the cells counts against it.
+    :class:`~rulemip.formulations.result.ExactResult` (``engine="cell-bnb"``, no backend)
+    whose risk is recomputed on the data; ``OPTIMAL`` only when the relative gap closed
+    to ``mip_gap``. ``budget`` is the fit's :class:`~rulemip.budget.Budget` (``time_limit``
+    may only shorten it); building the cells counts against it.
     """
     t0 = time.perf_counter()
     if loss != "squared":
@@ -338,6 +339,12 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                        gap=verdict.gap, termination=verdict.termination,
                        limit=verdict.limit, wall_time=time.perf_counter() - t0,
                        iterations=res.nodes,
-                       engine="cip", backend="cell-bnb", backend_version="",
+                       engine="cell-bnb", method="sweep bnb", backend="",
+                       backend_version="",
                        n_boxes=prob.n_boxes, n_cells=cells.n_cells, bound_valid=True,
                        notes=notes + verdict.notes)
+
+
+register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
+                description="cell-sweep branch and bound: a bound valid at reg = 0 exactly "
+                            "(docs/explanation/cell_sweep_bound.md)")

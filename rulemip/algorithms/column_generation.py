@@ -46,14 +46,15 @@ Every step reads the fit's one :class:`~rulemip.budget.Budget`.
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.box_selection_methods import BoxSelectionSearch
+from rulemip.algorithms.driver import decide, register_formulation, solve
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
 from rulemip.boosting.objectives import make_objective, ridge_gain_objective
 from rulemip.boosting.range_search import box_search
@@ -61,15 +62,18 @@ from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
-from rulemip.formulations.box_oracles import CandidateBoxes
+from rulemip.formulations.box_oracles import CandidateBoxes, enumerate_boxes
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.cells import CellReduction
 from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
+from rulemip.formulations.protocol import PricedColumn, SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
+from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
-from rulemip.solvers.result import Limit, relative_gap
-from rulemip.solvers.status import promote
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
+from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.status import Verdict, promote
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -163,121 +167,306 @@ def farley_bound(value: float, grad: FloatArray, z: FloatArray, k: int,
     return float(value - grad @ z + k * min(0.0, g_min, float(grad.min(initial=0.0))))
 
 
+class ColumnGenerationModel:
+    """What :meth:`ColumnGeneration.build_model` builds (a
+    :class:`~rulemip.formulations.protocol.BuiltModel`): the cells, the working set, the
+    rule-search space, and the box-selection problem over the working set, built on first
+    use (its combinatorial bounds cost a dynamic program the one-rule path does without).
+    The search replaces :attr:`problem` by the one its incumbent is a point of."""
+
+    bound_valid = True
+
+    def __init__(self, cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
+                 work: WorkingSet, space: SearchSpace) -> None:
+        self.cip, self.dataset, self.cells, self.work, self.space = \
+            cip, dataset, cells, work, space
+        self.notes: list[str] = []
+        self._problem: BoxSelectionProblem | None = None
+
+    @property
+    def problem(self) -> BoxSelectionProblem:
+        if self._problem is None:
+            self._problem = self.cip.problem_over(self.dataset, self.cells,
+                                                  self.work.candidate_boxes())
+        return self._problem
+
+    @problem.setter
+    def problem(self, prob: BoxSelectionProblem) -> None:
+        self._problem = prob
+
+    @property
+    def model(self) -> MIPModel:
+        return self.problem.model
+
+    @model.setter
+    def model(self, model: MIPModel) -> None:
+        raise AttributeError("the model of column generation is its problem's; set `problem`")
+
+    def block(self, name: str) -> NDArray[np.int64]:
+        return self.problem.block(name)
+
+    @property
+    def safe_bound(self) -> float:
+        """The reduction constant (losses are ≥ 0 after it), valid for every box set."""
+        return self.cells.constant / self.cells.total_weight
+
+    @property
+    def n_cells(self) -> int:
+        return self.cells.n_cells
+
+    @property
+    def n_boxes(self) -> int:
+        """Boxes generated (the working set)."""
+        return len(self.work)
+
+
+class ColumnGeneration:
+    """The box-selection CIP by column generation (module docstring): an
+    :class:`~rulemip.formulations.protocol.OracleFormulation` whose search prices boxes
+    (the :class:`~rulemip.formulations.protocol.PricingHook`, :meth:`price`) instead of
+    enumerating them; the driver decodes its incumbent and decides its status.
+
+    ``max_columns`` caps the working set, ``beam_width`` is the cheap pricing's beam,
+    ``max_swap_rounds`` caps the rounds of rule-swap pricing.
+    """
+
+    engine = "cg"
+
+    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
+                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
+                 max_thresholds: int | None = None, max_rule_length: int | None = None, *,
+                 max_columns: int = 2_000, beam_width: int = 5, max_swap_rounds: int = 20
+                 ) -> None:
+        #: the box-selection CIP this searches (its cells, boxes, oracle and decoding)
+        self.cip = BoxSelectionCIP(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                                   thresholds=thresholds, max_thresholds=max_thresholds,
+                                   max_rule_length=max_rule_length)
+        self.n_rules, self.loss, self.reg = self.cip.n_rules, self.cip.loss, self.cip.reg
+        self.fit_intercept = self.cip.fit_intercept
+        self.max_rule_length = self.cip.max_rule_length
+        self.max_columns = int(max_columns)
+        self.beam_width = int(beam_width)
+        self.max_swap_rounds = int(max_swap_rounds)
+
+    # ------------------------------------------------------------------ the protocol
+    def needs(self) -> set[Capability]:
+        """A persistent MILP master (the restricted relaxations and integer phases)."""
+        return set(PERSISTENT_MASTER_NEEDS)
+
+    def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
+                    native: bool = True, warm_start: RuleEnsemble | None = None
+                    ) -> ColumnGenerationModel:
+        """Cells, the working set (seeded with the warm start's rules) and the search
+        space of the pricing."""
+        cells = self.cip.reduce(dataset)
+        work = WorkingSet(cells, self.max_rule_length, self.fit_intercept)
+        if warm_start is not None:
+            for rule in warm_start.rules:
+                work.add_bounds(*_rule_bounds(rule, dataset.d))
+        space = SearchSpace.build(dataset.X, thresholds=cells.thresholds)
+        return ColumnGenerationModel(self.cip, dataset, cells, work, space)
+
+    def encode_start(self, built: Any, ensemble: RuleEnsemble) -> FloatArray | None:
+        """None: the warm start's rules join the working set instead (build_model) and
+        seed every integer phase."""
+        return None
+
+    def decode_solution(self, built: Any, x: FloatArray
+                        ) -> tuple[RuleEnsemble, float, list[str]]:
+        prob = built.problem if isinstance(built, ColumnGenerationModel) else built
+        ensemble, risk = prob.decode(x)
+        return ensemble, risk, []
+
+    def polish(self, built: Any, x: FloatArray) -> FloatArray | None:
+        """No master point to repair (the integer phases evaluate the oracle)."""
+        return None
+
+    def price(self, built: ColumnGenerationModel, z: FloatArray, *, budget: Budget
+              ) -> PricedColumn:
+        """The box whose partial derivative at ``z`` (a point over the working set) is
+        most negative, by the exact rule search on the gradient-sum objective, with its
+        bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3)."""
+        g_rows = _row_gradient(built.problem, z, built.dataset)
+        max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
+        found = find_rule(built.space, make_objective("gs", g_rows),
+                          max_rule_length=max_props, allow_empty=not self.fit_intercept,
+                          time_limit=budget.remaining())
+        if found is None:
+            return PricedColumn(None, None, 0.0, 0.0, True)
+        return PricedColumn(np.asarray(found.lower, dtype=float),
+                            np.asarray(found.upper, dtype=float), float(found.value),
+                            float(found.bound), bool(found.certified))
+
+    def search(self, built: ColumnGenerationModel, *, backend: SolverBackend, budget: Budget,
+               mip_gap: float, start: FloatArray | None = None,
+               warm_start: RuleEnsemble | None = None, seed: int = 0,
+               threads: int | None = None, callback: Callable[[dict[str, Any]], None]
+               | None = None) -> SearchOutcome:
+        """Steps 1-5 of the module docstring; the reported bound is valid for the whole
+        candidate set."""
+        dataset, cells, work, space = built.dataset, built.cells, built.work, built.space
+        n_rules, reg = self.n_rules, self.reg
+        max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
+        one_rule_bound = -math.inf
+        if n_rules == 1 and self.loss == "squared":
+            single, prob1 = _one_rule(self.cip, dataset, cells, space, budget)
+            verdict = _verdict(prob1, single, mip_gap)
+            if verdict.termination is TerminationReason.OPTIMAL or budget.expired():
+                return single
+            one_rule_bound = verdict.lower_bound
+            assert single.x is not None
+            ensemble, _ = prob1.decode(single.x)
+            for rule in ensemble.rules:
+                work.add_bounds(*_rule_bounds(rule, dataset.d))
+        remaining = budget.remaining()
+        pricer = _Pricer(self.cip, dataset, cells, work, space, n_rules=n_rules, reg=reg,
+                         fit_intercept=self.fit_intercept, max_props=max_props,
+                         solver=backend, seed=seed, beam_width=self.beam_width,
+                         max_columns=self.max_columns, bound=one_rule_bound,
+                         callback=callback, clock=budget)
+        if warm_start is not None:
+            pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
+                                                     sample_weight=dataset.sample_weight))
+        pricer.run(budget.within(None if remaining is None else PRICING_SHARE * remaining))
+        prob = pricer.prob
+        if len(work) == 0:
+            built.problem = prob
+            return SearchOutcome(x=np.zeros(0), lower_bound=pricer.bound, finished=True,
+                                 method="pricing", notes=(pricer.summary(),))
+
+        def integer_phase(over: BoxSelectionProblem, start_model: RuleEnsemble | None
+                          ) -> _Phase:
+            return _integer_phase(self.cip, over, start_model, backend=backend, budget=budget,
+                                  mip_gap=mip_gap, seed=seed, threads=threads)
+
+        sub = integer_phase(prob, warm_start)
+        pricer.incumbent = min(pricer.incumbent, sub.result.risk)
+        first_risk, swaps = sub.result.risk, 0
+        # rule swaps: price the best replacement of every rule of the incumbent, then solve
+        # the integer problem over the grown working set again, while that improves
+        while sub.result.ensemble is not None and not budget.expired() \
+                and swaps < self.max_swap_rounds:
+            added = _swap_columns(sub.problem, work, sub.result, dataset, space, max_props,
+                                  self.fit_intercept, self.beam_width, budget)
+            if not added:
+                break
+            swaps += 1
+            prob = pricer.refresh()
+            again = integer_phase(prob, sub.result.ensemble)
+            if not again.result.risk < sub.result.risk - 1e-12 * max(1.0,
+                                                                     abs(sub.result.risk)):
+                sub = again if again.result.risk <= sub.result.risk else sub
+                break
+            sub = again
+            pricer.incumbent = min(pricer.incumbent, sub.result.risk)
+        # time left and pricing not converged: raise the bound further, then try the grown
+        # working set once more (the budget keeps FINAL_INTEGER_SHARE for that last solve)
+        remaining = budget.remaining()
+        if not pricer.converged and sub.result.ensemble is not None and \
+                (remaining is None or remaining > 0.5):
+            n_before = len(work)
+            pricer.run(budget.within(None if remaining is None
+                                     else (1.0 - FINAL_INTEGER_SHARE) * remaining))
+            prob = pricer.prob
+            if len(work) > n_before and not budget.expired():
+                again = integer_phase(prob, sub.result.ensemble)
+                if again.result.ensemble is not None and again.result.risk < sub.result.risk:
+                    sub = again
+        notes = [pricer.summary()]
+        notes.append(f"integer phase over the {len(work)} generated boxes: "
+                     f"{sub.result.termination.value}, risk {sub.result.risk:.10g} (its bound "
+                     f"{sub.result.lower_bound:.10g} holds for these boxes only; not used)")
+        if swaps:
+            notes.append(f"rule swaps: {swaps} rounds of replacement pricing, risk "
+                         f"{first_risk:.10g} -> {sub.result.risk:.10g}")
+        bound = pricer.bound
+        # time left and the gap open: when the whole language is small, solve the integer
+        # CIP over *every* candidate box — its bound is then valid for the problem
+        # (branching on top of pricing, the step pricing alone cannot do)
+        if sub.result.ensemble is not None and not budget.expired() and \
+                relative_gap(sub.result.risk, bound) > mip_gap and \
+                count_boxes(cells.thresholds, self.max_rule_length) <= FULL_CIP_MAX_BOXES:
+            full = integer_phase(self.cip.problem_over(dataset, cells,
+                                                       _all_boxes(cells, self.cip)),
+                                 sub.result.ensemble)
+            notes.append(f"integer phase over all candidate boxes: "
+                         f"{full.result.termination.value}, risk {full.result.risk:.10g}, "
+                         f"bound {full.result.lower_bound:.10g}")
+            if full.result.bound_valid and math.isfinite(full.result.lower_bound):
+                bound = max(bound, full.result.lower_bound)
+            if full.result.ensemble is not None and full.result.risk < sub.result.risk:
+                sub = full
+        out_of_time = budget.expired()
+        built.problem = sub.problem
+        # stopped with time left and the gap open (pricing converged or the column cap): no
+        # limit of the user's was hit; "gap" would claim the requested gap was reached
+        return SearchOutcome(
+            x=sub.z, lower_bound=bound, finished=not out_of_time,
+            limit=Limit.TIME if out_of_time else
+            (Limit.OTHER if relative_gap(sub.result.risk, bound) > mip_gap else None),
+            # the restricted relaxations ran on the master backend (whatever searched the
+            # last integer phase: its method is in the notes)
+            method="pricing", backend=backend.name, backend_version=backend.version(),
+            iterations=pricer.rounds,
+            notes=(*notes, *sub.result.notes), no_solution=sub.result.termination)
+
+
 def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
                             fit_intercept: bool, thresholds: Sequence[FloatArray],
-                            max_rule_length: int | None, solver: str, budget: Budget,
-                            mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
+                            max_rule_length: int | None,
+                            solver: str | SolverBackend = "auto",
+                            budget: Budget | None = None, mip_gap: float = 1e-6,
+                            warm_start: RuleEnsemble | None = None, seed: int = 0,
                             callback: Callable[[dict[str, Any]], None] | None = None,
                             max_columns: int = 2_000, beam_width: int = 5,
                             max_swap_rounds: int = 20) -> ExactResult:
-    """Best k-rule ensemble by column generation over boxes (module docstring); the
-    reported bound is valid for the whole candidate set."""
-    t0 = time.perf_counter()
-    cip = BoxSelectionCIP(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                          thresholds=list(thresholds), max_rule_length=max_rule_length)
-    cells = cip.reduce(dataset)
-    work = WorkingSet(cells, max_rule_length, fit_intercept)
-    if warm_start is not None:
-        for rule in warm_start.rules:
-            lo, hi = _rule_bounds(rule, dataset.d)
-            work.add_bounds(lo, hi)
-    space = SearchSpace.build(dataset.X, thresholds=cells.thresholds)
-    max_props = None if max_rule_length is None else 2 * max_rule_length
-    one_rule_bound = -math.inf
-    if n_rules == 1 and loss == "squared":
-        single = _one_rule(cip, dataset, cells, space, budget, mip_gap, t0)
-        if single.is_optimal or budget.expired():
-            return single
-        one_rule_bound = single.lower_bound
-        if single.ensemble is not None and single.ensemble.rules:
-            for rule in single.ensemble.rules:
-                work.add_bounds(*_rule_bounds(rule, dataset.d))
-    remaining = budget.remaining()
-    pricer = _Pricer(cip, dataset, cells, work, space, n_rules=n_rules, reg=reg,
-                     fit_intercept=fit_intercept, max_props=max_props, solver=solver,
-                     seed=seed, beam_width=beam_width, max_columns=max_columns,
-                     bound=one_rule_bound, callback=callback, t0=t0)
-    if warm_start is not None:
-        pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
-                                                 sample_weight=dataset.sample_weight))
-    pricer.run(None if remaining is None
-               else time.perf_counter() + PRICING_SHARE * remaining)
-    prob = pricer.prob
-    if len(work) == 0:
-        return _intercept_only(prob, pricer.bound, mip_gap, t0, [pricer.summary()])
-    def integer_phase(start: RuleEnsemble | None) -> ExactResult:
-        return solve_box_selection(cip, dataset, problem=prob, warm_start=start,
-                                   solver=solver, time_limit=budget.remaining(),
-                                   mip_gap=mip_gap, callback=None, seed=seed)
+    """Best k-rule ensemble by column generation over boxes (module docstring), through
+    the driver (:func:`rulemip.algorithms.driver.solve`); the reported bound is valid for
+    the whole candidate set."""
+    cg = ColumnGeneration(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                          thresholds=list(thresholds), max_rule_length=max_rule_length,
+                          max_columns=max_columns, beam_width=beam_width,
+                          max_swap_rounds=max_swap_rounds)
+    return solve(cg, dataset, solver=solver, budget=budget, mip_gap=mip_gap,
+                 warm_start=warm_start, seed=seed, callback=callback)
 
-    sub = integer_phase(warm_start)
-    pricer.incumbent = min(pricer.incumbent, sub.risk)
-    first_risk, swaps = sub.risk, 0
-    # rule swaps: price the best replacement of every rule of the incumbent, then solve
-    # the integer problem over the grown working set again, while that improves
-    while sub.ensemble is not None and not budget.expired() and swaps < max_swap_rounds:
-        added = _swap_columns(prob, work, sub, dataset, space, max_props, fit_intercept,
-                              beam_width, budget)
-        if not added:
-            break
-        swaps += 1
-        prob = pricer.refresh()
-        again = integer_phase(sub.ensemble)
-        if not again.risk < sub.risk - 1e-12 * max(1.0, abs(sub.risk)):
-            sub = again if again.risk <= sub.risk else sub
-            break
-        sub = again
-        pricer.incumbent = min(pricer.incumbent, sub.risk)
-    # time left and pricing not converged: raise the bound further, then try the grown
-    # working set once more (the budget keeps FINAL_INTEGER_SHARE for that last solve)
-    remaining = budget.remaining()
-    if not pricer.converged and sub.ensemble is not None and \
-            (remaining is None or remaining > 0.5):
-        n_before = len(work)
-        pricer.run(None if remaining is None else
-                   time.perf_counter() + (1.0 - FINAL_INTEGER_SHARE) * remaining)
-        prob = pricer.prob
-        if len(work) > n_before and not budget.expired():
-            again = integer_phase(sub.ensemble)
-            if again.ensemble is not None and again.risk < sub.risk:
-                sub = again
-    notes = [pricer.summary()]
-    notes.append(f"integer phase over the {len(work)} generated boxes: "
-                 f"{sub.termination.value}, risk {sub.risk:.10g} (its bound "
-                 f"{sub.lower_bound:.10g} holds for these boxes only; not used)")
-    if swaps:
-        notes.append(f"rule swaps: {swaps} rounds of replacement pricing, risk "
-                     f"{first_risk:.10g} -> {sub.risk:.10g}")
-    bound = pricer.bound
-    # time left and the gap open: when the whole language is small, solve the integer CIP
-    # over *every* candidate box — its bound is then valid for the problem (branching on
-    # top of pricing, the step pricing alone cannot do)
-    if sub.ensemble is not None and not budget.expired() and \
-            relative_gap(sub.risk, bound) > mip_gap and \
-            count_boxes(cells.thresholds, max_rule_length) <= FULL_CIP_MAX_BOXES:
-        full = solve_box_selection(cip, dataset, warm_start=sub.ensemble, solver=solver,
-                                   time_limit=budget.remaining(), mip_gap=mip_gap,
-                                   callback=None, seed=seed)
-        notes.append(f"integer phase over all candidate boxes: {full.termination.value}, "
-                     f"risk {full.risk:.10g}, bound {full.lower_bound:.10g}")
-        if full.bound_valid and math.isfinite(full.lower_bound):
-            bound = max(bound, full.lower_bound)
-        if full.ensemble is not None and full.risk < sub.risk:
-            sub = full
-    out_of_time = budget.expired()
-    # stopped with time left and the gap open (pricing converged or the column cap): no
-    # limit of the user's was hit; "gap" would claim the requested gap was reached
-    verdict = promote(sub.risk, bound, finished=not out_of_time, mip_gap=mip_gap,
-                      limit=Limit.TIME if out_of_time else
-                      (Limit.OTHER if relative_gap(sub.risk, bound) > mip_gap else None),
-                      fallback_bound=prob.safe_bound, no_solution=sub.termination)
-    term = verdict.termination
-    return ExactResult(ensemble=sub.ensemble, risk=sub.risk, lower_bound=verdict.lower_bound,
-                       gap=verdict.gap, termination=term, limit=verdict.limit,
-                       wall_time=time.perf_counter() - t0, iterations=pricer.rounds,
-                       engine="cg", backend=sub.backend, backend_version=sub.backend_version,
-                       n_boxes=len(work), n_cells=cells.n_cells, bound_valid=True,
-                       notes=tuple(notes) + sub.notes + verdict.notes)
+
+@dataclass(frozen=True)
+class _Phase:
+    """An integer phase: its decoded result, the problem it searched and its point."""
+
+    result: ExactResult
+    problem: BoxSelectionProblem
+    z: FloatArray | None
+
+
+def _integer_phase(cip: BoxSelectionCIP, prob: BoxSelectionProblem,
+                   start_model: RuleEnsemble | None, *, backend: SolverBackend,
+                   budget: Budget, mip_gap: float, seed: int, threads: int | None) -> _Phase:
+    """The integer CIP over ``prob``'s boxes (:class:`BoxSelectionSearch`, the backend the
+    driver resolved as its master), decoded and promoted by :func:`decide`."""
+    search = BoxSelectionSearch.of(cip, problem=prob)
+    start = None if start_model is None else prob.encode(start_model)
+    outcome = search.search(prob, backend=backend, budget=budget, mip_gap=mip_gap,
+                            start=start, warm_start=start_model, seed=seed, threads=threads,
+                            callback=None)
+    result = decide(search, prob, outcome, wall_time=0.0, mip_gap=mip_gap, start=start)
+    return _Phase(result, prob, outcome.x if outcome.x is not None else start)
+
+
+def _all_boxes(cells: CellReduction, cip: BoxSelectionCIP) -> CandidateBoxes:
+    """Every candidate box over the cells (what :meth:`BoxSelectionCIP.build` enumerates)."""
+    n_groups = np.array([len(t) + 1 for t in cells.thresholds], dtype=np.int64)
+    return enumerate_boxes(cells.groups, n_groups, max_rule_length=cip.max_rule_length,
+                           drop_full=cip.fit_intercept)
+
+
+def _verdict(prob: BoxSelectionProblem, outcome: SearchOutcome, mip_gap: float) -> Verdict:
+    """What the driver would decide for ``outcome`` (to stop early; not reported)."""
+    assert outcome.x is not None
+    _, risk = prob.decode(outcome.x)
+    return promote(risk, outcome.lower_bound, finished=outcome.finished, mip_gap=mip_gap,
+                   limit=outcome.limit, fallback_bound=prob.safe_bound, warn=False)
 
 
 class _Pricer:
@@ -286,15 +475,16 @@ class _Pricer:
 
     def __init__(self, cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                  work: WorkingSet, space: SearchSpace, *, n_rules: int, reg: float,
-                 fit_intercept: bool, max_props: int | None, solver: str, seed: int,
+                 fit_intercept: bool, max_props: int | None, solver: str | SolverBackend,
+                 seed: int,
                  beam_width: int, max_columns: int, bound: float,
-                 callback: Callable[[dict[str, Any]], None] | None, t0: float) -> None:
+                 callback: Callable[[dict[str, Any]], None] | None, clock: Budget) -> None:
         self.cip, self.dataset, self.cells, self.work, self.space = \
             cip, dataset, cells, work, space
         self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
         self.max_props, self.solver, self.seed = max_props, solver, seed
         self.beam_width, self.max_columns = beam_width, max_columns
-        self.callback, self.t0 = callback, t0
+        self.callback, self.clock = callback, clock
         self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
         self.bound = max(self.prob.bound, bound)
         self.z = np.zeros(len(work))
@@ -315,21 +505,22 @@ class _Pricer:
                                               self.work.candidate_boxes())
         return self.prob
 
-    def run(self, until: float | None) -> None:
-        """Price until ``until`` (a ``perf_counter`` time), convergence or the column cap."""
+    def run(self, share: Budget) -> None:
+        """Price within ``share`` (a budget derived from the fit's), until convergence or
+        the column cap."""
         self.refresh()
         cells, reg = self.cells, self.reg
         while len(self.work) < self.max_columns:
-            left = None if until is None else until - time.perf_counter()
-            if left is not None and left <= 0:
+            if share.expired():
                 return
+            left = share.remaining()
             if len(self.work):
                 self.z = _restricted_relaxation(self.prob, self.cuts, self.z, left,
                                                 self.solver, self.seed)
             value, grad = self.prob.oracle.value_and_gradient(self.z)
             objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
             best_inside = float(-grad.min(initial=0.0))
-            left = None if until is None else max(until - time.perf_counter(), 0.0)
+            left = share.remaining()
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
             found = find_rule(self.space, objective, search="beam",
@@ -338,7 +529,7 @@ class _Pricer:
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
-                left = None if until is None else max(until - time.perf_counter(), 0.0)
+                left = share.remaining()
                 found = find_rule(self.space, objective, max_rule_length=self.max_props,
                                   allow_empty=not self.fit_intercept, time_limit=left)
             self.rounds += 1
@@ -353,7 +544,7 @@ class _Pricer:
                 self.callback({"iteration": self.rounds, "ub": self.incumbent,
                                "lb": self.bound,
                                "gap": relative_gap(self.incumbent, self.bound),
-                               "relaxation": value, "time": time.perf_counter() - self.t0,
+                               "relaxation": value, "time": self.clock.elapsed(),
                                "columns": len(self.work)})
             if not _prices_out(found.value, best_inside, reg, cells.total_weight):
                 self.converged = exact and found.certified
@@ -423,13 +614,14 @@ def _prices_out(column_value: float, best_inside: float, reg: float,
 
 
 def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
-              space: SearchSpace, budget: Budget, mip_gap: float,
-              t0: float) -> ExactResult:
+              space: SearchSpace, budget: Budget
+              ) -> tuple[SearchOutcome, BoxSelectionProblem]:
     r"""k = 1, squared loss, exactly: adding one box b to the intercept-only model lowers
     :math:`\sum_i w_i r_i^2` by exactly :math:`S_b^2/D(W_b)`
     (:class:`~rulemip.boosting.objectives.RidgeGain`), so the best rule is the maximizer of
     that objective — branch and bound over the rules, whose bound G gives the valid lower
-    bound :math:`(\sum w r^2 - G^2)/W` also when a limit stops it."""
+    bound :math:`(\sum w r^2 - G^2)/W` also when a limit stops it. Returns the outcome
+    (its ``built``: the one-box problem it is a point of) and that problem."""
     w = dataset.weights
     y = np.asarray(dataset.y, dtype=float)
     W = float(w.sum())
@@ -447,9 +639,9 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
     prob = cip.problem_over(dataset, cells, one.candidate_boxes(),
                             combinatorial=found is None or not found.certified)
     z = np.ones(1) if admissible else np.zeros(prob.n_boxes)
-    ens, risk = prob.decode(z)
     if found is None:
-        lb, note = risk, "one rule: no candidate box; the intercept-only model is optimal"
+        lb = prob.decode(z)[1]
+        note = "one rule: no candidate box; the intercept-only model is optimal"
     else:
         lb = (sst - found.bound ** 2) / W if math.isfinite(found.bound) else 0.0
         note = (f"one rule exactly: branch and bound on the ridge gain, {found.n_expanded} "
@@ -458,16 +650,11 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
             note += " (its best box breaks max_rule_length or repeats the intercept: " \
                     "bound only)"
     finished = found is None or (found.certified and admissible)
-    verdict = promote(risk, lb, finished=finished, mip_gap=mip_gap,
-                      limit=None if finished else Limit.TIME,
-                      fallback_bound=prob.safe_bound)
-    return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                       gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
-                       wall_time=time.perf_counter() - t0,
-                       iterations=0 if found is None else found.n_expanded, engine="cg",
-                       backend="rule search", backend_version="", n_boxes=prob.n_boxes,
-                       n_cells=cells.n_cells, bound_valid=True,
-                       notes=(note, *verdict.notes))
+    outcome = SearchOutcome(x=z, lower_bound=lb, finished=finished,
+                            limit=None if finished else Limit.TIME, method="box search",
+                            iterations=0 if found is None else found.n_expanded,
+                            notes=(note,), built=prob)
+    return outcome, prob
 
 
 def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
@@ -480,7 +667,8 @@ def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
 
 
 def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0: FloatArray,
-                           time_limit: float | None, solver: str, seed: int) -> FloatArray:
+                           time_limit: float | None, solver: str | SolverBackend, seed: int
+                           ) -> FloatArray:
     """A good point of the continuous relaxation over the working set (outer approximation
     with LP masters; any feasible point keeps the Farley bound valid)."""
     tl = None if time_limit is None else max(time_limit / 4.0, 0.05)
@@ -501,14 +689,7 @@ def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0
     return z
 
 
-def _intercept_only(prob: BoxSelectionProblem, bound: float, mip_gap: float, t0: float,
-                    notes: list[str]) -> ExactResult:
-    ens, risk = prob.decode(np.zeros(0))
-    verdict = promote(risk, min(bound, risk), finished=True, mip_gap=mip_gap, limit=None,
-                      fallback_bound=prob.safe_bound)
-    return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                       gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
-                       wall_time=time.perf_counter() - t0, iterations=0, engine="cg",
-                       backend="pricing", backend_version="", n_boxes=0,
-                       n_cells=prob.cells.n_cells, bound_valid=True,
-                       notes=tuple(notes) + verdict.notes)
+register_formulation("cg", ColumnGeneration, needs_positive_reg=True,
+                     description="box-selection CIP by column generation: boxes priced by "
+                                 "the rule search, never enumerated "
+                                 "(docs/explanation/column_generation.md)")

@@ -1,28 +1,31 @@
-r"""One driver for the exact k-rule engines, and the registries behind ``engine=``.
+r"""One driver for every exact k-rule engine, and the registries behind ``engine=``.
 
-:func:`solve` runs any :class:`~rulemip.formulations.protocol.Formulation`: it resolves the
-backend once (:func:`rulemip.solvers.base.resolve_backend`, refusing before any work what
-the backend cannot do), builds the model within the :class:`~rulemip.budget.Budget`, solves
-natively or by tangent-cut outer approximation (:mod:`rulemip.algorithms.tangent_cuts`)
-with the *remaining* time, decodes the incumbent and recomputes its risk from the data, and
-decides the status once (:func:`rulemip.solvers.status.promote`). A limit returns the best
-known model — the warm start when the backend found nothing — never an error.
+:func:`solve` runs any :class:`~rulemip.formulations.protocol.Formulation` on one path: it
+resolves the backend once (:func:`rulemip.solvers.base.resolve_backend`, refusing before
+any work what the backend cannot do; a backend object is only checked), builds the model
+within the :class:`~rulemip.budget.Budget`, then solves natively, by tangent-cut outer
+approximation (:mod:`rulemip.algorithms.tangent_cuts`), or — for an
+:class:`~rulemip.formulations.protocol.OracleFormulation` (the box-selection CIP, column
+generation) — calls the formulation's search with the backend as its master, all with
+the *remaining* time; :func:`decide` then decodes the incumbent, recomputes its risk from
+the data and decides the status once (:func:`rulemip.solvers.status.promote`). A limit
+returns the best known model — the warm start when nothing was found — never an error.
 
 Engines are *methods* in a registry: :func:`register_method` adds a function with the
 signature of :func:`solve_exact`'s keywords (it receives those it accepts),
-:func:`register_formulation` adds a formulation class solved by :func:`solve`.
-:func:`solve_exact` — the stable entry point of estimators, the command line and gap
-studies — chooses a method and checks what it returned: the ensemble's risk is recomputed
-from the data, and a bound the recomputed risk refutes is never reported as proved.
-``docs/architecture.md`` draws the whole picture.
+:func:`register_formulation` adds a formulation solved by :func:`solve`. The built-in
+engines register themselves in their own modules (this module imports none of them;
+``rulemip/algorithms/__init__.py`` does). :func:`solve_exact` — the stable entry point of
+estimators, the command line and gap studies — chooses a method, resolves the solver once
+(:func:`check_solver`) and checks what the method returned: the ensemble's risk is
+recomputed from the data, and a bound the recomputed risk refutes is never reported as
+proved. ``docs/architecture.md`` draws the whole picture.
 """
 
 from __future__ import annotations
 
-import functools
 import inspect
 import math
-import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -30,22 +33,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
-from rulemip.algorithms.cell_bnb import solve_cell_bnb
-from rulemip.algorithms.column_generation import solve_column_generation
 from rulemip.algorithms.tangent_cuts import solve_model
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError, SolverError
-from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
-from rulemip.formulations.interval_cover import IntervalCoverMIP
-from rulemip.formulations.protocol import BuiltModel, Formulation
+from rulemip.formulations.protocol import (
+    BuiltModel,
+    Formulation,
+    OracleFormulation,
+    SearchOutcome,
+)
 from rulemip.formulations.result import ExactResult
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.solvers.base import (
-    PERSISTENT_MASTER_NEEDS,
     Capability,
     SolverBackend,
     required_capabilities,
@@ -74,6 +76,14 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
           verbose: bool = False) -> ExactResult:
     """Build, solve and decode ``formulation`` on ``dataset`` (module docstring).
 
+    One path for every kind of formulation: the backend is resolved once
+    (``formulation.needs()``; a model formulation may fall back to tangent cuts, an
+    :class:`~rulemip.formulations.protocol.OracleFormulation` needs it as its master), the
+    model is built within the budget, the warm start encoded, then the backend solves the
+    model (natively or by tangent cuts) or the formulation's ``search`` runs over its
+    oracle; either answer is decoded, its risk recomputed and its status decided once
+    (:func:`decide`).
+
     Parameters
     ----------
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
@@ -90,14 +100,22 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         when the backend fails in a way that is not a limit; its ``result`` attribute is an
         :class:`ExactResult` with the best model known (the warm start, if any).
     """
-    t0 = time.perf_counter()
     clock = Budget.coerce(budget, time_limit)
-    backend, native = resolve_backend(solver, formulation.needs())
+    oracle = isinstance(formulation, OracleFormulation)
+    backend, native = resolve_backend(solver, formulation.needs(),
+                                      outer_approximation=not oracle)
     built = formulation.build_model(dataset, backend=backend, native=native,
                                     warm_start=warm_start)
     start = formulation.encode_start(built, warm_start) if warm_start is not None else None
+    if oracle:
+        assert isinstance(formulation, OracleFormulation)
+        outcome = formulation.search(built, backend=backend, budget=clock, mip_gap=mip_gap,
+                                     start=start, warm_start=warm_start, seed=seed,
+                                     threads=threads, callback=callback)
+        return decide(formulation, built, outcome, wall_time=clock.elapsed(),
+                      mip_gap=mip_gap, start=start)
     opts = SolveOptions(time_limit=clock.remaining(), mip_gap=mip_gap, threads=threads,
-                        seed=seed, verbose=verbose, callback=_wrap_callback(callback))
+                        seed=seed, verbose=verbose, callback=wrap_callback(callback))
     try:
         res = solve_built(formulation, built, backend, opts, start)
     except SolverError as exc:
@@ -105,10 +123,10 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         nothing = SolveResult(TerminationReason.ERROR, backend=backend.name,
                               notes=(f"backend fault: {exc}",))
         exc.result = result_from_solve(  # type: ignore[attr-defined]
-            formulation, built, nothing, wall_time=time.perf_counter() - t0,
-            mip_gap=mip_gap, start=start)
+            formulation, built, nothing, wall_time=clock.elapsed(), mip_gap=mip_gap,
+            start=start)
         raise
-    return result_from_solve(formulation, built, res, wall_time=time.perf_counter() - t0,
+    return result_from_solve(formulation, built, res, wall_time=clock.elapsed(),
                              mip_gap=mip_gap, start=start,
                              bound_tolerance=getattr(backend, "bound_tolerance", None))
 
@@ -126,59 +144,94 @@ def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBack
                        polish=lambda x: formulation.polish(built, x))
 
 
-def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveResult, *,
-                      wall_time: float, mip_gap: float = 1e-6,
-                      start: FloatArray | None = None,
-                      bound_tolerance: float | None = None) -> ExactResult:
-    """Decode a backend's result into an :class:`ExactResult`: the incumbent (or the
-    start when the backend found none), its risk recomputed from the data, its dual bound
-    lowered by the backend's feasibility tolerance times the weight of the loss terms'
-    epigraph rows when the model has a logistic or Poisson loss term (:data:`EXP_LOSSES`:
-    where the brute-force oracle found bounds above the optimum; none in squared-loss
-    models, whose small risks such a slack would keep from any certificate;
-    :func:`bound_slack`, ``bound_tolerance`` overrides its table), one status."""
-    notes = list(built.notes) + list(res.notes)
-    history = tuple(getattr(res, "history", ()) or ())
-    iterations = int(res.iterations or res.nodes or 0)
-    x = res.x
-    finished = res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
-    limit = res.limit
-    if x is None and start is not None:
-        x = start
-        notes.append(f"the backend found no solution ({res.termination.value}); returning "
-                     "the warm start, the best model known.")
-        finished, limit = False, limit if limit is not None else Limit.OTHER
-    if x is None:
-        term = res.termination if res.termination is not TerminationReason.OPTIMAL \
-            else TerminationReason.ERROR
-        return ExactResult(None, math.inf, float(res.bounds.dual), math.inf, term, res.limit,
-                           wall_time, iterations, formulation.engine, res.backend,
-                           res.backend_version, 0, built.n_cells, built.bound_valid,
-                           tuple(notes), history)
-    ens, risk, decode_notes = formulation.decode_solution(built, x)
-    notes.extend(decode_notes)
-    obj = float(res.bounds.primal)
-    if res.x is not None and math.isfinite(obj):
-        solver_risk = built.model.to_standard_form().objective_value(np.asarray(res.x))
-        if abs(obj - solver_risk) > 1e-6 * max(1.0, abs(obj)):
-            notes.append(f"solver objective {obj:.10g} differs from the risk of its "
-                         f"solution recomputed from the data {solver_risk:.10g}.")
-    dual = float(res.bounds.dual)
+def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
+                       bound_tolerance: float | None = None) -> SearchOutcome:
+    """A backend's answer as a :class:`~rulemip.formulations.protocol.SearchOutcome`: its
+    point, its dual bound lowered by the backend's feasibility tolerance times the weight
+    of the loss terms' epigraph rows when the model has a logistic or Poisson loss term
+    (:data:`EXP_LOSSES`: where the brute-force oracle found bounds above the optimum; none
+    in squared-loss models, whose small risks such a slack would keep from any
+    certificate; :func:`bound_slack`, ``bound_tolerance`` overrides its table)."""
+    notes = list(res.notes)
     sf = built.model.to_standard_form()
+    if res.x is not None and math.isfinite(float(res.bounds.primal)):
+        # the model's own objective at the point (the decoded risk refits the weights
+        # and may be lower; that is not a disagreement)
+        model_value = sf.objective_value(np.asarray(res.x))
+        obj = float(res.bounds.primal)
+        if abs(obj - model_value) > 1e-6 * max(1.0, abs(obj)):
+            notes.append(f"solver objective {obj:.10g} differs from the risk of its "
+                         f"solution recomputed from the data {model_value:.10g}.")
+    dual = float(res.bounds.dual)
     if math.isfinite(dual) and any(t.loss in EXP_LOSSES for t in sf.loss_terms):
         slack = bound_slack(res.backend, objective_weight(sf), tolerance=bound_tolerance)
         if slack > 0.0:
             dual -= slack
             notes.append(f"the backend's dual bound lowered by {slack:.3g} for its "
                          "feasibility tolerance (docs/explanation/solving.md)")
-    verdict = promote(float(risk), dual, finished=finished, mip_gap=mip_gap,
+    tangent = "+" in res.backend
+    return SearchOutcome(
+        x=res.x, lower_bound=dual,
+        finished=res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE),
+        limit=res.limit, method="tangent cuts" if tangent else "native",
+        backend=res.backend, backend_version=res.backend_version,
+        iterations=int(res.iterations or res.nodes or 0), notes=tuple(notes),
+        history=tuple(getattr(res, "history", ()) or ()), no_solution=res.termination)
+
+
+def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveResult, *,
+                      wall_time: float, mip_gap: float = 1e-6,
+                      start: FloatArray | None = None,
+                      bound_tolerance: float | None = None) -> ExactResult:
+    """Decode a backend's result into an :class:`ExactResult`
+    (:func:`outcome_from_solve`, then :func:`decide`)."""
+    return decide(formulation, built,
+                  outcome_from_solve(built, res, bound_tolerance=bound_tolerance),
+                  wall_time=wall_time, mip_gap=mip_gap, start=start)
+
+
+def decide(formulation: Formulation, built: BuiltModel, outcome: SearchOutcome, *,
+           wall_time: float, mip_gap: float = 1e-6,
+           start: FloatArray | None = None) -> ExactResult:
+    """The one decode and the one status of every engine: the outcome's point (or the
+    start when it has none: the warm start, the best model known) decoded by the
+    formulation with its risk recomputed from the data, the bound and the status decided
+    by :func:`promote` (fallback: the built model's ``safe_bound``), and the
+    :class:`ExactResult` built by keyword."""
+    if outcome.built is not None:
+        built = outcome.built
+    notes = list(built.notes) + list(outcome.notes)
+    x, finished, limit = outcome.x, outcome.finished, outcome.limit
+    if x is None and start is not None:
+        x = start
+        notes.append(f"the search found no solution ({outcome.no_solution.value}); "
+                     "returning the warm start, the best model known.")
+        finished, limit = False, limit if limit is not None else Limit.OTHER
+    common: dict[str, Any] = {
+        "wall_time": wall_time, "iterations": outcome.iterations,
+        "engine": formulation.engine, "method": outcome.method, "backend": outcome.backend,
+        "backend_version": outcome.backend_version,
+        "n_boxes": int(getattr(built, "n_boxes", 0)), "n_cells": built.n_cells,
+        "bound_valid": built.bound_valid, "history": outcome.history}
+    if x is None:
+        term = outcome.no_solution if outcome.no_solution is not TerminationReason.OPTIMAL \
+            else TerminationReason.ERROR
+        return ExactResult(ensemble=None, risk=math.inf, lower_bound=outcome.lower_bound,
+                           gap=math.inf, termination=term, limit=outcome.limit,
+                           notes=tuple(notes), **common)
+    ensemble, risk, decode_notes = formulation.decode_solution(built, x)
+    notes.extend(decode_notes)
+    if x is outcome.x and math.isfinite(outcome.objective) and \
+            abs(float(risk) - outcome.objective) > 1e-7 * max(1.0, abs(float(risk))):
+        notes.append(f"decoded risk {float(risk):.12g} differs from the search's "
+                     f"{outcome.objective:.12g}")
+    verdict = promote(float(risk), outcome.lower_bound, finished=finished, mip_gap=mip_gap,
                       limit=limit, bound_valid=built.bound_valid,
-                      fallback_bound=built.safe_bound, no_solution=res.termination)
+                      fallback_bound=built.safe_bound, no_solution=outcome.no_solution)
     notes.extend(verdict.notes)
-    return ExactResult(ens, float(risk), verdict.lower_bound, verdict.gap,
-                       verdict.termination, verdict.limit, wall_time, iterations,
-                       formulation.engine, res.backend, res.backend_version, 0,
-                       built.n_cells, built.bound_valid, tuple(notes), history)
+    return ExactResult(ensemble=ensemble, risk=float(risk), lower_bound=verdict.lower_bound,
+                       gap=verdict.gap, termination=verdict.termination,
+                       limit=verdict.limit, notes=tuple(notes), **common)
 
 
 EXP_LOSSES = ("logistic", "poisson")
@@ -195,7 +248,7 @@ def objective_weight(sf: Any) -> float:
     return weight
 
 
-def _wrap_callback(callback: Callback | None) -> Callback | None:
+def wrap_callback(callback: Callback | None) -> Callback | None:
     """Backend progress dicts with the ``ub``/``lb``/``iteration`` keys of OA progress."""
     if callback is None:
         return None
@@ -272,7 +325,7 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
     """
     def method(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
                fit_intercept: bool, thresholds: Sequence[FloatArray],
-               max_rule_length: int | None, solver: str, budget: Budget,
+               max_rule_length: int | None, solver: str | SolverBackend, budget: Budget,
                mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
                callback: Callback | None) -> ExactResult:
         formulation = factory(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
@@ -281,8 +334,10 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
                      warm_start=warm_start, callback=callback, seed=seed)
 
     def solver_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
-        return factory(1, loss=loss, reg=reg, fit_intercept=True, thresholds=None,
-                       max_rule_length=None).needs(), True
+        probe = factory(1, loss=loss, reg=reg if reg > 0 else 1e-3, fit_intercept=True,
+                        thresholds=None, max_rule_length=None)
+        # an oracle formulation needs its backend as its master: no tangent cuts
+        return probe.needs(), not isinstance(probe, OracleFormulation)
 
     register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
                     description=description or f"formulation {name!r} solved by the driver",
@@ -383,33 +438,39 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
     return "mip"
 
 
-def check_solver(engine: str, solver: str, *, loss: str = "squared", reg: float = 1e-3
-                 ) -> None:
-    """Refuse, before any work (warm starts included), a ``solver`` the chosen ``engine``
-    cannot use: :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
-    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy."""
+def check_solver(engine: str, solver: str | SolverBackend, *, loss: str = "squared",
+                 reg: float = 1e-3) -> SolverBackend:
+    """Resolve, before any work (warm starts included), the backend of ``solver`` for the
+    chosen ``engine`` — the one resolution of a fit: pass the backend it returns on as
+    ``solver`` (:func:`solve_exact`, :func:`solve` then only check its capabilities).
+    A backend the engine cannot use is refused with
+    :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
+    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy; an engine that
+    needs no solver still gets the named backend checked to exist (an unknown name or a
+    missing package fails here, with the install hint)."""
     spec = method_spec(engine)
     if spec.solver_needs is None:
-        return
+        return resolve_backend(solver, set(), outer_approximation=False)[0]
     needs, oa = spec.solver_needs(loss, reg)
-    resolve_backend(solver, needs, outer_approximation=oa)
+    return resolve_backend(solver, needs, outer_approximation=oa)[0]
 
 
 def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
                 fit_intercept: bool = True, thresholds: Sequence[FloatArray],
                 max_rule_length: int | None = None, engine: str = "auto",
-                solver: str = "auto", time_limit: float | None = None,
+                solver: str | SolverBackend = "auto", time_limit: float | None = None,
                 mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                 seed: int = 0, callback: Callback | None = None,
                 budget: Budget | None = None) -> ExactResult:
     """Solve for the best ensemble of at most ``n_rules`` rules over ``thresholds`` with
     the engine ``engine`` (module docstring); ``budget`` is the fit's time budget
-    (``time_limit`` may only shorten it)."""
+    (``time_limit`` may only shorten it). ``solver`` is resolved here once
+    (:func:`check_solver`) and the engine receives the backend."""
     clock = Budget.coerce(budget, time_limit)
     chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
                            loss=loss)
     spec = method_spec(chosen)
-    check_solver(chosen, solver, loss=loss, reg=reg)
+    backend = check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:
         raise InvalidParameterError(
             f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
@@ -417,7 +478,7 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     offered: dict[str, Any] = {
         "loss": loss, "reg": reg, "fit_intercept": fit_intercept,
         "thresholds": list(thresholds), "max_rule_length": max_rule_length,
-        "solver": solver, "time_limit": clock.remaining(), "budget": clock,
+        "solver": backend, "time_limit": clock.remaining(), "budget": clock,
         "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed,
         "callback": with_gap(callback)}
     accepted = spec.accepted()
@@ -550,40 +611,24 @@ def checked(result: ExactResult, dataset: Dataset, *, reg: float,
                    termination=term, limit=limit, notes=notes + verdict.notes)
 
 
-# ---------------------------------------------------------------------- built-in engines
-def _solve_cip(dataset: Dataset, n_rules: int, *, loss: str, reg: float, fit_intercept: bool,
-               thresholds: Sequence[FloatArray], max_rule_length: int | None, solver: str,
-               budget: Budget, mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
-               callback: Callback | None, method: str = "auto") -> ExactResult:
-    cip = BoxSelectionCIP(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                          thresholds=list(thresholds), max_rule_length=max_rule_length)
-    return solve_box_selection(cip, dataset, warm_start=warm_start, solver=solver,
-                               time_limit=budget.remaining(), mip_gap=mip_gap,
-                               callback=callback, seed=seed, method=method)
-
-
-def _cip_master_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
-    return set(PERSISTENT_MASTER_NEEDS), False
-
-
-register_method("cip", _solve_cip, needs_positive_reg=True, solver_needs=_cip_master_needs,
-                description="box-selection CIP: enumeration, then outer approximation")
-register_method("cip-bnb", functools.partial(_solve_cip, method="bnb"),
-                needs_positive_reg=True, losses=("squared",),
-                description="box-selection CIP by branch and bound over boxes")
-register_formulation("mip", IntervalCoverMIP,
-                     description="interval-cover MIP: native or tangent-cut OA")
-register_method("cg", solve_column_generation, needs_positive_reg=True,
-                solver_needs=_cip_master_needs,
-                description="box-selection CIP by column generation: boxes priced by the "
-                            "rule search, never enumerated "
-                            "(docs/explanation/column_generation.md)")
-register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
-                description="cell-sweep branch and bound: a bound valid at reg = 0 exactly "
-                            "(docs/explanation/cell_sweep_bound.md)")
-
-
-__all__ = ["CIP_EXPLICIT_MAX_BOXES", "ENGINES", "MethodSpec", "check_engine_fits",
-           "check_solver", "checked", "choose_engine", "method_spec",
-           "register_formulation", "register_method", "result_from_solve", "solve",
-           "solve_built", "solve_exact", "with_gap", "with_time_limit_named"]
+__all__ = [
+    "CIP_EXPLICIT_MAX_BOXES",
+    "ENGINES",
+    "MethodSpec",
+    "check_engine_fits",
+    "check_solver",
+    "checked",
+    "choose_engine",
+    "decide",
+    "method_spec",
+    "outcome_from_solve",
+    "register_formulation",
+    "register_method",
+    "result_from_solve",
+    "solve",
+    "solve_built",
+    "solve_exact",
+    "with_gap",
+    "with_time_limit_named",
+    "wrap_callback",
+]

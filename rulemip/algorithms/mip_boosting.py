@@ -21,21 +21,21 @@ reproduces Lemma 2's risk.
 from __future__ import annotations
 
 import math
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_positive_int
-from rulemip.algorithms.driver import _wrap_callback, result_from_solve, solve_built
+from rulemip.algorithms.driver import solve
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.interval_cover import BuiltIntervalCover, FixedRules, IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
-from rulemip.solvers.base import SolverBackend, resolve_backend
-from rulemip.solvers.result import SolveOptions, TerminationReason
+from rulemip.solvers.base import Capability, SolverBackend, resolve_backend
+from rulemip.solvers.result import TerminationReason
 
 VARIANTS = ("stagewise", "corrective")
 
@@ -55,6 +55,44 @@ class BoostingRound:
     @property
     def is_optimal(self) -> bool:
         return self.status is TerminationReason.OPTIMAL
+
+
+class RoundFormulation:
+    """One round of MIP-boosting as a formulation for the driver
+    (:func:`rulemip.algorithms.driver.solve`): ``problem`` built with the earlier rounds'
+    rules ``fixed``; it keeps the built model and the backend's point for the next round
+    (``x`` is ``None`` when the backend found none and the driver decoded the start)."""
+
+    engine = "mip"
+
+    def __init__(self, problem: IntervalCoverMIP, fixed: FixedRules | None) -> None:
+        self.problem = problem
+        self.fixed = fixed
+        self.built: BuiltIntervalCover | None = None
+        self.start: NDArray[np.float64] | None = None
+        self.x: NDArray[np.float64] | None = None
+
+    def needs(self) -> set[Capability]:
+        return self.problem.needs()
+
+    def build_model(self, dataset: Dataset, *, backend: SolverBackend, native: bool,
+                    warm_start: RuleEnsemble | None = None) -> BuiltIntervalCover:
+        self.built = self.problem.build_for(dataset, backend, native, fixed=self.fixed)
+        return self.built
+
+    def encode_start(self, built: BuiltIntervalCover, ensemble: RuleEnsemble
+                     ) -> NDArray[np.float64] | None:
+        self.start = self.problem.encode_start(built, ensemble)
+        return self.start
+
+    def decode_solution(self, built: BuiltIntervalCover, x: NDArray[np.float64]
+                        ) -> tuple[RuleEnsemble, float, list[str]]:
+        self.x = None if x is self.start else np.asarray(x, dtype=float)
+        return self.problem.decode_solution(built, x)
+
+    def polish(self, built: BuiltIntervalCover, x: NDArray[np.float64]
+               ) -> NDArray[np.float64] | None:
+        return self.problem.polish(built, x)
 
 
 def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 0.0,
@@ -96,12 +134,13 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
     prev_x: np.ndarray | None = None
     prev_built: BuiltIntervalCover | None = None
     prev_weights: np.ndarray | None = None
+    backend: SolverBackend | None = None
     for m in range(1, k + 1):
-        t0 = time.perf_counter()
         problem = IntervalCoverMIP(m, loss=lo.name, reg=reg, fit_intercept=fit_intercept,
                                    thresholds=ths, max_rule_length=max_rule_length,
                                    symmetry_breaking=False, weight_bound=weight_bound)
-        backend, native = resolve_backend(solver, problem.needs())
+        if backend is None:  # once per run: every round's model needs the same
+            backend = resolve_backend(solver, problem.needs())[0]
         if prev_x is not None and prev_built is not None:
             r = np.round(prev_x[prev_built.block("r")])
             p = np.round(prev_x[prev_built.block("p")])
@@ -116,23 +155,19 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
             S = int(probe.offsets[-1])
             fixed = FixedRules(np.zeros((0, S)), np.zeros((0, S)), np.zeros(0),
                                fixed.intercept)
-        built = problem.build_for(dataset, backend, native, fixed=fixed)
         # warm start: the previous model plus the new rule as the all-covering box with
         # its best weight (feasible; its risk is at most the previous round's)
-        enc = problem.encode(built, RuleEnsemble([], 0.0, lo.name))
-        start = None if np.isnan(enc).any() else enc
-        opts = SolveOptions(time_limit=time_limit_per_round, mip_gap=mip_gap,
-                            threads=threads, seed=seed, callback=_wrap_callback(callback))
-        res = solve_built(problem, built, backend, opts, start)
-        result = result_from_solve(problem, built, res, wall_time=time.perf_counter() - t0,
-                                   mip_gap=mip_gap)
+        this_round = RoundFormulation(problem, fixed)
+        result = solve(this_round, dataset, solver=backend, time_limit=time_limit_per_round,
+                       mip_gap=mip_gap, warm_start=RuleEnsemble([], 0.0, lo.name),
+                       callback=callback, seed=seed, threads=threads)
         rounds.append(BoostingRound(m, result.ensemble, result.risk, result.lower_bound,
                                     result.termination, result))
-        if res.x is None or result.ensemble is None:
+        if this_round.x is None or result.ensemble is None:
             break
         # the next round fixes this round's covers (and, stagewise, its decoded weights)
-        prev_x = np.asarray(res.x, dtype=float)
-        prev_built = built
+        prev_x = this_round.x
+        prev_built = this_round.built
         prev_weights = result.ensemble.weights
     return rounds
 
@@ -143,5 +178,5 @@ def boosting_risks(rounds: list[BoostingRound]) -> list[float]:
     return [r.risk if r.ensemble is not None else math.inf for r in rounds]
 
 
-__all__ = ["VARIANTS", "BoostingRound", "boosting_risks", "mip_boosting"]
+__all__ = ["VARIANTS", "BoostingRound", "RoundFormulation", "boosting_risks", "mip_boosting"]
 

@@ -93,7 +93,7 @@ class OAOptions:
     max_iter: int = 10_000
     relax: bool = False
     #: backend name, or a backend already resolved once for the whole fit
-    solver: str | SolverBackend = "highs"
+    solver: str | SolverBackend = "auto"
     threads: int | None = None
     seed: int = 0
     callback: Callable[[dict[str, Any]], None] | None = None

@@ -126,8 +126,10 @@ def run(args: argparse.Namespace) -> int:
               "the risk; docs/explanation/local_optimality.md)")
     status = cert.status + ("" if cert.bound_valid else " (bound not proved valid)")
     backend = f"{cert.backend} {cert.backend_version}".strip()
-    print(f"status: {status}; engine {cert.engine}, backend {backend}, "
-          f"{cert.wall_time:.2f} s")
+    method = getattr(est.result_, "method", "")
+    print(f"status: {status}; engine {cert.engine}"
+          + (f" ({method})" if method else "")
+          + (f", backend {backend}" if backend else "") + f", {cert.wall_time:.2f} s")
     if not math.isnan(est.boosting_risk_):
         lo, hi = est.boosting_risk_ - cert.risk, est.boosting_risk_ - cert.lower_bound
         print(f"boosting's certified excess risk: in [{lo:.6g}, {hi:.6g}]")

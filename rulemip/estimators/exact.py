@@ -105,12 +105,9 @@ class _ExactBase(BaseEstimator):
         self._init_preset()
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
-        if self.solver != "auto":
-            from rulemip.solvers import get_backend
-
-            # unknown names and missing packages fail here, with the install hint, even
-            # when the chosen engine would not have needed a solver (exact enumeration)
-            get_backend(self.solver.split(":", 1)[0])
+        # unknown names and missing packages fail in fit with the install hint, before any
+        # work, even for an engine that needs no solver: `check_solver` resolves the
+        # backend once per fit
 
     def _init_preset(self) -> str | None:
         """The boosting preset of the first incumbent: ``preset``, or — deprecated — the
@@ -185,12 +182,13 @@ class _ExactBase(BaseEstimator):
         return booster.ensembles_[-1]
 
     def _fit_dataset(self, ds: Dataset) -> None:
+        # parameters were validated by fit; the backend is resolved once, here, and handed
+        # on (solve_exact and the driver only check its capabilities)
         budget = Budget.from_time_limit(self.time_limit)
-        self._validate_params_()
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
                                n_rules=self.n_rules, loss=self.loss)
-        check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
+        backend = check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
         previous = self._previous_fit(ds, thresholds)
@@ -208,7 +206,7 @@ class _ExactBase(BaseEstimator):
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
                              max_rule_length=self.max_rule_length, engine=engine,
-                             solver=self.solver, mip_gap=self.mip_gap, warm_start=start,
+                             solver=backend, mip_gap=self.mip_gap, warm_start=start,
                              seed=seed, callback=callback,
                              budget=budget.fraction(ENGINE_SHARE) if local else budget)
         local_record = None

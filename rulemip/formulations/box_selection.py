@@ -33,7 +33,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -56,6 +57,7 @@ from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
 from rulemip.rules.rule import Rule
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 
 FloatArray = NDArray[np.float64]
 
@@ -72,7 +74,8 @@ class BoxSelectionProblem:
     ``model`` is the feasibility model (block ``"z"`` of B integer columns in [0, k], row
     block ``"cardinality"``: Σ z ≤ k); ``oracle`` gives :math:`R(z)` and its gradient;
     ``bound`` is the best combinatorial lower bound on the optimal :math:`R_\\lambda` with
-    the names and values of the bounds it came from in ``bound_parts``.
+    the names and values of the bounds it came from in ``bound_parts``. It is the
+    :class:`~rulemip.formulations.protocol.BuiltModel` of :class:`BoxSelectionCIP`.
     """
 
     dataset: Dataset
@@ -87,10 +90,21 @@ class BoxSelectionProblem:
     loss: str
     bound: float
     bound_parts: dict[str, float]
+    notes: list[str] = field(default_factory=list)
+    #: every bound this problem reports is proved (no stated weight box)
+    bound_valid: bool = True
 
     @property
     def n_boxes(self) -> int:
         return self.boxes.n_boxes
+
+    @property
+    def n_cells(self) -> int:
+        return self.cells.n_cells
+
+    def block(self, name: str) -> NDArray[np.int64]:
+        """Columns of block ``"z"`` (the box multiplicities, in box order)."""
+        return np.asarray(self.model.var(name).ids, dtype=np.int64).ravel()
 
     @property
     def safe_bound(self) -> float:
@@ -162,6 +176,13 @@ class BoxSelectionProblem:
 class BoxSelectionCIP:
     """Exact best k-rule ensemble over candidate thresholds (module docstring).
 
+    It is a :class:`~rulemip.formulations.protocol.Formulation` whose built model is a
+    :class:`BoxSelectionProblem` (the oracle, not a model a backend could take): the
+    searches over it (enumeration, outer approximation, branch and bound over boxes,
+    column generation) add the protocol's search hook one layer up, in
+    :mod:`rulemip.algorithms.box_selection_methods` and
+    :mod:`rulemip.algorithms.column_generation`.
+
     Parameters
     ----------
     n_rules : k, the number of rules (*k* in [GAP]); the intercept is not counted.
@@ -198,6 +219,34 @@ class BoxSelectionCIP:
                                                  allow_none=True)
         self.max_rule_length = check_positive_int(max_rule_length, "max_rule_length",
                                                   allow_none=True)
+
+    engine = "cip"
+
+    # ------------------------------------------------------------------ the protocol
+    def needs(self) -> set[Capability]:
+        """A persistent MILP master for outer approximation over the oracle."""
+        return set(PERSISTENT_MASTER_NEEDS)
+
+    def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
+                    native: bool = True, warm_start: RuleEnsemble | None = None
+                    ) -> BoxSelectionProblem:
+        """:meth:`build` (the backend does not change the problem)."""
+        return self.build(dataset)
+
+    def encode_start(self, built: Any, ensemble: RuleEnsemble) -> FloatArray | None:
+        """Box multiplicities of ``ensemble`` (:meth:`BoxSelectionProblem.encode`)."""
+        return built.encode(ensemble)
+
+    def decode_solution(self, built: Any, x: FloatArray
+                        ) -> tuple[RuleEnsemble, float, list[str]]:
+        """The ensemble of multiplicities ``x`` refitted on the data and its risk
+        (:meth:`BoxSelectionProblem.decode`)."""
+        ensemble, risk = built.decode(x)
+        return ensemble, risk, []
+
+    def polish(self, built: Any, x: FloatArray) -> FloatArray | None:
+        """No master point to repair: the searches evaluate the oracle at integer points."""
+        return None
 
     # ------------------------------------------------------------------ build
     def build(self, dataset: Dataset) -> BoxSelectionProblem:

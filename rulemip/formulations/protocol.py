@@ -9,22 +9,45 @@ driver's. ``docs/howto/add_formulation.md`` adds one in a single file.
 
 The model may hold loss terms and a quadratic ridge; backends that cannot take them natively
 are driven by tangent cuts (:mod:`rulemip.algorithms.tangent_cuts`), so a formulation never
-names a backend. Convex integer programs solved by outer approximation over an oracle (the
-k-rule CIP) expose the oracle on their built problem instead (``oracle.value_and_gradient``)
-and are run by a registered method (:func:`rulemip.algorithms.driver.register_method`).
+names a backend.
+
+Oracle formulations
+-------------------
+A convex integer program solved over an oracle rather than handed to a backend (the k-rule
+box-selection CIP, docs/explanation/box_selection.md; its column generation,
+docs/explanation/column_generation.md) implements the same members and, in addition, the
+**search hook** of :class:`OracleFormulation`: ``search(built, ...)`` runs outer
+approximation / enumeration / branch and bound / pricing over ``built``'s oracle, with the
+backend the driver resolved as its master, and returns a :class:`SearchOutcome` — a point
+of the built model and the bound it proved, *not* a status. The driver decodes that point,
+recomputes its risk and decides the status exactly as for a backend's answer. Two further
+optional hooks name the steps such searches are made of:
+
+* :class:`RelaxationHook` — ``relaxation(built, ...)``: a valid lower bound from the
+  continuous relaxation, with the points whose cuts may seed an integer master;
+* :class:`PricingHook` — ``price(built, z, ...)``: the column (box) whose partial derivative
+  at a relaxed point ``z`` is most negative, with a bound valid for every column.
+
+Their default is *absent*: a formulation without ``search`` is a model formulation (native
+or tangent cuts); one without ``relaxation``/``price`` simply has no such step.
 """
 
 from __future__ import annotations
 
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import Capability, SolverBackend
+from rulemip.solvers.result import Limit, TerminationReason
 
 FloatArray = NDArray[np.float64]
 
@@ -103,4 +126,102 @@ class Formulation(Protocol):
         ...
 
 
-__all__ = ["BuiltModel", "Formulation"]
+@dataclass(frozen=True)
+class SearchOutcome:
+    """What an oracle formulation's :meth:`~OracleFormulation.search` hands the driver —
+    the same facts a backend's answer carries, never a status (the driver decides it once,
+    :func:`rulemip.solvers.status.promote`).
+
+    Attributes
+    ----------
+    x : the incumbent, a point of ``built`` (``None``: none found); decoded by the driver.
+    lower_bound : the bound the search proved on the optimal :math:`R_\\lambda` over the
+        formulation's whole candidate set (``-inf``: none).
+    finished : the search ended by itself (exhaustive, converged, settled), not at a limit.
+    limit : the limit that stopped it, if any.
+    method : how it searched (``"enumeration"``, ``"oa"``, ``"bnb"``, ``"pricing"``, …).
+    backend, backend_version : the master's backend (``""`` when no solver ran).
+    iterations : OA iterations, nodes, supports or pricing rounds.
+    objective : the search's own value at ``x`` (the driver notes a disagreement with
+        the risk recomputed from the data); ``nan`` if not known.
+    built : the built model ``x`` belongs to when the search replaced it (column
+        generation grows its working set); ``None``: the one :meth:`build_model` returned.
+    no_solution : the termination reported when ``x`` is ``None``.
+    """
+
+    x: FloatArray | None
+    lower_bound: float = -math.inf
+    finished: bool = False
+    limit: Limit | None = None
+    method: str = ""
+    backend: str = ""
+    backend_version: str = ""
+    iterations: int = 0
+    objective: float = math.nan
+    notes: tuple[str, ...] = ()
+    history: tuple[dict[str, Any], ...] = ()
+    built: Any = None
+    no_solution: TerminationReason = TerminationReason.NO_SOLUTION_FOUND
+
+
+@runtime_checkable
+class OracleFormulation(Formulation, Protocol):
+    """A formulation solved over its oracle by its own search (module docstring): the
+    driver resolves the backend (``needs()`` with no tangent-cut fallback), builds,
+    encodes the warm start, calls :meth:`search` within the fit's budget, then decodes and
+    promotes the outcome like any other."""
+
+    def search(self, built: Any, *, backend: SolverBackend, budget: Budget, mip_gap: float,
+               start: FloatArray | None, warm_start: RuleEnsemble | None, seed: int,
+               threads: int | None, callback: Callable[[dict[str, Any]], Any] | None
+               ) -> SearchOutcome:
+        """The oracle / separation hook: search ``built`` for the best point and a valid
+        bound, within ``budget``, with ``backend`` as the master (if one is needed)."""
+        ...
+
+
+@dataclass(frozen=True)
+class RelaxationBound:
+    """A lower bound from the continuous relaxation and the points whose cuts recycle
+    into an integer master (:class:`RelaxationHook`)."""
+
+    bound: float
+    points: tuple[FloatArray, ...] = ()
+    iterations: int = 0
+
+
+@runtime_checkable
+class RelaxationHook(Protocol):
+    """Optional: the continuous relaxation of an oracle formulation."""
+
+    def relaxation(self, built: Any, *, backend: SolverBackend, budget: Budget,
+                   seed: int = 0, threads: int | None = None) -> RelaxationBound:
+        """A bound valid for the problem (a relaxation's bound) and its cut points."""
+        ...
+
+
+@dataclass(frozen=True)
+class PricedColumn:
+    """What :class:`PricingHook` found at a relaxed point: the best column's bounds per
+    feature (``None``: no candidate column exists), its value :math:`|c_b|`, an upper
+    bound on that value over every column (valid also when the search was stopped) and
+    whether that bound was proved by an exact search."""
+
+    lower: FloatArray | None
+    upper: FloatArray | None
+    value: float
+    bound: float
+    exact: bool
+
+
+@runtime_checkable
+class PricingHook(Protocol):
+    """Optional: the pricing step of column generation over an oracle formulation."""
+
+    def price(self, built: Any, z: FloatArray, *, budget: Budget) -> PricedColumn:
+        """The column whose partial derivative at ``z`` is most negative."""
+        ...
+
+
+__all__ = ["BuiltModel", "Formulation", "OracleFormulation", "PricedColumn", "PricingHook",
+           "RelaxationBound", "RelaxationHook", "SearchOutcome"]

@@ -31,8 +31,14 @@ class ExactResult:
     gap : relative gap by :func:`rulemip.solvers.relative_gap`.
     termination, limit : why the solve ended (``limit`` names the limit hit, if any).
     wall_time : seconds; iterations : OA iterations (CIP) or B&B nodes (MIP).
-    engine : ``"cip"`` or ``"mip"``; backend, backend_version : the master/MIP solver.
-    n_boxes : candidate boxes (distinct query vectors) or 0; n_cells : occupied grid cells.
+    engine : the registered engine that ran (``"cip"``, ``"cip-bnb"``, ``"cg"``,
+        ``"cell-bnb"``, ``"mip"``, or a registered one's name).
+    method : how the engine searched (``"enumeration"``, ``"oa"``, ``"bnb"``, ``"bound"``,
+        ``"pricing"``, ``"native"``, ``"tangent cuts"``, …).
+    backend, backend_version : the solver backend that solved the model or the masters
+        (``""`` when none ran: enumeration, branch and bound over boxes, a closed form).
+    n_boxes : candidate boxes (distinct query vectors) of the built model, 0 for a
+        formulation without boxes; n_cells : occupied grid cells.
     bound_valid : ``False`` if the bound rests on anything not proved (then never OPTIMAL).
     notes : human-readable remarks; history : per-iteration progress dicts.
     """
@@ -53,6 +59,7 @@ class ExactResult:
     bound_valid: bool = True
     notes: tuple[str, ...] = ()
     history: tuple[dict[str, Any], ...] = field(default_factory=tuple)
+    method: str = ""
 
     @property
     def is_optimal(self) -> bool:
@@ -67,7 +74,7 @@ class ExactResult:
                 "gap": num(self.gap), "termination": self.termination.value,
                 "limit": None if self.limit is None else self.limit.value,
                 "wall_time": self.wall_time, "iterations": self.iterations,
-                "engine": self.engine, "backend": self.backend,
+                "engine": self.engine, "method": self.method, "backend": self.backend,
                 "backend_version": self.backend_version, "n_boxes": self.n_boxes,
                 "n_cells": self.n_cells, "bound_valid": self.bound_valid,
                 "notes": list(self.notes)}

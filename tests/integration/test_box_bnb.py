@@ -54,7 +54,7 @@ def test_solve_bnb_matches_enumerate(k):
     b = solve_box_selection(cip, ds, method="enumerate")
     assert a.termination is TerminationReason.OPTIMAL
     assert b.termination is TerminationReason.OPTIMAL
-    assert a.backend == "bnb" and a.bound_valid
+    assert a.engine == "cip-bnb" and a.method == "bnb" and a.backend == "" and a.bound_valid
     assert abs(a.risk - b.risk) <= 1e-6 * abs(b.risk)
     assert a.lower_bound <= b.risk * (1 + 1e-9)
     assert a.gap <= 1e-6

@@ -151,4 +151,4 @@ def test_enumerating_engine_named_explicitly_refuses_too_many_boxes_up_front(eng
     assert count_boxes(ths, None) <= CIP_EXPLICIT_MAX_BOXES
     est = ExactRuleEnsembleRegressor(1, engine=engine, reg=0.1, thresholds=ths,
                                      time_limit=20).fit(X6[:, :2], X6[:, 0] > 0)
-    assert est.result_.engine == "cip"
+    assert est.result_.engine == engine

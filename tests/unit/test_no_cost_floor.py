@@ -28,7 +28,7 @@ def test_at_most_k_cells_is_settled_at_the_cell_means(engine, fit_intercept):
     th = candidate_thresholds(X, 5)  # 6 cells <= k = 10
     res = solve_exact(Dataset.from_arrays(X, y), 10, reg=1e-8, fit_intercept=fit_intercept,
                       thresholds=th, engine=engine, time_limit=60)
-    assert res.is_optimal and res.backend == "bound" and res.iterations == 0
+    assert res.is_optimal and res.method == "bound" and res.iterations == 0
     groups = np.searchsorted(th[0], X[:, 0], side="left")
     within = sum(float(((y[groups == g] - y[groups == g].mean()) ** 2).sum())
                  for g in np.unique(groups)) / len(y)

@@ -1,0 +1,122 @@
+"""Issue 23, item 1: every built-in engine is a formulation run by ``driver.solve`` on one
+path — one backend resolution per fit, one decode, one status, honest engine/method/
+backend fields."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+
+import rulemip.solvers.base as solver_base
+from rulemip import ExactRuleEnsembleRegressor
+from rulemip.algorithms.box_selection_methods import BoxSelectionSearch
+from rulemip.algorithms.column_generation import ColumnGeneration
+from rulemip.algorithms.driver import method_spec, solve, solve_exact
+from rulemip.data import Dataset, candidate_thresholds
+from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.formulations.protocol import (
+    Formulation,
+    OracleFormulation,
+    PricingHook,
+    RelaxationHook,
+    SearchOutcome,
+)
+from rulemip.solvers.status import RefutedBoundWarning
+
+
+def _data(n: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = np.where(X[:, 0] > 0.2, 1.0, 0.0) + 0.5 * (X[:, 1] < -0.3) \
+        + rng.normal(scale=0.1, size=n)
+    return X, y
+
+
+def test_oracle_engines_are_formulations_with_their_hooks() -> None:
+    assert isinstance(BoxSelectionCIP(2), Formulation)
+    assert not isinstance(BoxSelectionCIP(2), OracleFormulation)  # the model only
+    search = BoxSelectionSearch(2)
+    assert isinstance(search, OracleFormulation) and isinstance(search, RelaxationHook)
+    cg = ColumnGeneration(2)
+    assert isinstance(cg, OracleFormulation) and isinstance(cg, PricingHook)
+    assert BoxSelectionSearch(2, method="bnb").engine == "cip-bnb"
+
+
+@pytest.mark.parametrize("engine", ["cip", "cg"])
+def test_one_backend_resolution_per_fit(engine: str, monkeypatch: Any) -> None:
+    """The estimator resolves ``solver`` once; solve_exact, the driver and every outer-
+    approximation master (relaxation, integer masters, column generation's restricted
+    relaxations and integer phases) reuse that backend."""
+    calls: list[str] = []
+    real = solver_base.get_backend
+
+    def counting(name: str, **kwargs: Any) -> Any:
+        calls.append(name)
+        return real(name, **kwargs)
+
+    monkeypatch.setattr(solver_base, "get_backend", counting)
+    X, y = _data()
+    est = ExactRuleEnsembleRegressor(2, reg=0.05, max_thresholds=3, engine=engine,
+                                     solver="highs", time_limit=30, init=None)
+    est.fit(X, y)
+    assert est.result_.engine == engine
+    assert calls == ["highs"], calls
+
+
+@pytest.mark.parametrize(("engine", "method", "uses_backend"), [
+    ("cip", "enumeration", False), ("cip-bnb", "bnb", False), ("cg", "pricing", True),
+    ("mip", "native", True), ("cell-bnb", "sweep bnb", False)])
+def test_results_name_the_engine_method_and_backend(engine: str, method: str,
+                                                    uses_backend: bool) -> None:
+    X, y = _data(40)
+    ds = Dataset.from_arrays(X, y)
+    ths = candidate_thresholds(X, 2)
+    res = solve_exact(ds, 2, reg=0.05, thresholds=ths, engine=engine, solver="highs"
+                      if engine != "mip" else "scip", time_limit=60)
+    assert res.engine == engine and res.method == method
+    assert (res.backend != "") is uses_backend
+    assert res.is_optimal
+    if engine in ("cip", "cip-bnb", "cell-bnb"):
+        assert res.n_boxes > 0  # the built model's boxes (was always 0 on the driver)
+
+
+def test_the_driver_decides_the_status_of_an_oracle_search() -> None:
+    """A search that claims a bound above the risk of its own point is refuted by the
+    driver's one promote: the bound falls back to the built model's safe bound and the
+    result is not optimal."""
+
+    class Overclaiming(BoxSelectionSearch):
+        def search(self, built: Any, **kwargs: Any) -> SearchOutcome:
+            honest = super().search(built, **kwargs)
+            assert honest.x is not None
+            risk = built.decode(honest.x)[1]
+            return SearchOutcome(x=honest.x, lower_bound=risk * 1.5 + 1.0, finished=True,
+                                 method="overclaim")
+
+    X, y = _data(40)
+    ds = Dataset.from_arrays(X, y)
+    formulation = Overclaiming(2, reg=0.05, thresholds=candidate_thresholds(X, 2))
+    with pytest.warns(RefutedBoundWarning):
+        res = solve(formulation, ds, solver="highs", time_limit=30)
+    assert not res.is_optimal and res.ensemble is not None
+    safe = formulation.build(ds).safe_bound
+    assert res.lower_bound == pytest.approx(safe) and res.lower_bound <= res.risk
+    assert math.isfinite(res.gap) and res.method == "overclaim"
+
+
+def test_cip_and_cg_registered_as_formulations_in_their_modules() -> None:
+    for engine, cls in (("cip", BoxSelectionSearch), ("cip-bnb", BoxSelectionSearch),
+                        ("cg", ColumnGeneration)):
+        spec = method_spec(engine)
+        assert spec.solver_needs is not None
+        _needs, tangent_cuts = spec.solver_needs("squared", 0.1)
+        assert tangent_cuts is False  # an oracle search needs its master, no tangent cuts
+        built = spec.function.__closure__  # the register_formulation wrapper
+        assert built is not None
+        factories = [c.cell_contents for c in built if callable(c.cell_contents)]
+        assert any(isinstance(f(1, loss="squared", reg=0.1, fit_intercept=True,
+                                thresholds=None, max_rule_length=None), cls)
+                   for f in factories)
