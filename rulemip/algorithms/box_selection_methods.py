@@ -16,7 +16,6 @@ promote`). The searches reach the solver only through the outer-approximation en
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -150,15 +149,14 @@ class BoxSelectionSearch(BoxSelectionCIP):
             if settled is not None:
                 return settled
         if method == "enumerate":
-            return self._enumerate(prob, budget.remaining(), notes, count, mip_gap)
+            return self._enumerate(prob, budget, notes, count, mip_gap)
         if method == "bnb":
             return self._bnb(prob, budget, notes, start, mip_gap, seed)
         if method == "auto" and count <= limit_supports:
             # λ-robust but combinatorial: give it half the time (20 s without a limit),
             # then fall back to OA seeded with its incumbent
-            remaining = budget.remaining()
-            share = 20.0 if remaining is None else remaining / 2.0
-            enum = self._enumerate(prob, share, notes, count, mip_gap)
+            enum = self._enumerate(prob, budget.fraction(0.5, default=20.0), notes, count,
+                                   mip_gap)
             if self._proves(prob, enum, mip_gap):
                 return enum
             z_enum = enum.x
@@ -269,10 +267,9 @@ class BoxSelectionSearch(BoxSelectionCIP):
             raise InvalidParameterError(
                 f"method='bnb' supports squared loss only; got loss={self.loss!r}.")
         remaining = budget.remaining()
-        deadline = None if remaining is None else time.perf_counter() + remaining
         search = self.local_search_time if remaining is None else \
             min(self.local_search_time, 0.1 * remaining)
-        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, deadline=deadline,
+        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, deadline=budget,
                                rel_tol=mip_gap, lower_bound_hint=prob.bound, incumbent=start,
                                search_time=search, seed=seed)
         notes.append(f"branch and bound: {res.nodes} nodes, {res.leaves} supports evaluated"
@@ -282,11 +279,10 @@ class BoxSelectionSearch(BoxSelectionCIP):
                              limit=None if res.complete else Limit.TIME, method="bnb",
                              iterations=res.nodes, objective=res.value, notes=tuple(notes))
 
-    def _enumerate(self, prob: BoxSelectionProblem, seconds: float | None, notes: list[str],
+    def _enumerate(self, prob: BoxSelectionProblem, budget: Budget, notes: list[str],
                    count: int, mip_gap: float) -> SearchOutcome:
-        deadline = None if seconds is None else time.perf_counter() + seconds
         z, value, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, self.n_rules,
-                                                   deadline)
+                                                   budget)
         notes.append(f"exact enumeration of {count} supports"
                      + ("" if complete else " stopped by the time limit"))
         return SearchOutcome(x=z, lower_bound=max(lb, prob.bound) if complete else prob.bound,
