@@ -47,10 +47,10 @@ from rulemip.formulations.box_oracles import (
     ConvexBoxOracle,
     SquaredBoxOracle,
     enumerate_boxes,
-    levels_bound,
     segmentation_bound,
 )
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
+from rulemip.formulations.levels import levels_bound, levels_work
 from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
@@ -59,10 +59,10 @@ from rulemip.rules.rule import Rule
 
 FloatArray = NDArray[np.float64]
 
-#: the 2^k-levels bound (a dynamic program over the sorted cells, O(2^k m²) time, O(m)
-#: memory per block) is computed only up to this much work (levels · m²; 5e8 ≈ 3 s):
-#: friedman1 with 5 000 cells at k = 10 had taken 49 s outside every time budget
-LEVELS_MAX_WORK = 500_000_000
+#: the 2^k-levels bound (divide-and-conquer DP over the sorted cells, about L·m·log₂ m
+#: operations, compiled; rulemip.formulations.levels) is computed only up to this much work
+#: (≈ 1 s): friedman1 with 5 000 cells at k = 10 is 6.6e7
+LEVELS_MAX_WORK = 1_000_000_000
 
 
 @dataclass
@@ -260,7 +260,7 @@ class BoxSelectionCIP:
         m = len(v)
         # the DP is O(levels · m²) time: computed only where that is bounded (a skipped
         # bound is simply not used; the others stay valid)
-        if n_levels >= m or n_levels * m * m <= LEVELS_MAX_WORK:
+        if levels_work(m, n_levels) <= LEVELS_MAX_WORK:
             parts["levels"] = (levels_bound(v, w, n_levels) + cells.constant) / W
         if cells.groups.shape[1] == 1:
             order = np.argsort(cells.groups[:, 0], kind="stable")
