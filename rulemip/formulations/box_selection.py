@@ -50,7 +50,7 @@ from rulemip.formulations.box_oracles import (
     segmentation_bound,
 )
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
-from rulemip.formulations.levels import levels_bound, levels_work
+from rulemip.formulations.levels import levels_bound, levels_work, logistic_levels_bound
 from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
@@ -245,16 +245,39 @@ class BoxSelectionCIP:
         return BoxSelectionProblem(dataset, cells, boxes, Q, oracle, model, k, self.reg,
                                    self.fit_intercept, self.loss, max(parts.values()), parts)
 
-    @staticmethod
-    def _combinatorial_bounds(cells: CellReduction, k: int) -> dict[str, float]:
+    def _combinatorial_bounds(self, cells: CellReduction, k: int) -> dict[str, float]:
         """Valid lower bounds on min :math:`R_\\lambda` (docs/explanation/box_selection.md):
-        the reduction constant (losses ≥ 0 ... for squared/Poisson the data term is ≥ C),
-        and for squared loss the best fit with ≤ 2^k levels, and on one feature the best
-        fit with ≤ 2k+1 contiguous pieces. The ridge term is dropped (≥ 0)."""
+        the reduction constant (losses ≥ 0 ... for squared/Poisson the data term is ≥ C);
+        for squared loss the best fit with ≤ 2^k levels (ridge dropped, ≥ 0), and on one
+        feature the best fit with ≤ 2k+1 contiguous pieces; for logistic loss the levels
+        bound with the ridge kept (:func:`rulemip.formulations.levels.logistic_levels_bound`:
+        every value of a k-rule model lies in an interval whose width the ridge prices)."""
         W = cells.total_weight
         parts = {"constant": cells.constant / W}
+        if cells.loss == "logistic":
+            pos = cells.y > 0
+            w_pos = np.bincount(cells.point_cell[pos], weights=cells.weight[pos],
+                                minlength=cells.n_cells)
+            w_neg = np.bincount(cells.point_cell[~pos], weights=cells.weight[~pos],
+                                minlength=cells.n_cells)
+            parts["levels"] = (logistic_levels_bound(w_pos, w_neg, k, self.reg,
+                                                     self.fit_intercept)
+                               + cells.constant) / W
+            return parts
         if cells.loss != "squared":
             return parts
+        v, w = cells.y, cells.weight
+        n_levels = 2 ** min(k, 30)
+        m = len(v)
+        # the DP is O(levels · m log m) time: computed only where that is bounded (a
+        # skipped bound is simply not used; the others stay valid)
+        if levels_work(m, n_levels) <= LEVELS_MAX_WORK:
+            parts["levels"] = (levels_bound(v, w, n_levels) + cells.constant) / W
+        if cells.groups.shape[1] == 1:
+            order = np.argsort(cells.groups[:, 0], kind="stable")
+            parts["segments"] = (segmentation_bound(v[order], w[order], 2 * k + 1)
+                                 + cells.constant) / W
+        return parts
         v, w = cells.y, cells.weight
         n_levels = 2 ** min(k, 30)
         m = len(v)

@@ -53,3 +53,55 @@ def test_levels_edge_cases_and_work():
         levels_bound(np.array([1.0]), np.ones(1), 0)
     assert levels_work(10, 16) == 0.0
     assert levels_work(1024, 4) == pytest.approx(4 * 1024 * 10)
+
+
+# ---------------------------------------------------------------------- logistic
+@pytest.mark.parametrize("fit_intercept", [True, False])
+@pytest.mark.parametrize("reg", [1e-3, 0.1, 1.0])
+def test_logistic_levels_bound_below_brute_force(fit_intercept, reg):
+    from rulemip.data import Dataset
+    from rulemip.formulations.box_selection import BoxSelectionCIP
+    from rulemip.testing.brute_force import brute_force_optimum
+
+    rng = np.random.default_rng(int(reg * 1000) + fit_intercept)
+    for trial in range(4):
+        n = int(rng.integers(6, 11))
+        X = rng.normal(size=(n, 2))
+        y = rng.choice([-1.0, 1.0], size=n)
+        y[:2] = (-1.0, 1.0)
+        if trial == 0:
+            y[2:] = 1.0                    # nearly one label
+        for k in (1, 2):
+            bf = brute_force_optimum(X, y, k, loss="logistic", reg=reg,
+                                     fit_intercept=fit_intercept, max_thresholds=2)
+            cip = BoxSelectionCIP(k, loss="logistic", reg=reg, fit_intercept=fit_intercept,
+                                  max_thresholds=2)
+            prob = cip.build(Dataset.from_arrays(X, y))
+            assert prob.bound_parts["levels"] <= bf.risk + 1e-9
+            if len(set(y)) == 2:
+                assert prob.bound_parts["levels"] > 0.0
+
+
+def test_logistic_levels_bound_closed_form_one_cell():
+    """One pure cell, k rules, no intercept: min_s λ s²/k + W log(1 + e^{-s}) (the k equal
+    weights s/k are optimal), so the bound equals the true optimum up to its grid."""
+    from scipy.optimize import minimize_scalar
+
+    from rulemip.formulations.levels import logistic_levels_bound
+
+    for W, reg, k in ((10.0, 0.5, 1), (3.0, 0.01, 3), (100.0, 2.0, 2)):
+        def phi(s, W=W, reg=reg, k=k):
+            return reg * s * s / k + W * np.logaddexp(0.0, -s)
+
+        true = minimize_scalar(phi, bounds=(0.0, 100.0), method="bounded", options={"xatol": 1e-12})
+        got = logistic_levels_bound(np.array([W]), np.array([0.0]), k, reg, False)
+        assert got <= true.fun + 1e-9
+        assert got >= true.fun - 1e-4 * true.fun
+
+
+def test_logistic_levels_bound_without_ridge_is_the_cells_entropy():
+    from rulemip.formulations.levels import logistic_levels_bound
+
+    wp, wn = np.array([3.0, 0.0, 2.0]), np.array([1.0, 4.0, 2.0])
+    want = 3 * np.log(4 / 3) + np.log(4.0) + 4 * np.log(2.0)
+    assert logistic_levels_bound(wp, wn, 2, 0.0, True) == pytest.approx(want)
