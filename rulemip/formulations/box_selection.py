@@ -257,9 +257,9 @@ class BoxSelectionCIP:
         if cells.loss == "logistic":
             pos = cells.y > 0
             w_pos = np.bincount(cells.point_cell[pos], weights=cells.weight[pos],
-                                minlength=cells.n_cells)
+                                minlength=cells.n_cells).astype(float)
             w_neg = np.bincount(cells.point_cell[~pos], weights=cells.weight[~pos],
-                                minlength=cells.n_cells)
+                                minlength=cells.n_cells).astype(float)
             parts["levels"] = (logistic_levels_bound(w_pos, w_neg, k, self.reg,
                                                      self.fit_intercept)
                                + cells.constant) / W
