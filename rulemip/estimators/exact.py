@@ -61,6 +61,15 @@ SGB_START_SHARE = 0.1
 #: share of the time left after the local phase given to the exact engine; the rest (and
 #: whatever the engine leaves unspent) goes to swaps and kicks from the engine's model
 ENGINE_SHARE = 0.8
+#: two squared-loss rules: share of the time left after the engine given to swaps and
+#: kicks; the rest goes to the two-rule branch and bound, which raises the global bound
+#: (rulemip.algorithms.two_rule_bound, docs/explanation/weak_ridge_bounds.md)
+TWO_RULE_KICK_SHARE = 0.3
+#: two squared-loss rules: the engine's share (its relaxation bound is the levels bound
+#: there; the branch and bound's is higher, docs/benchmarks/exact.md §11)
+TWO_RULE_ENGINE_SHARE = 0.4
+#: memory of the two-rule branch and bound's node pool (it stops when the pool is full)
+TWO_RULE_POOL_BYTES = 256 << 20
 
 
 class _ExactBase(BaseEstimator):
@@ -200,6 +209,8 @@ class _ExactBase(BaseEstimator):
         callback = progress_printer() if self.verbose else None
         seed = 0 if self.random_state is None else int(self.random_state)
         local = self.loss == "squared"
+        two_rules = local and self.n_rules == 2
+        engine_share = TWO_RULE_ENGINE_SHARE if two_rules else ENGINE_SHARE
         self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
         if local and self._init_preset() is not None:  # preset=None: the engine starts cold
             start = self._local_phase(ds, thresholds, budget, start, seed)
@@ -208,11 +219,14 @@ class _ExactBase(BaseEstimator):
                              max_rule_length=self.max_rule_length, engine=engine,
                              solver=backend, mip_gap=self.mip_gap, warm_start=start,
                              seed=seed, callback=callback,
-                             budget=budget.fraction(ENGINE_SHARE) if local else budget)
+                             budget=budget.fraction(engine_share) if local else budget)
         local_record = None
         if local:
-            result, local_record = self._swap_engine_model(ds, thresholds, budget, result,
-                                                           start, seed)
+            kick_budget = budget.fraction(TWO_RULE_KICK_SHARE) if two_rules else budget
+            result, local_record = self._swap_engine_model(ds, thresholds, kick_budget,
+                                                           result, start, seed)
+        if two_rules and result.ensemble is not None and not result.is_optimal:
+            result = self._two_rule_bound_phase(ds, thresholds, budget, result)
         self.result_ = result
         self.engine_ = engine
         self.thresholds_ = thresholds
@@ -346,6 +360,52 @@ class _ExactBase(BaseEstimator):
         record = local_optimality_record(best) \
             if best.one_swap_optimal and result.ensemble is best.ensemble else None
         return result, record
+
+    def _two_rule_bound_phase(self, ds: Dataset, thresholds: list[np.ndarray],
+                              budget: Budget, result: Any) -> Any:
+        """Two squared-loss rules, not proved: the rest of the budget goes to the branch
+        and bound over both boxes (:mod:`rulemip.algorithms.two_rule_bound`). Its bound
+        replaces the engine's when higher; a better model it meets replaces the incumbent;
+        when it prunes every node the incumbent is optimal. Status through ``promote``."""
+        import dataclasses
+
+        from rulemip.algorithms.local_swap import refit_ensemble
+        from rulemip.algorithms.two_rule_bound import two_rule_bound
+        from rulemip.formulations.box_selection import BoxSelectionCIP
+        from rulemip.rules import Rule
+        from rulemip.rules.ensemble import conditions_from_box
+        from rulemip.solvers.result import Limit
+        from rulemip.solvers.status import promote
+
+        if budget.expired() or self.reg <= 0.0:
+            return result
+        cells = BoxSelectionCIP(2, reg=self.reg, fit_intercept=self.fit_intercept,
+                                thresholds=thresholds).reduce(ds)
+        found = two_rule_bound(cells, self.reg, self.fit_intercept, upper=result.risk,
+                               budget=budget, max_memory=TWO_RULE_POOL_BYTES)
+        ensemble, risk = result.ensemble, result.risk
+        notes = [f"two-rule branch and bound: bound {found.bound:.8g} after {found.nodes} "
+                 f"nodes in {found.seconds:.3g} s ({found.open_nodes} open"
+                 f"{', node pool full' if found.pool_full else ''})"]
+        if found.boxes is not None:
+            rules = [Rule(conditions_from_box(lo, hi, ds.encoder), 1.0)
+                     for lo, hi in found.boxes]
+            cand, cand_risk = refit_ensemble(ds, rules, reg=self.reg,
+                                             fit_intercept=self.fit_intercept,
+                                             template=result.ensemble)
+            if cand_risk < risk:
+                ensemble, risk = cand, cand_risk
+                notes.append("the two-rule branch and bound found the better model returned")
+        lower = max(result.lower_bound, found.bound) if result.bound_valid else found.bound
+        verdict = promote(risk, lower, finished=found.proved, mip_gap=self.mip_gap,
+                          limit=None if found.proved else
+                          (Limit.TIME if budget.expired() else Limit.OTHER),
+                          bound_valid=True)
+        return dataclasses.replace(
+            result, ensemble=ensemble, risk=risk, lower_bound=verdict.lower_bound,
+            gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
+            bound_valid=verdict.bound_valid, wall_time=budget.elapsed(),
+            notes=(*result.notes, *notes, *verdict.notes))
 
     def _decision(self, X: Any) -> np.ndarray:
         """:math:`f(x)` on the link scale."""

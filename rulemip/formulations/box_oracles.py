@@ -314,14 +314,6 @@ def segmentation_bound(v: FloatArray, w: FloatArray, n_segments: int,
     return float(best[-1])
 
 
-def levels_bound(cell_values: FloatArray, cell_weights: FloatArray, n_levels: int) -> float:
-    r"""Least weighted SSE of any fit taking at most ``n_levels`` distinct values — the
-    1-d weighted k-means optimum, whose clusters are contiguous in sorted order, so the
-    segmentation DP on the sorted values is exact."""
-    order = np.argsort(cell_values, kind="stable")
-    return segmentation_bound(cell_values[order], cell_weights[order], n_levels)
-
-
 # ---------------------------------------------------------------------- exact enumeration
 def n_supports(n_boxes: int, k: int) -> int:
     """Number of supports (sets of at most k distinct boxes)."""

@@ -48,10 +48,10 @@ from rulemip.formulations.box_oracles import (
     ConvexBoxOracle,
     SquaredBoxOracle,
     enumerate_boxes,
-    levels_bound,
     segmentation_bound,
 )
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
+from rulemip.formulations.levels import levels_bound, levels_work, logistic_levels_bound
 from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
@@ -61,10 +61,10 @@ from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBack
 
 FloatArray = NDArray[np.float64]
 
-#: the 2^k-levels bound (a dynamic program over the sorted cells, O(2^k m²) time, O(m)
-#: memory per block) is computed only up to this much work (levels · m²; 5e8 ≈ 3 s):
-#: friedman1 with 5 000 cells at k = 10 had taken 49 s outside every time budget
-LEVELS_MAX_WORK = 500_000_000
+#: the 2^k-levels bound (divide-and-conquer DP over the sorted cells, about L·m·log₂ m
+#: operations, compiled; rulemip.formulations.levels) is computed only up to this much work
+#: (≈ 1 s): friedman1 with 5 000 cells at k = 10 is 6.6e7
+LEVELS_MAX_WORK = 1_000_000_000
 
 
 @dataclass
@@ -294,22 +294,45 @@ class BoxSelectionCIP:
         return BoxSelectionProblem(dataset, cells, boxes, Q, oracle, model, k, self.reg,
                                    self.fit_intercept, self.loss, max(parts.values()), parts)
 
-    @staticmethod
-    def _combinatorial_bounds(cells: CellReduction, k: int) -> dict[str, float]:
+    def _combinatorial_bounds(self, cells: CellReduction, k: int) -> dict[str, float]:
         """Valid lower bounds on min :math:`R_\\lambda` (docs/explanation/box_selection.md):
-        the reduction constant (losses ≥ 0 ... for squared/Poisson the data term is ≥ C),
-        and for squared loss the best fit with ≤ 2^k levels, and on one feature the best
-        fit with ≤ 2k+1 contiguous pieces. The ridge term is dropped (≥ 0)."""
+        the reduction constant (losses ≥ 0 ... for squared/Poisson the data term is ≥ C);
+        for squared loss the best fit with ≤ 2^k levels (ridge dropped, ≥ 0), and on one
+        feature the best fit with ≤ 2k+1 contiguous pieces; for logistic loss the levels
+        bound with the ridge kept (:func:`rulemip.formulations.levels.logistic_levels_bound`:
+        every value of a k-rule model lies in an interval whose width the ridge prices)."""
         W = cells.total_weight
         parts = {"constant": cells.constant / W}
+        if cells.loss == "logistic":
+            pos = cells.y > 0
+            w_pos = np.bincount(cells.point_cell[pos], weights=cells.weight[pos],
+                                minlength=cells.n_cells).astype(float)
+            w_neg = np.bincount(cells.point_cell[~pos], weights=cells.weight[~pos],
+                                minlength=cells.n_cells).astype(float)
+            parts["levels"] = (logistic_levels_bound(w_pos, w_neg, k, self.reg,
+                                                     self.fit_intercept)
+                               + cells.constant) / W
+            return parts
         if cells.loss != "squared":
             return parts
         v, w = cells.y, cells.weight
         n_levels = 2 ** min(k, 30)
         m = len(v)
+        # the DP is O(levels · m log m) time: computed only where that is bounded (a
+        # skipped bound is simply not used; the others stay valid)
+        if levels_work(m, n_levels) <= LEVELS_MAX_WORK:
+            parts["levels"] = (levels_bound(v, w, n_levels) + cells.constant) / W
+        if cells.groups.shape[1] == 1:
+            order = np.argsort(cells.groups[:, 0], kind="stable")
+            parts["segments"] = (segmentation_bound(v[order], w[order], 2 * k + 1)
+                                 + cells.constant) / W
+        return parts
+        v, w = cells.y, cells.weight
+        n_levels = 2 ** min(k, 30)
+        m = len(v)
         # the DP is O(levels · m²) time: computed only where that is bounded (a skipped
         # bound is simply not used; the others stay valid)
-        if n_levels >= m or n_levels * m * m <= LEVELS_MAX_WORK:
+        if levels_work(m, n_levels) <= LEVELS_MAX_WORK:
             parts["levels"] = (levels_bound(v, w, n_levels) + cells.constant) / W
         if cells.groups.shape[1] == 1:
             order = np.argsort(cells.groups[:, 0], kind="stable")

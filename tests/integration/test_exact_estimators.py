@@ -126,3 +126,39 @@ def test_branch_and_bound_engine_matches_the_default():
     assert b.certificate_.risk == pytest.approx(a.certificate_.risk, rel=1e-7)
     with pytest.raises(InvalidParameterError, match="cip-bnb"):
         ExactRuleEnsembleRegressor(engine="cip-bnb", reg=0.0, n_rules=1).fit(X, y)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_two_rule_bound_phase_proves_an_unproved_fit(fit_intercept):
+    """The phase that spends a two-rule fit's time left on the branch and bound over both
+    boxes: from an engine result with a worse model and a weak bound it returns the
+    brute-force optimum, its bound, status optimal (through promote), and a certificate
+    that verifies."""
+    import dataclasses
+
+    from rulemip.budget import Budget
+    from rulemip.data import Dataset
+    from rulemip.solvers.result import Limit, TerminationReason
+
+    X, y = _tiny(3, n=14)
+    est = ExactRuleEnsembleRegressor(n_rules=2, reg=0.1, max_thresholds=3, engine="cip",
+                                     fit_intercept=fit_intercept, time_limit=60).fit(X, y)
+    bf = brute_force_optimum(X, y, 2, reg=0.1, fit_intercept=fit_intercept,
+                             max_thresholds=3)
+    # an unproved result with a one-rule model (worse) and a bound of 0
+    worse = ExactRuleEnsembleRegressor(n_rules=1, reg=0.1, max_thresholds=3, engine="cip",
+                                       fit_intercept=fit_intercept, time_limit=60).fit(X, y)
+    unproved = dataclasses.replace(est.result_, ensemble=worse.result_.ensemble,
+                                   risk=worse.result_.risk, lower_bound=0.0, gap=1.0,
+                                   termination=TerminationReason.FEASIBLE, limit=Limit.TIME)
+    assert worse.result_.risk > bf.risk + 1e-9
+    ds = Dataset.from_arrays(X, y)
+    out = est._two_rule_bound_phase(ds, est.thresholds_, Budget.from_time_limit(30),
+                                    unproved)
+    assert out.termination is TerminationReason.OPTIMAL and out.limit is None
+    assert out.risk == pytest.approx(bf.risk, rel=1e-9)
+    assert out.lower_bound == pytest.approx(bf.risk, rel=1e-8)
+    assert any("two-rule branch and bound" in n for n in out.notes)
+    # a time limit that is already spent changes nothing
+    spent = Budget.from_time_limit(0.0)
+    assert est._two_rule_bound_phase(ds, est.thresholds_, spent, unproved) is unproved

@@ -12,10 +12,10 @@ from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import (
     enumerate_optimum,
-    levels_bound,
     segmentation_bound,
 )
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.formulations.levels import levels_bound
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes

@@ -1,0 +1,120 @@
+"""The two-rule branch and bound: its node bounds never exceed the best model of the node
+(brute force over box pairs), the search from a loose upper bound reaches the brute-force
+optimum and proves it, and a limited search returns a valid bound."""
+
+import itertools
+
+import numpy as np
+import pytest
+
+from rulemip.algorithms import two_rule_bound as trb
+from rulemip.algorithms.local_swap import refit_ensemble
+from rulemip.budget import Budget
+from rulemip.data import Dataset
+from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.formulations.levels import levels_bound
+from rulemip.refit import fit_weights
+from rulemip.rules import Rule
+from rulemip.rules.ensemble import conditions_from_box
+from rulemip.testing.brute_force import brute_force_optimum
+
+
+def _instance(seed, d=2, reg=0.1, fit_intercept=True):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(6, 14))
+    X = rng.normal(size=(n, d))
+    y = rng.normal(size=n) + (X[:, 0] > 0)
+    ds = Dataset.from_arrays(X, y)
+    cells = BoxSelectionCIP(2, reg=reg, fit_intercept=fit_intercept,
+                            max_thresholds=3).reduce(ds)
+    return X, y, ds, cells
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_search_reaches_and_proves_the_brute_force_optimum(seed):
+    reg = (1e-3, 0.1, 1.0)[seed % 3]
+    fit_intercept = seed % 4 != 3
+    X, y, ds, cells = _instance(seed, d=2 + seed % 2, reg=reg, fit_intercept=fit_intercept)
+    bf = brute_force_optimum(X, y, 2, reg=reg, fit_intercept=fit_intercept,
+                             thresholds=list(cells.thresholds))
+    res = trb.two_rule_bound(cells, reg, fit_intercept, upper=10.0 * bf.risk + 1.0)
+    assert res.proved
+    assert res.incumbent == pytest.approx(bf.risk, rel=1e-9, abs=1e-12)
+    assert res.bound == pytest.approx(bf.risk, rel=1e-9, abs=1e-12)
+    # the model it found has that risk
+    rules = [Rule(conditions_from_box(lo, hi), 1.0) for lo, hi in res.boxes]
+    _, risk = refit_ensemble(ds, rules, reg=reg, fit_intercept=fit_intercept)
+    assert risk == pytest.approx(bf.risk, rel=1e-9, abs=1e-12)
+    # given the optimum as the upper bound it proves it without finding anything better
+    tight = trb.two_rule_bound(cells, reg, fit_intercept, upper=bf.risk)
+    assert tight.proved and tight.boxes is None and tight.bound <= bf.risk * (1 + 1e-9)
+
+
+def test_node_bounds_are_admissible_along_random_descents():
+    """Every node's bound is at most the least risk over the box pairs inside the node."""
+    *_, cells = _instance(1, reg=0.1)
+    order = np.argsort(cells.y, kind="stable")
+    yy = cells.y[order] - np.average(cells.y, weights=cells.weight)
+    w = cells.weight[order].astype(float)
+    g = cells.groups[cells.point_cell][order].astype(np.int64)
+    G = np.array([len(t) + 1 for t in cells.thresholds])
+    d = g.shape[1]
+    spans = [[(lo, hi) for lo in range(Gj) for hi in range(lo, Gj)] for Gj in G]
+    boxes = list(itertools.product(*spans))
+    covers = [np.all([(g[:, j] >= bx[j][0]) & (g[:, j] <= bx[j][1]) for j in range(d)],
+                     axis=0).astype(float) for bx in boxes]
+    risks = {}
+
+    def pair_risk(i, k):
+        if (i, k) not in risks:
+            fit = fit_weights(np.column_stack([covers[i], covers[k]]), yy, "squared", 0.1,
+                              True, sample_weight=w)
+            risks[i, k] = fit.risk * w.sum()
+        return risks[i, k]
+
+    def inside(node, b, bx):
+        return all(node[b, j, 0] <= bx[j][0] <= node[b, j, 1]
+                   and node[b, j, 2] <= bx[j][1] <= node[b, j, 3] for j in range(d))
+
+    st = np.empty((2, len(yy)), dtype=np.int8)
+    rng = np.random.default_rng(0)
+    root = np.zeros((2, d, 4), dtype=np.int64)
+    for b in range(2):
+        for j in range(d):
+            root[b, j] = (0, G[j] - 1, 0, G[j] - 1)
+    # at the root every row is undecided: the bound is the 4-levels bound
+    val, _ = trb._node_bound(root, g, yy, w, 0.1, True, st)
+    assert val >= levels_bound(yy, w, 4) * (1 - 1e-12)
+    for _ in range(15):
+        node = root.copy()
+        for _depth in range(12):
+            val, decided = trb._node_bound(node, g, yy, w, 0.1, True, st)
+            best = min((pair_risk(i, k) for i, a in enumerate(boxes) if inside(node, 0, a)
+                        for k, b in enumerate(boxes) if inside(node, 1, b)), default=np.inf)
+            assert val <= best * (1 + 1e-9) + 1e-12
+            if decided:
+                break
+            b, j, e, cut = trb._choose_split(node, g, w, st, G)
+            child = node.copy()
+            lo_or_hi = (1, 0) if e == 0 else (3, 2)
+            if rng.random() < 0.5:
+                child[b, j, lo_or_hi[0]] = cut
+            else:
+                child[b, j, lo_or_hi[1]] = cut + 1
+            node = child
+
+
+def test_a_limited_search_returns_a_valid_bound():
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    cells = BoxSelectionCIP(2, max_thresholds=4).reduce(Dataset.from_arrays(X, y))
+    levels = levels_bound(cells.y, cells.weight, 4) / cells.total_weight
+    res = trb.two_rule_bound(cells, 1e-3, True, upper=3400.0,
+                             budget=Budget.from_time_limit(0.5), chunk=200)
+    assert not res.proved and res.open_nodes > 0
+    assert levels <= res.bound < 3400.0
+    assert res.seconds < 5.0
+    with pytest.raises(ValueError):
+        trb.two_rule_bound(BoxSelectionCIP(2, loss="poisson", max_thresholds=2).reduce(
+            Dataset.from_arrays(X[:20], np.abs(y[:20]))), 1e-3, True, upper=1.0)
