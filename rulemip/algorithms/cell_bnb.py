@@ -65,15 +65,16 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.box_search import local_search
-from rulemip.algorithms.driver import register_method
+from rulemip.algorithms.driver import register_formulation, solve
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
+from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
+from rulemip.solvers.base import Capability, SolverBackend
 from rulemip.solvers.result import Limit
-from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -280,6 +281,77 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     return SweepResult(best_z, best, lb, complete, nodes, time.perf_counter() - t0)
 
 
+class CellSweepSearch(BoxSelectionCIP):
+    """The box-selection problem searched by the cell-sweep branch and bound (an
+    :class:`~rulemip.formulations.protocol.OracleFormulation`, engine ``"cell-bnb"``).
+
+    Squared loss; valid for every ``reg`` ≥ 0, including 0 (module docstring). At
+    ``reg = 0`` the incumbent oracle uses a ridge of 1e-12 (its values are then ≥ the
+    truth) and decoding refits with the true ridge. It needs no solver.
+    """
+
+    engine = "cell-bnb"
+
+    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 0.0,
+                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
+                 max_thresholds: int | None = None, max_rule_length: int | None = None
+                 ) -> None:
+        if loss != "squared":
+            raise InvalidParameterError(
+                f"the cell-bnb engine (solve_cell_bnb) is for squared loss; got loss={loss!r}. "
+                "Use engine='cip'.")
+        lam = check_nonneg_float(reg, "reg")
+        assert lam is not None
+        super().__init__(n_rules, loss=loss, reg=lam if lam > 0 else _ORACLE_REG,
+                         fit_intercept=fit_intercept, thresholds=thresholds,
+                         max_thresholds=max_thresholds, max_rule_length=max_rule_length)
+        self.true_reg = lam
+
+    def needs(self) -> set[Capability]:
+        """Nothing: the sweep bound and the local search evaluate the oracle only."""
+        return set()
+
+    def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
+                    native: bool = True, warm_start: RuleEnsemble | None = None
+                    ) -> BoxSelectionProblem:
+        prob = self.build(dataset)
+        prob.reg = self.true_reg  # decoding refits with the true ridge (0 allowed)
+        return prob
+
+    def search(self, built: BoxSelectionProblem, *, backend: SolverBackend, budget: Budget,
+               mip_gap: float, start: FloatArray | None = None,
+               warm_start: RuleEnsemble | None = None, seed: int = 0,
+               threads: int | None = None,
+               callback: Callable[[dict[str, Any]], Any] | None = None) -> SearchOutcome:
+        """Local search from the start (a tenth of the budget), then the sweep branch and
+        bound (:func:`sweep_branch_and_bound`) to ``mip_gap``."""
+        check_nonneg_float(mip_gap, "mip_gap")
+        prob = built
+        cells = prob.cells
+        sb = CellSweepBound(prob.boxes.cover, cells.groups, cells.y, cells.weight,
+                            self.true_reg, self.n_rules, self.fit_intercept, cells.constant,
+                            cells.total_weight)
+
+        def value(z: FloatArray) -> float:
+            return float(prob.oracle.value_and_gradient(z)[0])
+
+        z0 = start if start is not None else np.zeros(prob.n_boxes)
+        ls = local_search(prob.oracle, z0, self.n_rules, time_budget=None,
+                          max_kicks=max(prob.n_boxes, 1), seed=seed,
+                          target=prob.bound + mip_gap * abs(prob.bound),
+                          budget=budget.fraction(LOCAL_SEARCH_SHARE))
+        res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
+                                     deadline=budget, callback=callback)
+        notes = (f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
+                 f"local search: {ls.value:.10g} ({ls.kicks} kicks, {ls.wall_time:.2f} s)",
+                 f"sweep branch and bound: {res.nodes} nodes"
+                 + ("" if res.complete else ", stopped by the time limit"))
+        return SearchOutcome(x=res.z, lower_bound=max(res.lower_bound, prob.bound),
+                             finished=res.complete,
+                             limit=None if res.complete else Limit.TIME, method="sweep bnb",
+                             iterations=res.nodes, notes=notes)
+
+
 def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                    reg: float = 0.0, fit_intercept: bool = True,
                    thresholds: Sequence[FloatArray] | None = None,
@@ -287,64 +359,26 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                    mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                    seed: int = 0, callback: Callable[[dict[str, Any]], None] | None = None,
                    budget: Budget | None = None) -> ExactResult:
-    """Certified best k-rule ensemble (squared loss) by the sweep branch and bound.
+    """Certified best k-rule ensemble (squared loss) by the sweep branch and bound, through
+    the driver (:func:`rulemip.algorithms.driver.solve` with :class:`CellSweepSearch`).
 
-    Valid for every ``reg`` ≥ 0, including 0 (module docstring); meant for few occupied
-    cells (2–3 features with a handful of cut points) and a weak ridge, where the
-    perspective bounds of ``engine="cip"``/``"cip-bnb"`` stall. Returns an
+    Meant for few occupied cells (2–3 features with a handful of cut points) and a weak
+    ridge, where the perspective bounds of ``engine="cip"``/``"cip-bnb"`` stall. Returns an
     :class:`~rulemip.formulations.result.ExactResult` (``engine="cell-bnb"``, no backend)
     whose risk is recomputed on the data; ``OPTIMAL`` only when the relative gap closed
     to ``mip_gap``. ``budget`` is the fit's :class:`~rulemip.budget.Budget` (``time_limit``
     may only shorten it); building the cells counts against it.
     """
-    t0 = time.perf_counter()
-    if loss != "squared":
-        raise InvalidParameterError(
-            f"solve_cell_bnb is for squared loss; got loss={loss!r}. Use engine='cip'.")
     k = check_positive_int(n_rules, "n_rules")
     assert k is not None
-    lam = check_nonneg_float(reg, "reg")
-    assert lam is not None
     check_nonneg_float(time_limit, "time_limit", allow_none=True)
     check_nonneg_float(mip_gap, "mip_gap")
-    clock = Budget.coerce(budget, time_limit)
-    cip = BoxSelectionCIP(k, reg=lam if lam > 0 else _ORACLE_REG, fit_intercept=fit_intercept,
-                          thresholds=thresholds, max_rule_length=max_rule_length)
-    prob: BoxSelectionProblem = cip.build(dataset)
-    prob.reg = lam  # decoding refits with the true ridge (0 allowed)
-    cells = prob.cells
-    sb = CellSweepBound(prob.boxes.cover, cells.groups, cells.y, cells.weight, lam, k,
-                        fit_intercept, cells.constant, cells.total_weight)
-
-    def value(z: FloatArray) -> float:
-        return float(prob.oracle.value_and_gradient(z)[0])
-
-    z0 = prob.encode(warm_start) if warm_start is not None else np.zeros(prob.n_boxes)
-    ls = local_search(prob.oracle, z0, k, time_budget=None, max_kicks=max(prob.n_boxes, 1),
-                      seed=seed, target=prob.bound + mip_gap * abs(prob.bound),
-                      budget=clock.fraction(LOCAL_SEARCH_SHARE))
-    res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
-                                 deadline=clock, callback=callback)
-    ens, risk = prob.decode(res.z)
-    # the one status rule: OPTIMAL only when the search was exhaustive, the bound is not
-    # refuted by the recomputed risk, and the gap is within mip_gap (solvers/status.py)
-    verdict = promote(risk, max(res.lower_bound, prob.bound), finished=res.complete,
-                      mip_gap=mip_gap, limit=None if res.complete else Limit.TIME,
-                      fallback_bound=prob.safe_bound)
-    notes = (f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
-             f"local search: {ls.value:.10g} ({ls.kicks} kicks, {ls.wall_time:.2f} s)",
-             f"sweep branch and bound: {res.nodes} nodes"
-             + ("" if res.complete else ", stopped by the time limit"))
-    return ExactResult(ensemble=ens, risk=risk, lower_bound=verdict.lower_bound,
-                       gap=verdict.gap, termination=verdict.termination,
-                       limit=verdict.limit, wall_time=time.perf_counter() - t0,
-                       iterations=res.nodes,
-                       engine="cell-bnb", method="sweep bnb", backend="",
-                       backend_version="",
-                       n_boxes=prob.n_boxes, n_cells=cells.n_cells, bound_valid=True,
-                       notes=notes + verdict.notes)
+    formulation = CellSweepSearch(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                                  thresholds=thresholds, max_rule_length=max_rule_length)
+    return solve(formulation, dataset, solver="auto", budget=budget, time_limit=time_limit,
+                 mip_gap=mip_gap, warm_start=warm_start, callback=callback, seed=seed)
 
 
-register_method("cell-bnb", solve_cell_bnb, losses=("squared",),
-                description="cell-sweep branch and bound: a bound valid at reg = 0 exactly "
-                            "(docs/explanation/cell_sweep_bound.md)")
+register_formulation("cell-bnb", CellSweepSearch, losses=("squared",),
+                     description="cell-sweep branch and bound: a bound valid at reg = 0 "
+                                 "exactly (docs/explanation/cell_sweep_bound.md)")

@@ -325,7 +325,8 @@ class _ExactBase(BaseEstimator):
 
         from rulemip.algorithms.local_swap import local_optimality_record
         from rulemip.algorithms.multi_start import best_local_model
-        from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+        from rulemip.solvers.result import Limit
+        from rulemip.solvers.status import promote
 
         if result.ensemble is None or result.is_optimal:
             return result, None
@@ -346,14 +347,19 @@ class _ExactBase(BaseEstimator):
         notes = (*result.notes, note)
         self.local_starts_ = (*self.local_starts_, *found.starts)
         if best.risk <= result.risk + 1e-12 * max(1.0, abs(result.risk)):
-            gap = relative_gap(best.risk, result.lower_bound)
-            optimal = result.bound_valid and gap <= self.mip_gap
+            # the engine's bound holds for every model of the language: the status of the
+            # better model is decided by the one status rule
+            verdict = promote(best.risk, result.lower_bound, finished=True,
+                              mip_gap=self.mip_gap,
+                              limit=Limit.TIME if budget.expired() else
+                              (result.limit or Limit.OTHER),
+                              bound_valid=result.bound_valid)
             result = dataclasses.replace(
-                result, ensemble=best.ensemble, risk=best.risk, gap=gap,
-                termination=TerminationReason.OPTIMAL if optimal else result.termination,
-                limit=None if optimal else (Limit.TIME if budget.expired() else result.limit),
-                notes=(*notes, f"model from the local phase ({found.source}) replaces the "
-                               "engine's"))
+                result, ensemble=best.ensemble, risk=best.risk, gap=verdict.gap,
+                lower_bound=verdict.lower_bound, termination=verdict.termination,
+                limit=verdict.limit,
+                notes=(*notes, *verdict.notes, f"model from the local phase ({found.source}) "
+                                               "replaces the engine's"))
         else:
             result = dataclasses.replace(result, notes=notes)
         result = dataclasses.replace(result, wall_time=budget.elapsed())  # the whole fit
