@@ -164,23 +164,25 @@ def run(args: argparse.Namespace) -> int:
     if args.engine == "exact":
         info = {"status": str(res.termination), "objective": _num(res.value),
                 "lower_bound": _num(res.lower_bound), "gap": _num(res.gap),
-                "iterations": int(res.iterations), "solve_time": float(res.wall_time)}
+                "iterations": int(res.detail.iterations), "solve_time": float(res.wall_time)}
         print(f"valid lower bound:     {res.lower_bound:.6g}")
         print(f"gap:                   {res.gap:.4%}")
-        print(f"status: {res.termination}, {res.iterations} OA iterations, "
+        print(f"status: {res.termination}, {res.detail.iterations} OA iterations, "
               f"{res.wall_time:.2f} s selection")
     elif args.engine == "path":
-        info = {"path_index": int(extractor.path_index_), "n_models": len(res.models),
-                "lambda": _num(float(res.models[extractor.path_index_].lam))
+        path = res.detail
+        info = {"path_index": int(extractor.path_index_), "n_models": len(path.models),
+                "lambda": _num(float(path.models[extractor.path_index_].lam))
                 if extractor.path_index_ >= 0 else None,
                 "solve_time": float(res.wall_time)}
         lam = info["lambda"]
-        print(f"path: {len(res.models)} models; chosen #{extractor.path_index_} "
+        print(f"path: {len(path.models)} models; chosen #{extractor.path_index_} "
               f"(lambda {lam}); {res.wall_time:.2f} s selection (heuristic, no bound)")
     else:
-        info = {"relaxation_lower_bound": _num(float(res.relaxation_lower_bound)),
-                "solve_time": float(res.wall_time)}
-        print(f"relaxation lower bound: {float(res.relaxation_lower_bound):.6g} "
+        info = {"relaxation_lower_bound": _num(float(res.detail.relaxation_lower_bound)),
+                "status": str(res.termination), "lower_bound": _num(res.lower_bound),
+                "gap": _num(res.gap), "solve_time": float(res.wall_time)}
+        print(f"relaxation lower bound: {float(res.detail.relaxation_lower_bound):.6g} "
               f"(on q; rounded selection is a heuristic); {res.wall_time:.2f} s selection")
     print(f"total time (ensemble fit + selection): {total:.2f} s")
     for w in caught:

@@ -65,6 +65,7 @@ from rulemip.estimators._inputs import check_float32_range, fit_dataset, predict
 from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes
+from rulemip.formulations.result import PruningResult
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
@@ -228,15 +229,17 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         standardized response.
     train_risk_ : float
         Mean squared error of :meth:`predict` on the training data.
-    result_ : the algorithm's result: ``OAResult`` (exact; bounds ``lower_bound``,
-        ``gap``), ``PathResult`` (path) or ``RelaxRoundResult`` (relax_round).
+    result_ : PruningResult
+        The same status fields for every engine (``value``, ``lower_bound``, ``gap``,
+        ``termination``, ``limit``, ``is_optimal``); the engine's own record
+        (``OAResult``, ``PathResult`` or ``RelaxRoundResult``) is ``result_.detail``.
     path_ : PathResult
         (``engine="path"``) the whole path; ``path_models_`` the list of its models as
         RuleEnsembles and ``path_index_`` the index of the chosen one.
     n_features_in_, feature_names_in_ : as in scikit-learn (names are used in the rules).
     """
 
-    result_: Any  # OAResult, PathResult or RelaxRoundResult, per engine
+    result_: PruningResult
 
     def __init__(self, estimator: Any = None, *, n_rules: int = 10, attribute: str = "rule",
                  engine: str = "exact", reg: float | None = None, solver: str = "auto",
@@ -346,6 +349,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         z = np.zeros(nodes.n_nodes)
         z[S] = 1.0
         self.objective_ = float(oracle.value(z))
+        self.result_ = self._family_result(engine, self._engine_record, budget)
         self.selected_ = np.asarray(S, dtype=np.int64)
         self.weights_ = np.asarray(w, dtype=float)
         self.coef_ = self.y_scale_ * nodes.mu[self.selected_] * self.weights_
@@ -354,6 +358,35 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         say(self.verbose, f"TreeRuleExtractor: {self.selected_.size} rules, q = "
                           f"{self.objective_:.6g}, {budget.elapsed():.2f} s")
         return self
+
+    def _family_result(self, engine: str, raw: Any, budget: Budget) -> PruningResult:
+        """One result type for every engine (:class:`~rulemip.formulations.result.
+        PruningResult`): the exact engine's status is its own (decided by ``promote`` in
+        ``prune_exact``); relax-and-round's bound is its relaxation's (valid: the
+        relaxation contains every selection), its status decided by ``promote``; the path
+        is a heuristic without a bound."""
+        from rulemip.solvers.result import Limit, TerminationReason
+        from rulemip.solvers.status import promote
+
+        limit = Limit.TIME if budget.expired() else None
+        if engine == "exact":
+            return PruningResult(value=float(raw.value), lower_bound=float(raw.lower_bound),
+                                 gap=float(raw.gap), termination=raw.termination,
+                                 limit=raw.limit, wall_time=float(raw.wall_time),
+                                 engine=engine, notes=tuple(raw.notes), detail=raw)
+        if engine == "relax_round":
+            verdict = promote(self.objective_, float(raw.relaxation_lower_bound),
+                              finished=limit is None, mip_gap=float(self.mip_gap),
+                              limit=limit, warn=False)
+            return PruningResult(value=self.objective_, lower_bound=verdict.lower_bound,
+                                 gap=verdict.gap, termination=verdict.termination,
+                                 limit=verdict.limit, wall_time=float(raw.wall_time),
+                                 engine=engine, notes=verdict.notes, detail=raw)
+        return PruningResult(value=self.objective_, lower_bound=-math.inf, gap=math.inf,
+                             termination=TerminationReason.FEASIBLE, limit=limit,
+                             wall_time=float(raw.wall_time), engine=engine,
+                             notes=("the regularization path is a heuristic: no bound",),
+                             detail=raw)
 
     def _ensemble(self, S: NDArray[np.int64], coef: FloatArray) -> RuleEnsemble:
         nodes = self.nodes_
@@ -389,7 +422,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         res, _ = prune_exact(nodes, yc, self.n_rules, attribute=self.attribute,
                              gamma=self.gamma_, mip_gap=float(self.mip_gap), budget=budget,
                              options=OAOptions(solver=self.solver, callback=callback))
-        self.result_ = res
+        self._engine_record: Any = res
         if res.termination != TerminationReason.OPTIMAL:
             limit = "" if res.limit is None else f" ({res.limit} limit)"
             warnings.warn(f"exact pruning stopped before proving optimality{limit}; the "
@@ -408,7 +441,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                                    attribute=self.attribute, gamma=self.gamma_,
                                    budget=budget, solver=self.solver, exact_blocks=False)
         self.path_ = path
-        self.result_ = path
+        self._engine_record = path
         if budget.expired():
             warnings.warn(f"the regularization path stopped at the time limit after "
                           f"{len(path.models)} of {len(path.lambdas)} lambda values.",
@@ -434,7 +467,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
 
         res = relax_and_round(nodes, yc, n_rules=self.n_rules, attribute=self.attribute,
                               gamma=self.gamma_, budget=budget, solver=self.solver)
-        self.result_ = res
+        self._engine_record = res
         if budget.expired():
             warnings.warn("relax-and-round stopped at the time limit; the relaxation bound "
                           "may be loose and the rounded selection is a heuristic.",

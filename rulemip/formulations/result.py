@@ -78,3 +78,39 @@ class ExactResult:
                 "backend_version": self.backend_version, "n_boxes": self.n_boxes,
                 "n_cells": self.n_cells, "bound_valid": self.bound_valid,
                 "notes": list(self.notes)}
+
+
+@dataclass(frozen=True)
+class PruningResult:
+    """Result of a tree-pruning fit (``TreeRuleExtractor.result_``), one type for every
+    engine, with the status fields of :class:`ExactResult`.
+
+    Attributes
+    ----------
+    value : the pruning objective :math:`q(z)` of the returned selection (docs/explanation/
+        tree_pruning.md, CIP (2)).
+    lower_bound : a valid lower bound on the optimal :math:`q` (``-inf``: the engine gives
+        none — the regularization path).
+    gap, termination, limit : as in :class:`ExactResult`, decided by
+        :func:`rulemip.solvers.status.promote` (``OPTIMAL`` only for a closed gap under a
+        valid bound).
+    wall_time : seconds of the engine; engine : ``"exact"``, ``"path"`` or
+        ``"relax_round"``.
+    detail : the engine's own record (``OAResult``, ``PathResult`` or
+        ``RelaxRoundResult``) with its iterations, history and relaxation.
+    """
+
+    value: float
+    lower_bound: float
+    gap: float
+    termination: TerminationReason
+    limit: Limit | None = None
+    wall_time: float = 0.0
+    engine: str = "exact"
+    bound_valid: bool = True
+    notes: tuple[str, ...] = ()
+    detail: Any = None
+
+    @property
+    def is_optimal(self) -> bool:
+        return self.termination is TerminationReason.OPTIMAL

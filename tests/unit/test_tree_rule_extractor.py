@@ -228,7 +228,8 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
     assert m.path_index_ == 3  # cost 2 (two models), the lower risk one
     np.testing.assert_array_equal(np.sort(m.selected_), np.sort(leaves[3:5]))
     assert len(m.path_models_) == 5 and len(m.path_models_[4]) == 4
-    assert m.path_ is m.result_
+    assert m.path_ is m.result_.detail and m.result_.engine == "path"
+    assert m.result_.lower_bound == -np.inf and not m.result_.is_optimal  # a heuristic
     np.testing.assert_allclose(m.predict(X), m.path_models_[3].predict(X))
     m1 = TreeRuleExtractor(gb, n_rules=1, engine="path", prefit=True).fit(X, y)
     assert m1.path_index_ == 1 and len(m1.rules_) == 1
@@ -347,8 +348,12 @@ def test_method_is_the_deprecated_name_of_engine():
                                 prefit=True).fit(X, y)
     np.testing.assert_array_equal(np.sort(old.selected_), np.sort(new.selected_))
     assert old.objective_ == new.objective_
-    assert type(old.result_) is type(new.result_)
+    assert old.result_.engine == new.result_.engine == "relax_round"
     exact = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
-    assert type(exact.result_) is not type(new.result_)  # the alias changed the engine
+    assert exact.result_.engine == "exact"  # the alias changed the engine
+    # one result type for the family (issue 23), the engine's own record in `detail`
+    assert type(exact.result_) is type(new.result_)
+    assert type(exact.result_.detail) is not type(new.result_.detail)
+    assert new.result_.lower_bound <= new.result_.value + 1e-9
     with pytest.raises(InvalidParameterError, match="set only `engine`"):
         TreeRuleExtractor(gb, engine="path", method="exact", prefit=True).fit(X, y)
