@@ -74,20 +74,20 @@ def _statuses(node: np.ndarray, g: np.ndarray, st: np.ndarray) -> None:
 
 
 @njit(cache=True)
-def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, n_in: float, s_in: float,
-                    n_out: float, s_out: float) -> float:
-    """max over the undecided rows (sel, in y order) joining group in or out of
+def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, n_in: float,
+                    s_in: float, n_out: float, s_out: float) -> float:
+    """max over the undecided rows ``sel[:cnt]`` (in y order) joining group in or out of
     S_in²/N_in + S_out²/N_out; prefixes and suffixes of sel are the zonotope's vertices."""
     n_u = 0.0
     s_u = 0.0
-    for t in range(sel.shape[0]):
+    for t in range(cnt):
         i = sel[t]
         n_u += w[i]
         s_u += w[i] * y[i]
     best = -np.inf
     pn = 0.0
     ps = 0.0
-    for t in range(sel.shape[0] + 1):
+    for t in range(cnt + 1):
         # bottom-t rows to one group, the rest to the other, both ways
         for side in range(2):
             if side == 0:
@@ -103,7 +103,7 @@ def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, n_in: float, 
                 val += s2 * s2 / n2
             if val > best:
                 best = val
-        if t < sel.shape[0]:
+        if t < cnt:
             i = sel[t]
             pn += w[i]
             ps += w[i] * y[i]
@@ -111,28 +111,58 @@ def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, n_in: float, 
 
 
 @njit(cache=True)
-def _levels_of(y: np.ndarray, w: np.ndarray, sel: np.ndarray, L: int) -> float:
-    """Least weighted SSE of the rows sel (in y order) with at most L levels."""
-    n = sel.shape[0]
-    if n <= L:
+def _two_levels(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int) -> float:
+    """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most 2 levels: the
+    best split point, one scan."""
+    if cnt <= 2:
         return 0.0
-    vs = np.empty(n)
-    ws = np.empty(n)
-    for t in range(n):
+    n = 0.0
+    s = 0.0
+    q = 0.0
+    for t in range(cnt):
+        i = sel[t]
+        n += w[i]
+        s += w[i] * y[i]
+        q += w[i] * y[i] * y[i]
+    best = s * s / n if n > 0.0 else 0.0
+    pn = 0.0
+    ps = 0.0
+    for t in range(cnt - 1):
+        i = sel[t]
+        pn += w[i]
+        ps += w[i] * y[i]
+        rn = n - pn
+        if pn > 0.0 and rn > 0.0:
+            val = ps * ps / pn + (s - ps) * (s - ps) / rn
+            if val > best:
+                best = val
+    out = q - best
+    return out if out > 0.0 else 0.0
+
+
+@njit(cache=True)
+def _levels_of(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, L: int) -> float:
+    """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most L levels."""
+    if cnt <= L:
+        return 0.0
+    vs = np.empty(cnt)
+    ws = np.empty(cnt)
+    for t in range(cnt):
         vs[t] = y[sel[t]]
         ws[t] = w[sel[t]]
     return _levels_dc(vs, ws, L)
 
 
 @njit(cache=True)
-def _pivot_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, p: int) -> float:
+def _pivot_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, p: int, both_und: float,
+                 sel: np.ndarray) -> float:
+    """Bound 2 (module docstring) with box ``p`` as the pivot; ``both_und`` is the 4-levels
+    bound of the rows undecided in both boxes (shared by the two pivots); ``sel`` is
+    scratch space of one int per row."""
     q = 1 - p
     m = y.shape[0]
-    total_q = 0.0
-    for i in range(m):
-        total_q += w[i] * y[i] * y[i]
+    total = 0.0
     gain = 0.0
-    extra = 0.0
     for side in (_IN, _OUT):
         n_in = 0.0
         s_in = 0.0
@@ -141,6 +171,7 @@ def _pivot_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, p: int) -> float:
         cnt = 0
         for i in range(m):
             if st[p, i] == side:
+                total += w[i] * y[i] * y[i]
                 if st[q, i] == _IN:
                     n_in += w[i]
                     s_in += w[i] * y[i]
@@ -148,33 +179,20 @@ def _pivot_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, p: int) -> float:
                     n_out += w[i]
                     s_out += w[i] * y[i]
                 else:
+                    sel[cnt] = i
                     cnt += 1
-        sel = np.empty(cnt, dtype=np.int64)
-        c = 0
-        for i in range(m):
-            if st[p, i] == side and st[q, i] == _UND:
-                sel[c] = i
-                c += 1
-        gain += _two_group_best(y, w, sel, n_in, s_in, n_out, s_out)
-    # rows undecided in the pivot: 2 levels inside / outside the other box, 4 if undecided
-    q_und = 0.0
-    for i in range(m):
-        if st[p, i] == _UND:
-            q_und += w[i] * y[i] * y[i]
-    for other in (_IN, _OUT, _UND):
+        gain += _two_group_best(y, w, sel, cnt, n_in, s_in, n_out, s_out)
+    # rows undecided in the pivot: 2 levels inside / outside the other box
+    extra = both_und
+    for other in (_IN, _OUT):
         cnt = 0
         for i in range(m):
             if st[p, i] == _UND and st[q, i] == other:
+                sel[cnt] = i
                 cnt += 1
-        sel = np.empty(cnt, dtype=np.int64)
-        c = 0
-        for i in range(m):
-            if st[p, i] == _UND and st[q, i] == other:
-                sel[c] = i
-                c += 1
-        extra += _levels_of(y, w, sel, 4 if other == _UND else 2)
+        extra += _two_levels(y, w, sel, cnt)
     # decided-in-pivot rows: Σ w y² − gain; undecided-in-pivot rows: their levels bounds
-    return (total_q - q_und) - gain + extra
+    return total - gain + extra
 
 
 @njit(cache=True)
@@ -220,14 +238,20 @@ def _additive_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, reg: float,
 def _node_bound(node: np.ndarray, g: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float,
                 intercept: bool, st: np.ndarray) -> tuple[float, bool]:
     _statuses(node, g, st)
+    m = y.shape[0]
+    sel = np.empty(m, dtype=np.int64)
+    cnt = 0
     decided = True
-    for b in range(2):
-        for i in range(y.shape[0]):
-            if st[b, i] == _UND:
-                decided = False
+    for i in range(m):
+        if st[0, i] == _UND or st[1, i] == _UND:
+            decided = False
+            if st[0, i] == _UND and st[1, i] == _UND:
+                sel[cnt] = i
+                cnt += 1
     v = _additive_bound(y, w, st, reg, intercept)
     if not decided:
-        v = max(v, _pivot_bound(y, w, st, 0), _pivot_bound(y, w, st, 1))
+        both = _levels_of(y, w, sel, cnt, 4)
+        v = max(v, _pivot_bound(y, w, st, 0, both, sel), _pivot_bound(y, w, st, 1, both, sel))
     return v, decided
 
 
