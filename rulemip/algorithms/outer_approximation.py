@@ -50,10 +50,12 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.budget import Budget
-from rulemip.exceptions import InvalidParameterError
+from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.model.mip_model import MIPModel
+from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
+    Capability,
     PersistentSolver,
     SolverBackend,
     resolve_backend,
@@ -62,6 +64,7 @@ from rulemip.solvers.result import (
     GAP_DENOMINATOR_FLOOR,
     Limit,
     SolveOptions,
+    SolveResult,
     TerminationReason,
     relative_gap,
 )
@@ -126,6 +129,10 @@ class OAResult:
     #: the loop's own stopping test ``U − LB ≤ abs_tol + rel_tol·|U|`` held (the status
     #: itself is decided by :func:`rulemip.solvers.status.promote`)
     converged: bool = False
+    #: :meth:`OuterApproximation.run_rows` only: branch-and-bound nodes of the integer
+    #: masters and the number of master solves (LP rounds included)
+    nodes: int = 0
+    master_solves: int = 0
 
 
 def _check_options(opts: OAOptions) -> None:
@@ -399,6 +406,171 @@ class OuterApproximation:
         return self._result(verdict.termination, verdict.limit, verdict.lower_bound, it,
                             history, notes, converged)
 
+    @staticmethod
+    def run_rows(hooks: RowSeparation, master: StandardForm, backend: SolverBackend,
+                 initial: CutRows, options: RowOAOptions,
+                 start: FloatArray | None = None) -> OAResult:
+        """Outer approximation on a master that is a whole linear model (its own
+        objective, several epigraph columns): ``initial`` rows first, then rounds of
+        Kelley's method on the LP relaxation, then integer masters whose points are
+        separated by ``hooks`` (:class:`RowSeparation`) until ``U − LB ≤ abs_tol +
+        mip_gap·|U|``, a stop rule (:class:`RowOAOptions`) or a limit.
+
+        Validity: every row under-estimates the convex objective, so each master is a
+        relaxation and its dual bound a lower bound LB; U is the best true value of a
+        feasible point (the start, master points, polished points). Backends with
+        ``PERSISTENT`` get the rows in place, others a :class:`RebuiltMaster`.
+        ``OAResult.z`` is the incumbent point, ``notes`` say why a run stopped early.
+        """
+        t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
+        clock = Budget.coerce(options.budget, options.time_limit)
+        remaining = clock.remaining
+        history: list[dict[str, Any]] = []
+        notes: list[str] = []
+        best: FloatArray | None = None
+        ub = math.inf
+
+        def offer(p: FloatArray | None) -> None:
+            nonlocal best, ub
+            if p is None or np.isnan(p).any():
+                return
+            p = np.asarray(p, dtype=float)
+            val = hooks.value(p)
+            if val is not None and val < ub:
+                ub, best = val, p.copy()
+
+        if start is not None:
+            offer(start)
+        solver: PersistentSolver | RebuiltMaster
+        if Capability.PERSISTENT in backend.capabilities:
+            solver = backend.persistent(master)
+        else:
+            solver = RebuiltMaster(backend, master)
+        solver.add_rows(initial.A, initial.lower, np.full(len(initial), math.inf))
+        n_cuts = len(initial)
+        integer = np.asarray(master.integrality, dtype=bool)
+        lb = -math.inf
+        it = solves = nodes = 0
+        limit: Limit | None = None
+
+        def add(rows: CutRows) -> int:
+            nonlocal n_cuts
+            if len(rows) == 0:
+                return 0
+            solver.add_rows(rows.A, rows.lower, np.full(len(rows), math.inf))
+            n_cuts += len(rows)
+            return len(rows)
+
+        def master_solve(x_start: FloatArray | None) -> SolveResult | None:
+            """One master solve; None when the backend failed (noted: the incumbent and
+            the bound of the masters solved so far stand)."""
+            nonlocal solves
+            solves += 1
+            mopts = SolveOptions(time_limit=remaining(), mip_gap=options.master_gap(ub, lb),
+                                 threads=options.threads, seed=options.seed,
+                                 verbose=options.verbose,
+                                 optimality_tol=options.optimality_tol)
+            try:
+                return solver.solve(mopts, x_start)
+            except SolverError as exc:
+                notes.append(f"master solve {solves} failed ({exc}); stopped with the "
+                             "incumbent and the bound of the masters solved before.")
+                return None
+
+        def record(phase: str, added: int) -> None:
+            info = {"iteration": it, "phase": phase, "time": time.perf_counter() - t0,
+                    "ub": ub, "lb": lb, "gap": relative_gap(ub, lb), "cuts": added}
+            history.append(info)
+            if options.callback is not None:
+                options.callback(dict(info))
+
+        def converged() -> bool:
+            return math.isfinite(ub) and ub - lb <= options.abs_tol + options.mip_gap * abs(ub)
+
+        # warm-up: Kelley's method on the LP relaxation (valid bounds, cheap cuts)
+        if options.lp_rounds > 0 and integer.any():
+            solver.set_integrality(np.zeros_like(integer))
+            prev = -math.inf
+            for _ in range(options.lp_rounds):
+                if remaining() == 0.0:
+                    break
+                res = master_solve(None)
+                if res is None or res.x is None:
+                    break
+                it += 1
+                val = res.bounds.primal
+                lb = max(lb, float(res.bounds.dual))
+                added = add(hooks.separate(np.asarray(res.x, dtype=float)))
+                record("lp", added)
+                if added == 0 or val - prev <= 1e-6 * max(1.0, abs(val)):
+                    break
+                prev = val
+            solver.set_integrality(integer)
+        # integer masters
+        termination = TerminationReason.FEASIBLE
+        stalled = 0
+        while True:
+            if converged():
+                termination = TerminationReason.OPTIMAL
+                break
+            if remaining() == 0.0:
+                limit = Limit.TIME
+                break
+            x_start = hooks.master_start(best) if best is not None else None
+            lb_before = lb
+            res = master_solve(x_start)
+            if res is None:
+                limit = Limit.OTHER
+                break
+            nodes += int(res.nodes or 0)
+            it += 1
+            if res.termination is TerminationReason.INFEASIBLE:
+                termination = TerminationReason.INFEASIBLE
+                break
+            if res.termination not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) \
+                    and res.x is None and res.limit is None:
+                termination = res.termination
+                notes.append(f"master solve ended with {res.termination.value}: "
+                             f"{res.raw_status}")
+                break
+            if math.isfinite(res.bounds.dual):
+                lb = max(lb, float(res.bounds.dual))
+            added = 0
+            if res.x is not None:
+                x = np.asarray(res.x, dtype=float)
+                p = hooks.point(x)
+                offer(p)
+                added += add(hooks.separate(x))
+                polished = hooks.polish(p)
+                if polished is not None:
+                    offer(polished)
+                    added += add(hooks.cuts_at(np.asarray(polished, dtype=float)))
+            record("mip", added)
+            stalled = stalled + 1 if lb <= lb_before + 1e-12 * max(1.0, abs(lb)) else 0
+            if stalled >= options.stall_rounds:
+                notes.append(f"lower bound stalled for {options.stall_rounds} master "
+                             "solves (the master's own tolerances); stopped at the gap "
+                             "reached.")
+                break
+            if res.limit is not None and res.limit is not Limit.GAP:
+                limit = res.limit
+                break
+            if added == 0:
+                # no cut is violated at the master point: the master value is the true
+                # objective there, so U <= master value and LB is the master's dual
+                # bound; another round would return the same master (stop, gap as it is)
+                break
+        if converged():
+            termination, limit = TerminationReason.OPTIMAL, None
+        elif best is None and termination is TerminationReason.FEASIBLE:
+            termination = TerminationReason.NO_SOLUTION_FOUND
+        return OAResult(z=best, value=ub, lower_bound=lb, gap=relative_gap(ub, lb),
+                        termination=termination, limit=limit, iterations=it, n_cuts=n_cuts,
+                        wall_time=time.perf_counter() - t0, history=tuple(history),
+                        cut_points=(), backend=backend.name,
+                        backend_version=backend.version(), notes=tuple(notes),
+                        converged=converged(), nodes=nodes, master_solves=solves)
+
     def _near_limit(self, remaining: float | None, last_master: float | None) -> bool:
         """Whether the next HiGHS master runs without presolve and without a start.
 
@@ -459,3 +631,100 @@ def outer_approximation(oracle: ConvexOracle, feasible: MIPModel, *,
     for z in warm_starts:
         oa.add_cut_at(np.asarray(z, dtype=float))
     return oa.run()
+
+
+# ---------------------------------------------------------------------- row masters
+# The same engine on a master that is a whole linear model with its own objective (for
+# example a model whose loss terms became epigraph columns, docs/explanation/solving.md):
+# the hooks below separate cut *rows* at a master point instead of one cut on ν.
+
+
+@dataclass(frozen=True)
+class CutRows:
+    """Cut rows ``A x ≥ lower`` over the master's columns (upper bounds are +∞)."""
+
+    A: sp.csr_matrix
+    lower: FloatArray
+
+    def __len__(self) -> int:
+        return int(self.A.shape[0])
+
+
+class RowSeparation(Protocol):
+    """Hooks of :meth:`OuterApproximation.run_rows` (Kelley / outer approximation on a
+    master whose rows under-estimate a convex objective).
+
+    ``separate(x)`` returns the cuts violated at a master point ``x`` (all master
+    columns); ``point(x)`` the candidate point of the problem it encodes; ``value(p)`` the
+    true objective at a point of the problem (``None`` when the point is infeasible);
+    ``cuts_at(p)`` every cut at such a point; ``master_start(p)`` the master point a
+    feasible ``p`` lifts to (a warm start); ``polish(p)`` a feasible point at least as
+    good as ``p`` or ``None`` (a repair step; return ``None`` to skip it)."""
+
+    def separate(self, x: FloatArray) -> CutRows: ...
+
+    def point(self, x: FloatArray) -> FloatArray: ...
+
+    def value(self, p: FloatArray) -> float | None: ...
+
+    def cuts_at(self, p: FloatArray) -> CutRows: ...
+
+    def master_start(self, p: FloatArray) -> FloatArray: ...
+
+    def polish(self, p: FloatArray) -> FloatArray | None: ...
+
+
+@dataclass(frozen=True)
+class RowOAOptions:
+    """Options of :meth:`OuterApproximation.run_rows`.
+
+    Stopping rule ``U − LB ≤ abs_tol + mip_gap·|U|``; ``lp_rounds`` rounds of Kelley's
+    method on the master's LP relaxation first (stopped early when no cut is violated or
+    the LP value rose by less than 1e-6 relative); ``stall_rounds`` integer masters in a
+    row without a rise of the lower bound stop the run (it then sits at the master
+    solver's own tolerances); ``master_gap(U, LB)`` is the relative gap each master is
+    solved to (its dual bound is a lower bound at any gap)."""
+
+    master_gap: Callable[[float, float], float]
+    mip_gap: float = 1e-4
+    abs_tol: float = 1e-9
+    lp_rounds: int = 30
+    stall_rounds: int = 5
+    budget: Budget | None = None
+    time_limit: float | None = None
+    threads: int | None = None
+    seed: int = 0
+    verbose: bool = False
+    optimality_tol: float = 1e-6
+    callback: Callable[[dict[str, Any]], None] | None = None
+
+
+class RebuiltMaster:
+    """A master for backends without in-place rows: the model is rebuilt with every
+    cut and solved from scratch on each call (the :class:`PersistentSolver` calls the
+    row engine makes: ``add_rows``, ``set_integrality``, ``solve``)."""
+
+    def __init__(self, backend: SolverBackend, model: StandardForm) -> None:
+        self._backend = backend
+        self._model = model
+        self._integer = np.asarray(model.integrality, dtype=bool)
+        self._A: list[sp.csr_matrix] = []
+        self._lo: list[FloatArray] = []
+
+    def add_rows(self, A: sp.spmatrix, lower: FloatArray, upper: FloatArray) -> None:
+        self._A.append(sp.csr_matrix(A))
+        self._lo.append(np.asarray(lower, dtype=float))
+
+    def set_integrality(self, integer: NDArray[np.bool_]) -> None:
+        self._integer = np.asarray(integer, dtype=bool)
+
+    def solve(self, options: SolveOptions, start: FloatArray | None = None) -> SolveResult:
+        base = self._model
+        A = sp.vstack(self._A, format="csr")
+        lo = np.concatenate(self._lo)
+        sf = dataclasses.replace(
+            base, A=sp.vstack([base.A, A], format="csr"),
+            row_lower=np.concatenate([base.row_lower, lo]),
+            row_upper=np.concatenate([base.row_upper, np.full(len(lo), math.inf)]),
+            row_names=(), integrality=self._integer)
+        return self._backend.solve(sf, options, start)
