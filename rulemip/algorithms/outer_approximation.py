@@ -34,6 +34,13 @@ Numerics and speed (measured in ``docs/benchmarks/exact_cip.md``):
   1e-7 on rows, 1e-6 on integrality), so the reported bound is the master's bound minus a
   relative margin of 1e-8 (observed overshoots were ~1e-9 relative), capped at a quarter
   of the requested tolerance so that convergence stays possible.
+
+:meth:`OuterApproximation.run_rows` runs the same scheme on a master that is a whole linear
+model with its own objective (several epigraph columns, e.g. the tangent-cut master of a
+model with loss terms, ``docs/explanation/interval_cover.md`` §5): its
+:class:`RowSeparation` hooks return violated cut *rows* at a master point, a warm-up of
+Kelley rounds on the LP relaxation comes first, and backends without in-place rows get a
+:class:`RebuiltMaster`.
 """
 
 from __future__ import annotations
@@ -422,154 +429,7 @@ class OuterApproximation:
         ``PERSISTENT`` get the rows in place, others a :class:`RebuiltMaster`.
         ``OAResult.z`` is the incumbent point, ``notes`` say why a run stopped early.
         """
-        t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-        clock = Budget.coerce(options.budget, options.time_limit)
-        remaining = clock.remaining
-        history: list[dict[str, Any]] = []
-        notes: list[str] = []
-        best: FloatArray | None = None
-        ub = math.inf
-
-        def offer(p: FloatArray | None) -> None:
-            nonlocal best, ub
-            if p is None or np.isnan(p).any():
-                return
-            p = np.asarray(p, dtype=float)
-            val = hooks.value(p)
-            if val is not None and val < ub:
-                ub, best = val, p.copy()
-
-        if start is not None:
-            offer(start)
-        solver: PersistentSolver | RebuiltMaster
-        if Capability.PERSISTENT in backend.capabilities:
-            solver = backend.persistent(master)
-        else:
-            solver = RebuiltMaster(backend, master)
-        solver.add_rows(initial.A, initial.lower, np.full(len(initial), math.inf))
-        n_cuts = len(initial)
-        integer = np.asarray(master.integrality, dtype=bool)
-        lb = -math.inf
-        it = solves = nodes = 0
-        limit: Limit | None = None
-
-        def add(rows: CutRows) -> int:
-            nonlocal n_cuts
-            if len(rows) == 0:
-                return 0
-            solver.add_rows(rows.A, rows.lower, np.full(len(rows), math.inf))
-            n_cuts += len(rows)
-            return len(rows)
-
-        def master_solve(x_start: FloatArray | None) -> SolveResult | None:
-            """One master solve; None when the backend failed (noted: the incumbent and
-            the bound of the masters solved so far stand)."""
-            nonlocal solves
-            solves += 1
-            mopts = SolveOptions(time_limit=remaining(), mip_gap=options.master_gap(ub, lb),
-                                 threads=options.threads, seed=options.seed,
-                                 verbose=options.verbose,
-                                 optimality_tol=options.optimality_tol)
-            try:
-                return solver.solve(mopts, x_start)
-            except SolverError as exc:
-                notes.append(f"master solve {solves} failed ({exc}); stopped with the "
-                             "incumbent and the bound of the masters solved before.")
-                return None
-
-        def record(phase: str, added: int) -> None:
-            info = {"iteration": it, "phase": phase, "time": time.perf_counter() - t0,
-                    "ub": ub, "lb": lb, "gap": relative_gap(ub, lb), "cuts": added}
-            history.append(info)
-            if options.callback is not None:
-                options.callback(dict(info))
-
-        def converged() -> bool:
-            return math.isfinite(ub) and ub - lb <= options.abs_tol + options.mip_gap * abs(ub)
-
-        # warm-up: Kelley's method on the LP relaxation (valid bounds, cheap cuts)
-        if options.lp_rounds > 0 and integer.any():
-            solver.set_integrality(np.zeros_like(integer))
-            prev = -math.inf
-            for _ in range(options.lp_rounds):
-                if remaining() == 0.0:
-                    break
-                res = master_solve(None)
-                if res is None or res.x is None:
-                    break
-                it += 1
-                val = res.bounds.primal
-                lb = max(lb, float(res.bounds.dual))
-                added = add(hooks.separate(np.asarray(res.x, dtype=float)))
-                record("lp", added)
-                if added == 0 or val - prev <= 1e-6 * max(1.0, abs(val)):
-                    break
-                prev = val
-            solver.set_integrality(integer)
-        # integer masters
-        termination = TerminationReason.FEASIBLE
-        stalled = 0
-        while True:
-            if converged():
-                termination = TerminationReason.OPTIMAL
-                break
-            if remaining() == 0.0:
-                limit = Limit.TIME
-                break
-            x_start = hooks.master_start(best) if best is not None else None
-            lb_before = lb
-            res = master_solve(x_start)
-            if res is None:
-                limit = Limit.OTHER
-                break
-            nodes += int(res.nodes or 0)
-            it += 1
-            if res.termination is TerminationReason.INFEASIBLE:
-                termination = TerminationReason.INFEASIBLE
-                break
-            if res.termination not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) \
-                    and res.x is None and res.limit is None:
-                termination = res.termination
-                notes.append(f"master solve ended with {res.termination.value}: "
-                             f"{res.raw_status}")
-                break
-            if math.isfinite(res.bounds.dual):
-                lb = max(lb, float(res.bounds.dual))
-            added = 0
-            if res.x is not None:
-                x = np.asarray(res.x, dtype=float)
-                p = hooks.point(x)
-                offer(p)
-                added += add(hooks.separate(x))
-                polished = hooks.polish(p)
-                if polished is not None:
-                    offer(polished)
-                    added += add(hooks.cuts_at(np.asarray(polished, dtype=float)))
-            record("mip", added)
-            stalled = stalled + 1 if lb <= lb_before + 1e-12 * max(1.0, abs(lb)) else 0
-            if stalled >= options.stall_rounds:
-                notes.append(f"lower bound stalled for {options.stall_rounds} master "
-                             "solves (the master's own tolerances); stopped at the gap "
-                             "reached.")
-                break
-            if res.limit is not None and res.limit is not Limit.GAP:
-                limit = res.limit
-                break
-            if added == 0:
-                # no cut is violated at the master point: the master value is the true
-                # objective there, so U <= master value and LB is the master's dual
-                # bound; another round would return the same master (stop, gap as it is)
-                break
-        if converged():
-            termination, limit = TerminationReason.OPTIMAL, None
-        elif best is None and termination is TerminationReason.FEASIBLE:
-            termination = TerminationReason.NO_SOLUTION_FOUND
-        return OAResult(z=best, value=ub, lower_bound=lb, gap=relative_gap(ub, lb),
-                        termination=termination, limit=limit, iterations=it, n_cuts=n_cuts,
-                        wall_time=time.perf_counter() - t0, history=tuple(history),
-                        cut_points=(), backend=backend.name,
-                        backend_version=backend.version(), notes=tuple(notes),
-                        converged=converged(), nodes=nodes, master_solves=solves)
+        return _RowMasterRun(hooks, master, backend, initial, options, start).run()
 
     def _near_limit(self, remaining: float | None, last_master: float | None) -> bool:
         """Whether the next HiGHS master runs without presolve and without a start.
@@ -728,3 +588,175 @@ class RebuiltMaster:
             row_upper=np.concatenate([base.row_upper, np.full(len(lo), math.inf)]),
             row_names=(), integrality=self._integer)
         return self._backend.solve(sf, options, start)
+
+
+class _RowMasterRun:
+    """One run of :meth:`OuterApproximation.run_rows`: the master, the incumbent, the
+    bounds and the counters, and the two phases (LP warm-up, integer masters)."""
+
+    def __init__(self, hooks: RowSeparation, master: StandardForm, backend: SolverBackend,
+                 initial: CutRows, options: RowOAOptions,
+                 start: FloatArray | None) -> None:
+        self.t0 = time.perf_counter()  # wall time for the report; the deadline: ``clock``
+        self.hooks = hooks
+        self.backend = backend
+        self.options = options
+        self.clock = Budget.coerce(options.budget, options.time_limit)
+        self.history: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self.best: FloatArray | None = None
+        self.ub = math.inf
+        self.lb = -math.inf
+        self.iterations = self.solves = self.nodes = 0
+        if start is not None:
+            self.offer(start)
+        self.solver: PersistentSolver | RebuiltMaster = (
+            backend.persistent(master) if Capability.PERSISTENT in backend.capabilities
+            else RebuiltMaster(backend, master))
+        self.solver.add_rows(initial.A, initial.lower, np.full(len(initial), math.inf))
+        self.n_cuts = len(initial)
+        self.integer = np.asarray(master.integrality, dtype=bool)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def offer(self, p: FloatArray | None) -> None:
+        """Make a point of the problem the incumbent when it is feasible and better."""
+        if p is None or np.isnan(p).any():
+            return
+        p = np.asarray(p, dtype=float)
+        val = self.hooks.value(p)
+        if val is not None and val < self.ub:
+            self.ub, self.best = val, p.copy()
+
+    def add(self, rows: CutRows) -> int:
+        if len(rows) == 0:
+            return 0
+        self.solver.add_rows(rows.A, rows.lower, np.full(len(rows), math.inf))
+        self.n_cuts += len(rows)
+        return len(rows)
+
+    def converged(self) -> bool:
+        o = self.options
+        return math.isfinite(self.ub) and self.ub - self.lb <= o.abs_tol + o.mip_gap * abs(self.ub)
+
+    def record(self, phase: str, added: int) -> None:
+        info = {"iteration": self.iterations, "phase": phase,
+                "time": time.perf_counter() - self.t0, "ub": self.ub, "lb": self.lb,
+                "gap": relative_gap(self.ub, self.lb), "cuts": added}
+        self.history.append(info)
+        if self.options.callback is not None:
+            self.options.callback(dict(info))
+
+    def solve_master(self, x_start: FloatArray | None) -> SolveResult | None:
+        """One master solve at the scheduled gap; None when the backend failed (noted:
+        the incumbent and the bound of the masters solved so far stand)."""
+        o = self.options
+        self.solves += 1
+        mopts = SolveOptions(time_limit=self.clock.remaining(),
+                             mip_gap=o.master_gap(self.ub, self.lb), threads=o.threads,
+                             seed=o.seed, verbose=o.verbose, optimality_tol=o.optimality_tol)
+        try:
+            return self.solver.solve(mopts, x_start)
+        except SolverError as exc:
+            self.notes.append(f"master solve {self.solves} failed ({exc}); stopped with "
+                              "the incumbent and the bound of the masters solved before.")
+            return None
+
+    # ------------------------------------------------------------------ phases
+    def warm_up(self) -> None:
+        """Kelley's method on the LP relaxation (valid bounds, cheap cuts), until no cut
+        is violated or the LP value rose by less than 1e-6 relative."""
+        if self.options.lp_rounds <= 0 or not self.integer.any():
+            return
+        self.solver.set_integrality(np.zeros_like(self.integer))
+        prev = -math.inf
+        for _ in range(self.options.lp_rounds):
+            if self.clock.remaining() == 0.0:
+                break
+            res = self.solve_master(None)
+            if res is None or res.x is None:
+                break
+            self.iterations += 1
+            val = res.bounds.primal
+            self.lb = max(self.lb, float(res.bounds.dual))
+            added = self.add(self.hooks.separate(np.asarray(res.x, dtype=float)))
+            self.record("lp", added)
+            if added == 0 or val - prev <= 1e-6 * max(1.0, abs(val)):
+                break
+            prev = val
+        self.solver.set_integrality(self.integer)
+
+    def separate_point(self, x: FloatArray) -> int:
+        """Offer the master point (and its polished point) and add their cuts."""
+        p = self.hooks.point(x)
+        self.offer(p)
+        added = self.add(self.hooks.separate(x))
+        polished = self.hooks.polish(p)
+        if polished is not None:
+            self.offer(polished)
+            added += self.add(self.hooks.cuts_at(np.asarray(polished, dtype=float)))
+        return added
+
+    def integer_masters(self) -> tuple[TerminationReason, Limit | None]:
+        """Integer masters until the bounds meet, a stop rule (stalled bound, no violated
+        cut) or a limit; the loop's termination and limit."""
+        stalled = 0
+        while True:
+            if self.converged():
+                return TerminationReason.OPTIMAL, None
+            if self.clock.remaining() == 0.0:
+                return TerminationReason.FEASIBLE, Limit.TIME
+            x_start = self.hooks.master_start(self.best) if self.best is not None else None
+            lb_before = self.lb
+            res = self.solve_master(x_start)
+            if res is None:
+                return TerminationReason.FEASIBLE, Limit.OTHER
+            self.nodes += int(res.nodes or 0)
+            self.iterations += 1
+            if res.termination is TerminationReason.INFEASIBLE:
+                return TerminationReason.INFEASIBLE, None
+            if res.termination not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) \
+                    and res.x is None and res.limit is None:
+                self.notes.append(f"master solve ended with {res.termination.value}: "
+                                  f"{res.raw_status}")
+                return res.termination, None
+            if math.isfinite(res.bounds.dual):
+                self.lb = max(self.lb, float(res.bounds.dual))
+            added = 0 if res.x is None else self.separate_point(np.asarray(res.x, dtype=float))
+            self.record("mip", added)
+            lb = self.lb
+            stalled = stalled + 1 if lb <= lb_before + 1e-12 * max(1.0, abs(lb)) else 0
+            if stalled >= self.options.stall_rounds:
+                self.notes.append(f"lower bound stalled for {self.options.stall_rounds} "
+                                  "master solves (the master's own tolerances); stopped at "
+                                  "the gap reached.")
+                return TerminationReason.FEASIBLE, None
+            if res.limit is not None and res.limit is not Limit.GAP:
+                return TerminationReason.FEASIBLE, res.limit
+            if added == 0:
+                # no cut is violated at the master point: the master value is the true
+                # objective there, so U <= master value and LB is the master's dual
+                # bound; another round would return the same master (stop, gap as it is)
+                return TerminationReason.FEASIBLE, None
+
+    def run(self) -> OAResult:
+        self.warm_up()
+        termination, limit = self.integer_masters()
+        lb = self.lb
+        converged = self.converged()
+        if converged:
+            # the status is decided by the one rule, at the loop's own tolerance
+            # ``abs_tol + mip_gap·|U|`` written as a relative gap
+            o = self.options
+            tol = o.mip_gap + o.abs_tol / max(abs(self.ub), GAP_DENOMINATOR_FLOOR)
+            verdict = promote(self.ub, lb, finished=True, mip_gap=tol)
+            termination, limit, lb = verdict.termination, verdict.limit, verdict.lower_bound
+            self.notes.extend(verdict.notes)
+        elif self.best is None and termination is TerminationReason.FEASIBLE:
+            termination = TerminationReason.NO_SOLUTION_FOUND
+        return OAResult(z=self.best, value=self.ub, lower_bound=lb,
+                        gap=relative_gap(self.ub, lb), termination=termination, limit=limit,
+                        iterations=self.iterations, n_cuts=self.n_cuts,
+                        wall_time=time.perf_counter() - self.t0, history=tuple(self.history),
+                        cut_points=(), backend=self.backend.name,
+                        backend_version=self.backend.version(), notes=tuple(self.notes),
+                        converged=converged, nodes=self.nodes, master_solves=self.solves)

@@ -6,7 +6,10 @@ A :class:`~rulemip.model.StandardForm` may carry separable convex loss terms
 which a MILP solver (HiGHS, CBC) cannot take. The driver replaces every loss point by an
 epigraph column :math:`\theta_i` (objective :math:`s w_i \theta_i`) and the quadratic by
 epigraph columns :math:`\eta_j \ge \tfrac12 Q_{jj} x_j^2` (diagonal ``Q``) or one
-:math:`\eta \ge \tfrac12 x^\top Q x`, and iterates on a *persistent* master:
+:math:`\eta \ge \tfrac12 x^\top Q x`, and iterates on a *persistent* master — the loop is
+:meth:`~rulemip.algorithms.outer_approximation.OuterApproximation.run_rows`, this module
+supplies its hooks (:class:`_TangentSeparation`, the master-gap schedule, the initial
+tangents):
 
 1. solve the master MILP (first a few rounds of its LP relaxation, Kelley's method, which
    adds many cuts cheaply); its optimal value — or its dual bound when the master stopped
