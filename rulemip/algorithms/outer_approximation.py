@@ -34,6 +34,13 @@ Numerics and speed (measured in ``docs/benchmarks/exact_cip.md``):
   1e-7 on rows, 1e-6 on integrality), so the reported bound is the master's bound minus a
   relative margin of 1e-8 (observed overshoots were ~1e-9 relative), capped at a quarter
   of the requested tolerance so that convergence stays possible.
+
+:meth:`OuterApproximation.run_rows` runs the same scheme on a master that is a whole linear
+model with its own objective (several epigraph columns, e.g. the tangent-cut master of a
+model with loss terms, ``docs/explanation/interval_cover.md`` §5): its
+:class:`RowSeparation` hooks return violated cut *rows* at a master point, a warm-up of
+Kelley rounds on the LP relaxation comes first, and backends without in-place rows get a
+:class:`RebuiltMaster`.
 """
 
 from __future__ import annotations
@@ -50,10 +57,12 @@ import scipy.sparse as sp
 from numpy.typing import NDArray
 
 from rulemip.budget import Budget
-from rulemip.exceptions import InvalidParameterError
+from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.model.mip_model import MIPModel
+from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
+    Capability,
     PersistentSolver,
     SolverBackend,
     resolve_backend,
@@ -62,6 +71,7 @@ from rulemip.solvers.result import (
     GAP_DENOMINATOR_FLOOR,
     Limit,
     SolveOptions,
+    SolveResult,
     TerminationReason,
     relative_gap,
 )
@@ -126,6 +136,10 @@ class OAResult:
     #: the loop's own stopping test ``U − LB ≤ abs_tol + rel_tol·|U|`` held (the status
     #: itself is decided by :func:`rulemip.solvers.status.promote`)
     converged: bool = False
+    #: :meth:`OuterApproximation.run_rows` only: branch-and-bound nodes of the integer
+    #: masters and the number of master solves (LP rounds included)
+    nodes: int = 0
+    master_solves: int = 0
 
 
 def _check_options(opts: OAOptions) -> None:
@@ -399,6 +413,24 @@ class OuterApproximation:
         return self._result(verdict.termination, verdict.limit, verdict.lower_bound, it,
                             history, notes, converged)
 
+    @staticmethod
+    def run_rows(hooks: RowSeparation, master: StandardForm, backend: SolverBackend,
+                 initial: CutRows, options: RowOAOptions,
+                 start: FloatArray | None = None) -> OAResult:
+        """Outer approximation on a master that is a whole linear model (its own
+        objective, several epigraph columns): ``initial`` rows first, then rounds of
+        Kelley's method on the LP relaxation, then integer masters whose points are
+        separated by ``hooks`` (:class:`RowSeparation`) until ``U − LB ≤ abs_tol +
+        mip_gap·|U|``, a stop rule (:class:`RowOAOptions`) or a limit.
+
+        Validity: every row under-estimates the convex objective, so each master is a
+        relaxation and its dual bound a lower bound LB; U is the best true value of a
+        feasible point (the start, master points, polished points). Backends with
+        ``PERSISTENT`` get the rows in place, others a :class:`RebuiltMaster`.
+        ``OAResult.z`` is the incumbent point, ``notes`` say why a run stopped early.
+        """
+        return _RowMasterRun(hooks, master, backend, initial, options, start).run()
+
     def _near_limit(self, remaining: float | None, last_master: float | None) -> bool:
         """Whether the next HiGHS master runs without presolve and without a start.
 
@@ -459,3 +491,272 @@ def outer_approximation(oracle: ConvexOracle, feasible: MIPModel, *,
     for z in warm_starts:
         oa.add_cut_at(np.asarray(z, dtype=float))
     return oa.run()
+
+
+# ---------------------------------------------------------------------- row masters
+# The same engine on a master that is a whole linear model with its own objective (for
+# example a model whose loss terms became epigraph columns, docs/explanation/solving.md):
+# the hooks below separate cut *rows* at a master point instead of one cut on ν.
+
+
+@dataclass(frozen=True)
+class CutRows:
+    """Cut rows ``A x ≥ lower`` over the master's columns (upper bounds are +∞)."""
+
+    A: sp.csr_matrix
+    lower: FloatArray
+
+    def __len__(self) -> int:
+        return int(self.A.shape[0])
+
+
+class RowSeparation(Protocol):
+    """Hooks of :meth:`OuterApproximation.run_rows` (Kelley / outer approximation on a
+    master whose rows under-estimate a convex objective).
+
+    ``separate(x)`` returns the cuts violated at a master point ``x`` (all master
+    columns); ``point(x)`` the candidate point of the problem it encodes; ``value(p)`` the
+    true objective at a point of the problem (``None`` when the point is infeasible);
+    ``cuts_at(p)`` every cut at such a point; ``master_start(p)`` the master point a
+    feasible ``p`` lifts to (a warm start); ``polish(p)`` a feasible point at least as
+    good as ``p`` or ``None`` (a repair step; return ``None`` to skip it)."""
+
+    def separate(self, x: FloatArray) -> CutRows: ...
+
+    def point(self, x: FloatArray) -> FloatArray: ...
+
+    def value(self, p: FloatArray) -> float | None: ...
+
+    def cuts_at(self, p: FloatArray) -> CutRows: ...
+
+    def master_start(self, p: FloatArray) -> FloatArray: ...
+
+    def polish(self, p: FloatArray) -> FloatArray | None: ...
+
+
+@dataclass(frozen=True)
+class RowOAOptions:
+    """Options of :meth:`OuterApproximation.run_rows`.
+
+    Stopping rule ``U − LB ≤ abs_tol + mip_gap·|U|``; ``lp_rounds`` rounds of Kelley's
+    method on the master's LP relaxation first (stopped early when no cut is violated or
+    the LP value rose by less than 1e-6 relative); ``stall_rounds`` integer masters in a
+    row without a rise of the lower bound stop the run (it then sits at the master
+    solver's own tolerances); ``master_gap(U, LB)`` is the relative gap each master is
+    solved to (its dual bound is a lower bound at any gap)."""
+
+    master_gap: Callable[[float, float], float]
+    mip_gap: float = 1e-4
+    abs_tol: float = 1e-9
+    lp_rounds: int = 30
+    stall_rounds: int = 5
+    budget: Budget | None = None
+    time_limit: float | None = None
+    threads: int | None = None
+    seed: int = 0
+    verbose: bool = False
+    optimality_tol: float = 1e-6
+    callback: Callable[[dict[str, Any]], None] | None = None
+
+
+class RebuiltMaster:
+    """A master for backends without in-place rows: the model is rebuilt with every
+    cut and solved from scratch on each call (the :class:`PersistentSolver` calls the
+    row engine makes: ``add_rows``, ``set_integrality``, ``solve``)."""
+
+    def __init__(self, backend: SolverBackend, model: StandardForm) -> None:
+        self._backend = backend
+        self._model = model
+        self._integer = np.asarray(model.integrality, dtype=bool)
+        self._A: list[sp.csr_matrix] = []
+        self._lo: list[FloatArray] = []
+
+    def add_rows(self, A: sp.spmatrix, lower: FloatArray, upper: FloatArray) -> None:
+        self._A.append(sp.csr_matrix(A))
+        self._lo.append(np.asarray(lower, dtype=float))
+
+    def set_integrality(self, integer: NDArray[np.bool_]) -> None:
+        self._integer = np.asarray(integer, dtype=bool)
+
+    def solve(self, options: SolveOptions, start: FloatArray | None = None) -> SolveResult:
+        base = self._model
+        A = sp.vstack(self._A, format="csr")
+        lo = np.concatenate(self._lo)
+        sf = dataclasses.replace(
+            base, A=sp.vstack([base.A, A], format="csr"),
+            row_lower=np.concatenate([base.row_lower, lo]),
+            row_upper=np.concatenate([base.row_upper, np.full(len(lo), math.inf)]),
+            row_names=(), integrality=self._integer)
+        return self._backend.solve(sf, options, start)
+
+
+class _RowMasterRun:
+    """One run of :meth:`OuterApproximation.run_rows`: the master, the incumbent, the
+    bounds and the counters, and the two phases (LP warm-up, integer masters)."""
+
+    def __init__(self, hooks: RowSeparation, master: StandardForm, backend: SolverBackend,
+                 initial: CutRows, options: RowOAOptions,
+                 start: FloatArray | None) -> None:
+        self.t0 = time.perf_counter()  # wall time for the report; the deadline: ``clock``
+        self.hooks = hooks
+        self.backend = backend
+        self.options = options
+        self.clock = Budget.coerce(options.budget, options.time_limit)
+        self.history: list[dict[str, Any]] = []
+        self.notes: list[str] = []
+        self.best: FloatArray | None = None
+        self.ub = math.inf
+        self.lb = -math.inf
+        self.iterations = self.solves = self.nodes = 0
+        if start is not None:
+            self.offer(start)
+        self.solver: PersistentSolver | RebuiltMaster = (
+            backend.persistent(master) if Capability.PERSISTENT in backend.capabilities
+            else RebuiltMaster(backend, master))
+        self.solver.add_rows(initial.A, initial.lower, np.full(len(initial), math.inf))
+        self.n_cuts = len(initial)
+        self.integer = np.asarray(master.integrality, dtype=bool)
+
+    # ------------------------------------------------------------------ bookkeeping
+    def offer(self, p: FloatArray | None) -> None:
+        """Make a point of the problem the incumbent when it is feasible and better."""
+        if p is None or np.isnan(p).any():
+            return
+        p = np.asarray(p, dtype=float)
+        val = self.hooks.value(p)
+        if val is not None and val < self.ub:
+            self.ub, self.best = val, p.copy()
+
+    def add(self, rows: CutRows) -> int:
+        if len(rows) == 0:
+            return 0
+        self.solver.add_rows(rows.A, rows.lower, np.full(len(rows), math.inf))
+        self.n_cuts += len(rows)
+        return len(rows)
+
+    def converged(self) -> bool:
+        o = self.options
+        return math.isfinite(self.ub) and self.ub - self.lb <= o.abs_tol + o.mip_gap * abs(self.ub)
+
+    def record(self, phase: str, added: int) -> None:
+        info = {"iteration": self.iterations, "phase": phase,
+                "time": time.perf_counter() - self.t0, "ub": self.ub, "lb": self.lb,
+                "gap": relative_gap(self.ub, self.lb), "cuts": added}
+        self.history.append(info)
+        if self.options.callback is not None:
+            self.options.callback(dict(info))
+
+    def solve_master(self, x_start: FloatArray | None) -> SolveResult | None:
+        """One master solve at the scheduled gap; None when the backend failed (noted:
+        the incumbent and the bound of the masters solved so far stand)."""
+        o = self.options
+        self.solves += 1
+        mopts = SolveOptions(time_limit=self.clock.remaining(),
+                             mip_gap=o.master_gap(self.ub, self.lb), threads=o.threads,
+                             seed=o.seed, verbose=o.verbose, optimality_tol=o.optimality_tol)
+        try:
+            return self.solver.solve(mopts, x_start)
+        except SolverError as exc:
+            self.notes.append(f"master solve {self.solves} failed ({exc}); stopped with "
+                              "the incumbent and the bound of the masters solved before.")
+            return None
+
+    # ------------------------------------------------------------------ phases
+    def warm_up(self) -> None:
+        """Kelley's method on the LP relaxation (valid bounds, cheap cuts), until no cut
+        is violated or the LP value rose by less than 1e-6 relative."""
+        if self.options.lp_rounds <= 0 or not self.integer.any():
+            return
+        self.solver.set_integrality(np.zeros_like(self.integer))
+        prev = -math.inf
+        for _ in range(self.options.lp_rounds):
+            if self.clock.remaining() == 0.0:
+                break
+            res = self.solve_master(None)
+            if res is None or res.x is None:
+                break
+            self.iterations += 1
+            val = res.bounds.primal
+            self.lb = max(self.lb, float(res.bounds.dual))
+            added = self.add(self.hooks.separate(np.asarray(res.x, dtype=float)))
+            self.record("lp", added)
+            if added == 0 or val - prev <= 1e-6 * max(1.0, abs(val)):
+                break
+            prev = val
+        self.solver.set_integrality(self.integer)
+
+    def separate_point(self, x: FloatArray) -> int:
+        """Offer the master point (and its polished point) and add their cuts."""
+        p = self.hooks.point(x)
+        self.offer(p)
+        added = self.add(self.hooks.separate(x))
+        polished = self.hooks.polish(p)
+        if polished is not None:
+            self.offer(polished)
+            added += self.add(self.hooks.cuts_at(np.asarray(polished, dtype=float)))
+        return added
+
+    def integer_masters(self) -> tuple[TerminationReason, Limit | None]:
+        """Integer masters until the bounds meet, a stop rule (stalled bound, no violated
+        cut) or a limit; the loop's termination and limit."""
+        stalled = 0
+        while True:
+            if self.converged():
+                return TerminationReason.OPTIMAL, None
+            if self.clock.remaining() == 0.0:
+                return TerminationReason.FEASIBLE, Limit.TIME
+            x_start = self.hooks.master_start(self.best) if self.best is not None else None
+            lb_before = self.lb
+            res = self.solve_master(x_start)
+            if res is None:
+                return TerminationReason.FEASIBLE, Limit.OTHER
+            self.nodes += int(res.nodes or 0)
+            self.iterations += 1
+            if res.termination is TerminationReason.INFEASIBLE:
+                return TerminationReason.INFEASIBLE, None
+            if res.termination not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) \
+                    and res.x is None and res.limit is None:
+                self.notes.append(f"master solve ended with {res.termination.value}: "
+                                  f"{res.raw_status}")
+                return res.termination, None
+            if math.isfinite(res.bounds.dual):
+                self.lb = max(self.lb, float(res.bounds.dual))
+            added = 0 if res.x is None else self.separate_point(np.asarray(res.x, dtype=float))
+            self.record("mip", added)
+            lb = self.lb
+            stalled = stalled + 1 if lb <= lb_before + 1e-12 * max(1.0, abs(lb)) else 0
+            if stalled >= self.options.stall_rounds:
+                self.notes.append(f"lower bound stalled for {self.options.stall_rounds} "
+                                  "master solves (the master's own tolerances); stopped at "
+                                  "the gap reached.")
+                return TerminationReason.FEASIBLE, None
+            if res.limit is not None and res.limit is not Limit.GAP:
+                return TerminationReason.FEASIBLE, res.limit
+            if added == 0:
+                # no cut is violated at the master point: the master value is the true
+                # objective there, so U <= master value and LB is the master's dual
+                # bound; another round would return the same master (stop, gap as it is)
+                return TerminationReason.FEASIBLE, None
+
+    def run(self) -> OAResult:
+        self.warm_up()
+        termination, limit = self.integer_masters()
+        lb = self.lb
+        converged = self.converged()
+        if converged:
+            # the status is decided by the one rule, at the loop's own tolerance
+            # ``abs_tol + mip_gap·|U|`` written as a relative gap
+            o = self.options
+            tol = o.mip_gap + o.abs_tol / max(abs(self.ub), GAP_DENOMINATOR_FLOOR)
+            verdict = promote(self.ub, lb, finished=True, mip_gap=tol)
+            termination, limit, lb = verdict.termination, verdict.limit, verdict.lower_bound
+            self.notes.extend(verdict.notes)
+        elif self.best is None and termination is TerminationReason.FEASIBLE:
+            termination = TerminationReason.NO_SOLUTION_FOUND
+        return OAResult(z=self.best, value=self.ub, lower_bound=lb,
+                        gap=relative_gap(self.ub, lb), termination=termination, limit=limit,
+                        iterations=self.iterations, n_cuts=self.n_cuts,
+                        wall_time=time.perf_counter() - self.t0, history=tuple(self.history),
+                        cut_points=(), backend=self.backend.name,
+                        backend_version=self.backend.version(), notes=tuple(self.notes),
+                        converged=converged, nodes=self.nodes, master_solves=self.solves)

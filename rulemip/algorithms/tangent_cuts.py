@@ -6,7 +6,10 @@ A :class:`~rulemip.model.StandardForm` may carry separable convex loss terms
 which a MILP solver (HiGHS, CBC) cannot take. The driver replaces every loss point by an
 epigraph column :math:`\theta_i` (objective :math:`s w_i \theta_i`) and the quadratic by
 epigraph columns :math:`\eta_j \ge \tfrac12 Q_{jj} x_j^2` (diagonal ``Q``) or one
-:math:`\eta \ge \tfrac12 x^\top Q x`, and iterates on a *persistent* master:
+:math:`\eta \ge \tfrac12 x^\top Q x`, and iterates on a *persistent* master — the loop is
+:meth:`~rulemip.algorithms.outer_approximation.OuterApproximation.run_rows`, this module
+supplies its hooks (:class:`_TangentSeparation`, the master-gap schedule, the initial
+tangents):
 
 1. solve the master MILP (first a few rounds of its LP relaxation, Kelley's method, which
    adds many cuts cheaply); its optimal value — or its dual bound when the master stopped
@@ -31,7 +34,6 @@ single branch-and-bound with lazily added tangents is not available; the driver 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -40,10 +42,15 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from rulemip.algorithms.outer_approximation import (
+    CutRows,
+    OuterApproximation,
+    RowOAOptions,
+)
 from rulemip.budget import Budget
 from rulemip.exceptions import (
+    BackendUnavailableError,
     InvalidParameterError,
-    SolverError,
     UnsupportedCapabilityError,
 )
 from rulemip.losses import get_loss
@@ -51,17 +58,15 @@ from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import (
     Capability,
     SolverBackend,
-    get_backend,
+    linear_master_needs,
     required_capabilities,
     resolve_backend,
     supports,
 )
 from rulemip.solvers.result import (
-    Limit,
     ObjectiveBounds,
     SolveOptions,
     SolveResult,
-    TerminationReason,
     relative_gap,
 )
 
@@ -237,20 +242,89 @@ def master_model(model: StandardForm, epi: _Epigraph) -> StandardForm:
                    Q=None, col_names=names if model.col_names else (), loss_terms=())
 
 
-def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = "highs",
+class _TangentSeparation:
+    """The tangent-cut hooks of :meth:`OuterApproximation.run_rows`
+    (:class:`~rulemip.algorithms.outer_approximation.RowSeparation`): master points are
+    ``(x, θ)``; the cuts at ``x`` are tangents of the epigraphs ``θ`` violates."""
+
+    def __init__(self, model: StandardForm, epi: _Epigraph, polish: Polish | None,
+                 feas_tol: float = 1e-6) -> None:
+        self.model = model
+        self.epi = epi
+        self._polish = polish
+        self.feas_tol = feas_tol
+
+    def separate(self, x: FloatArray) -> CutRows:
+        n = self.model.n_cols
+        return CutRows(*self.epi.cuts(x[:n], x[n:]))
+
+    def point(self, x: FloatArray) -> FloatArray:
+        return np.asarray(x[: self.model.n_cols], dtype=float)
+
+    def value(self, p: FloatArray) -> float | None:
+        """The model's objective at ``p``, ``None`` beyond the feasibility tolerance."""
+        if self.model.max_violation(p) > self.feas_tol * max(1.0, float(np.max(np.abs(p)))):
+            return None
+        return float(self.model.objective_value(p))
+
+    def cuts_at(self, p: FloatArray) -> CutRows:
+        return CutRows(*self.epi.cuts(p, None))
+
+    def master_start(self, p: FloatArray) -> FloatArray:
+        return _extend(p, self.epi)
+
+    def polish(self, p: FloatArray) -> FloatArray | None:
+        return None if self._polish is None else self._polish(p)
+
+
+def _master_gap_schedule(mip_gap: float, adaptive: bool) -> Callable[[float, float], float]:
+    """Each master's relative gap: a tenth of ``mip_gap`` (at least 1e-10); with
+    ``adaptive``, a quarter of the current outer gap when larger (at most 5 %)."""
+    floor = max(mip_gap * 0.1, 1e-10)
+
+    def gap(ub: float, lb: float) -> float:
+        outer = relative_gap(ub, lb)
+        if adaptive and math.isfinite(outer):
+            return max(floor, min(0.25 * outer, 0.05))
+        return floor
+
+    return gap
+
+
+def resolve_master(solver: SolverBackend | str, needs: set[Capability]) -> SolverBackend:
+    """The master backend of tangent cuts for a model needing ``needs``: a backend object
+    as given; a name resolved once by :func:`~rulemip.solvers.base.resolve_backend` for
+    the linear master (:func:`~rulemip.solvers.base.linear_master_needs`); ``"auto"``
+    prefers a MILP backend that takes rows in place (``PERSISTENT``)."""
+    if not isinstance(solver, str):
+        return solver
+    master = set(linear_master_needs(needs))
+    if solver == "auto":
+        try:
+            return resolve_backend(solver, master | {Capability.PERSISTENT},
+                                   outer_approximation=False)[0]
+        except BackendUnavailableError:
+            pass
+    return resolve_backend(solver, master, outer_approximation=False)[0]
+
+
+def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = "auto",
                             options: SolveOptions | None = None, *,
                             start: FloatArray | None = None, polish: Polish | None = None,
                             n_initial: int = 9, n_geometric: int = 4, lp_rounds: int = 30,
                             abs_tol: float = 1e-9, stall_rounds: int = 5,
                             adaptive_gap: bool = False,
                             budget: Budget | None = None) -> TangentCutResult:
-    """Minimize ``model`` (with loss terms / a convex quadratic) on a MILP backend.
+    """Minimize ``model`` (with loss terms / a convex quadratic) on a MILP backend, by
+    :meth:`~rulemip.algorithms.outer_approximation.OuterApproximation.run_rows` with
+    tangent-cut hooks.
 
     Parameters
     ----------
     model : the model; its loss terms and ``Q`` become epigraph columns with tangent cuts.
-    backend : a backend (object or name) with ``INTEGER``; ``PERSISTENT`` backends get
-        the cuts added in place, others are re-solved from a rebuilt model (slower).
+    backend : a backend (object or name; ``"auto"`` resolves a MILP master, persistent
+        first) with ``INTEGER``; ``PERSISTENT`` backends get the cuts added in place,
+        others are re-solved from a rebuilt model (slower).
     options : time limit (whole run), ``mip_gap`` (stopping rule ``UB − LB ≤ abs_tol +
         mip_gap·|UB|``), threads, seed; ``callback`` gets ``{"time", "iteration", "ub",
         "lb", "gap"}`` after every master solve.
@@ -268,217 +342,48 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
         after ``options.time_limit`` seconds, whichever is first.
     """
     opts = options if options is not None else SolveOptions()
-    be = get_backend(backend) if isinstance(backend, str) else backend
+    be = resolve_master(backend, required_capabilities(model))
     if Capability.INTEGER not in be.capabilities and model.is_mip:
         raise UnsupportedCapabilityError(f"backend {be.name!r} cannot solve MILP masters.")
     if n_initial < 2:
         raise InvalidParameterError(f"`n_initial` must be at least 2; got {n_initial}.")
-    t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = Budget.coerce(budget, opts.time_limit)
     epi = _Epigraph(model)
-    n = model.n_cols
-    base = master_model(model, epi)
-    history: list[dict[str, Any]] = []
-    rows_A: list[sp.csr_matrix] = []
-    rows_lo: list[FloatArray] = []
-    for pt in epi.initial_points(model, n_initial, n_geometric):
-        A, lo = epi.cuts(pt, None)
-        rows_A.append(A)
-        rows_lo.append(lo)
-    best_x: FloatArray | None = None
-    ub = math.inf
-    feas_tol = 1e-6
-
-    def offer(x: FloatArray | None) -> bool:
-        nonlocal best_x, ub
-        if x is None or np.isnan(x).any():
-            return False
-        x = np.asarray(x, dtype=float)
-        if model.max_violation(x) > feas_tol * max(1.0, float(np.max(np.abs(x)))):
-            return False
-        val = model.objective_value(x)
-        if val < ub:
-            ub, best_x = val, x.copy()
-            return True
-        return False
-
-    if start is not None:
-        st = np.asarray(start, dtype=float)
-        if not np.isnan(st).any():
-            offer(st)
-            A, lo = epi.cuts(st, None)
-            rows_A.append(A)
-            rows_lo.append(lo)
-    A0 = sp.vstack(rows_A, format="csr")
-    lo0 = np.concatenate(rows_lo)
-    persistent = None
-    if Capability.PERSISTENT in be.capabilities:
-        persistent = be.persistent(base)
-        persistent.add_rows(A0, lo0, np.full(len(lo0), math.inf))
-    cut_A, cut_lo = [A0], [lo0]
-    n_cuts = len(lo0)
-    lb = -math.inf
-    it = 0
-    solves = 0
-    nodes = 0
-    limit: Limit | None = None
-    notes: list[str] = [f"tangent-cut outer approximation on {be.name}"
-                        + ("" if persistent is not None else " (master rebuilt each round)")]
-    integer = np.asarray(base.integrality, dtype=bool)
-
-    remaining = clock.remaining
-
-    def master_solve(relaxed: bool, x_start: FloatArray | None) -> SolveResult | None:
-        """One master solve; None when the backend failed (noted: the incumbent and the
-        bound of the masters solved so far stand)."""
-        try:
-            return _master_solve(relaxed, x_start)
-        except SolverError as exc:
-            notes.append(f"master solve {solves} failed ({exc}); stopped with the incumbent "
-                         "and the bound of the masters solved before.")
-            return None
-
-    def _master_solve(relaxed: bool, x_start: FloatArray | None) -> SolveResult:
-        nonlocal solves
-        solves += 1
-        rem = remaining()
-        # a master only has to be solved as precisely as the outer gap needs: its dual
-        # bound is a valid LB at any gap, and the gap tightens as UB - LB shrinks
-        target = max(opts.mip_gap * 0.1, 1e-10)
-        outer = relative_gap(ub, lb)
-        if adaptive_gap and math.isfinite(outer):
-            target = max(target, min(0.25 * outer, 0.05))
-        mopts = SolveOptions(time_limit=rem, mip_gap=target,
-                             threads=opts.threads, seed=opts.seed, verbose=opts.verbose,
-                             optimality_tol=opts.optimality_tol)
-        if persistent is not None:
-            return persistent.solve(mopts, x_start)
-        A = sp.vstack(cut_A, format="csr")
-        lo = np.concatenate(cut_lo)
-        sf = replace(base, A=sp.vstack([base.A, A], format="csr"),
-                     row_lower=np.concatenate([base.row_lower, lo]),
-                     row_upper=np.concatenate([base.row_upper, np.full(len(lo), math.inf)]),
-                     row_names=(), integrality=np.zeros_like(integer) if relaxed else integer)
-        return be.solve(sf, mopts, x_start)
-
-    def add(A: sp.csr_matrix, lo: FloatArray) -> int:
-        nonlocal n_cuts
-        if A.shape[0] == 0:
-            return 0
-        if persistent is not None:
-            persistent.add_rows(A, lo, np.full(len(lo), math.inf))
-        cut_A.append(A)
-        cut_lo.append(lo)
-        n_cuts += len(lo)
-        return len(lo)
-
-    def record(phase: str, added: int) -> None:
-        info = {"iteration": it, "phase": phase, "time": time.perf_counter() - t0,
-                "ub": ub, "lb": lb, "gap": relative_gap(ub, lb), "cuts": added}
-        history.append(info)
-        if opts.callback is not None:
-            opts.callback(dict(info))
-
-    def converged() -> bool:
-        return math.isfinite(ub) and ub - lb <= abs_tol + opts.mip_gap * abs(ub)
-
-    # phase 1: Kelley on the LP relaxation (valid bounds, cheap cuts)
-    if lp_rounds > 0 and model.is_mip:
-        if persistent is not None:
-            persistent.set_integrality(np.zeros_like(integer))
-        prev = -math.inf
-        for _ in range(lp_rounds):
-            if remaining() == 0.0:
-                break
-            res = master_solve(True, None)
-            if res is None or res.x is None:
-                break
-            it += 1
-            val = res.bounds.primal
-            lb = max(lb, float(res.bounds.dual))
-            xh = np.asarray(res.x[:n], dtype=float)
-            A, lo = epi.cuts(xh, np.asarray(res.x[n:], dtype=float))
-            added = add(A, lo)
-            record("lp", added)
-            if added == 0 or val - prev <= 1e-6 * max(1.0, abs(val)):
-                break
-            prev = val
-        if persistent is not None:
-            persistent.set_integrality(integer)
-    # phase 2: MILP masters
-    termination = TerminationReason.FEASIBLE
-    stalled = 0
-    while True:
-        if converged():
-            termination = TerminationReason.OPTIMAL
-            break
-        if remaining() == 0.0:
-            limit = Limit.TIME
-            break
-        x_start = _extend(best_x, epi) if best_x is not None else None
-        lb_before = lb
-        res = master_solve(False, x_start)
-        if res is None:
-            limit = Limit.OTHER
-            break
-        nodes += int(res.nodes or 0)
-        it += 1
-        if res.termination in (TerminationReason.INFEASIBLE,):
-            termination = TerminationReason.INFEASIBLE
-            break
-        if res.termination not in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE) \
-                and res.x is None and res.limit is None:
-            termination = res.termination
-            notes.append(f"master solve ended with {res.termination.value}: {res.raw_status}")
-            break
-        if math.isfinite(res.bounds.dual):
-            lb = max(lb, float(res.bounds.dual))
-        added = 0
-        if res.x is not None:
-            xh = np.asarray(res.x[:n], dtype=float)
-            offer(xh)
-            A, lo = epi.cuts(xh, np.asarray(res.x[n:], dtype=float))
-            added += add(A, lo)
-            if polish is not None:
-                xp = polish(xh)
-                if xp is not None:
-                    offer(xp)
-                    A, lo = epi.cuts(np.asarray(xp, dtype=float), None)
-                    added += add(A, lo)
-        record("mip", added)
-        stalled = stalled + 1 if lb <= lb_before + 1e-12 * max(1.0, abs(lb)) else 0
-        if stalled >= stall_rounds:
-            notes.append(f"lower bound stalled for {stall_rounds} master solves (the "
-                         "master's own tolerances); stopped at the gap reached.")
-            break
-        if res.limit is not None and res.limit is not Limit.GAP:
-            limit = res.limit
-            break
-        if added == 0:
-            # no epigraph is violated at the master solution: the master value is the true
-            # objective there, so UB <= master value and LB is the master's dual bound;
-            # another round would return the same master (stop, gap as it stands)
-            break
-    if converged():
-        termination, limit = TerminationReason.OPTIMAL, None
-    elif best_x is None:
-        termination = TerminationReason.NO_SOLUTION_FOUND if termination is \
-            TerminationReason.FEASIBLE else termination
-    wall = time.perf_counter() - t0
+    rows = [epi.cuts(pt, None) for pt in epi.initial_points(model, n_initial, n_geometric)]
+    st = None if start is None else np.asarray(start, dtype=float)
+    if st is not None and np.isnan(st).any():
+        st = None
+    if st is not None:
+        rows.append(epi.cuts(st, None))
+    initial = CutRows(sp.vstack([A for A, _ in rows], format="csr"),
+                      np.concatenate([lo for _, lo in rows]))
+    persistent = Capability.PERSISTENT in be.capabilities
+    note = f"tangent-cut outer approximation on {be.name}" + (
+        "" if persistent else " (master rebuilt each round)")
+    run = OuterApproximation.run_rows(
+        _TangentSeparation(model, epi, polish), master_model(model, epi), be, initial,
+        RowOAOptions(master_gap=_master_gap_schedule(opts.mip_gap, adaptive_gap),
+                     mip_gap=opts.mip_gap, abs_tol=abs_tol,
+                     lp_rounds=lp_rounds if model.is_mip else 0, stall_rounds=stall_rounds,
+                     budget=budget, time_limit=opts.time_limit, threads=opts.threads,
+                     seed=opts.seed, verbose=opts.verbose,
+                     optimality_tol=opts.optimality_tol, callback=opts.callback),
+        start=st)
     return TangentCutResult(
-        termination=termination, bounds=ObjectiveBounds(ub, lb), limit=limit, x=best_x,
-        wall_time=wall, nodes=nodes, iterations=it, backend=be.name,
-        backend_version=be.version(), options=opts.to_dict(), raw_status="tangent_cuts",
-        raw_gap=None, notes=tuple(notes), history=tuple(history), n_cuts=n_cuts,
-        master_solves=solves)
+        termination=run.termination, bounds=ObjectiveBounds(run.value, run.lower_bound),
+        limit=run.limit, x=run.z, wall_time=run.wall_time, nodes=run.nodes,
+        iterations=run.iterations, backend=be.name, backend_version=run.backend_version,
+        options=opts.to_dict(), raw_status="tangent_cuts", raw_gap=None,
+        notes=(note, *run.notes), history=run.history, n_cuts=run.n_cuts,
+        master_solves=run.master_solves)
 
 
 class TangentCutBackend:
     """A MILP backend wrapped by the tangent-cut driver: takes loss terms and convex
-    quadratics (the :class:`~rulemip.solvers.base.SolverBackend` protocol)."""
+    quadratics (the :class:`~rulemip.solvers.base.SolverBackend` protocol); ``"auto"``
+    resolves the MILP master that takes rows in place."""
 
-    def __init__(self, inner: SolverBackend | str = "highs", **driver_options: Any) -> None:
-        self.inner = get_backend(inner) if isinstance(inner, str) else inner
+    def __init__(self, inner: SolverBackend | str = "auto", **driver_options: Any) -> None:
+        self.inner = resolve_master(inner, {Capability.LP, Capability.INTEGER})
         self.name = f"{self.inner.name}+tangent_cuts"
         self.capabilities = frozenset(set(self.inner.capabilities)
                                       | {Capability.NONLINEAR_LOSS,

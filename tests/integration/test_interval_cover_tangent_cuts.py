@@ -153,3 +153,26 @@ def test_a_spent_budget_stops_like_a_zero_time_limit() -> None:
         assert res.termination is not TerminationReason.OPTIMAL
         assert res.limit is Limit.TIME and res.master_solves == 0
     assert spent.bounds.dual == zero.bounds.dual
+
+
+def test_auto_default_resolves_a_persistent_milp_master() -> None:
+    """The default backend is ``"auto"``: a MILP master with rows in place (no rebuild
+    note) that reaches the same optimum as the brute force."""
+    m = _model("logistic", True)
+    res = solve_with_tangent_cuts(m.to_standard_form(), options=SolveOptions(time_limit=30))
+    assert Capability.PERSISTENT in get_backend(res.backend).capabilities
+    assert "rebuilt" not in res.notes[0]
+    assert res.termination is TerminationReason.OPTIMAL
+    assert res.bounds.primal == pytest.approx(_brute(m), rel=1e-9)
+    assert TangentCutBackend().inner.name == res.backend
+
+
+def test_optimal_bound_never_above_the_objective() -> None:
+    """The status comes from ``promote``: a converged run whose master bound overshoots
+    the incumbent by rounding (logistic, adaptive gap, no LP rounds: 1 ulp above before
+    issue 23) reports the bound clamped to the objective."""
+    sf = _model("logistic", True).to_standard_form()
+    res = solve_with_tangent_cuts(sf, "highs", SolveOptions(time_limit=30),
+                                  adaptive_gap=True, lp_rounds=0)
+    assert res.termination is TerminationReason.OPTIMAL
+    assert res.bounds.dual <= res.bounds.primal

@@ -187,3 +187,110 @@ def test_budget_bounds_the_run():
                               options=OAOptions(budget=Budget.from_time_limit(0.0)))
     assert res.iterations == 0
     assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME
+
+
+class _SquaresSeparation:
+    """Tangent rows of ``t_j ≥ (x_j − a_j)²`` for a row master over columns (x, t)."""
+
+    def __init__(self, a, polish=None):
+        self.a = np.asarray(a, dtype=float)
+        self.n = len(self.a)
+        self._polish = polish
+        self.polished = 0
+
+    def _rows(self, p, only):
+        import scipy.sparse as sp
+
+        rows, cols, vals, lo = [], [], [], []
+        for r, j in enumerate(only):
+            g = 2.0 * (p[j] - self.a[j])  # t_j − g x_j ≥ (p_j − a_j)² − g p_j
+            rows += [r, r]
+            cols += [self.n + j, j]
+            vals += [1.0, -g]
+            lo.append((p[j] - self.a[j]) ** 2 - g * p[j])
+        A = sp.csr_matrix((vals, (rows, cols)), shape=(len(only), 2 * self.n))
+        return oa_mod.CutRows(A, np.asarray(lo, dtype=float))
+
+    def separate(self, x):
+        p, t = x[: self.n], x[self.n:]
+        true = (p - self.a) ** 2
+        return self._rows(p, np.flatnonzero(t < true - 1e-9).tolist())
+
+    def point(self, x):
+        return np.asarray(x[: self.n], dtype=float)
+
+    def value(self, p):
+        return None if p.sum() > 1e-9 else float(np.sum((p - self.a) ** 2))
+
+    def cuts_at(self, p):
+        return self._rows(p, list(range(self.n)))
+
+    def master_start(self, p):
+        return np.concatenate([p, (p - self.a) ** 2])
+
+    def polish(self, p):
+        if self._polish is None:
+            return None
+        self.polished += 1
+        return self._polish(p)
+
+
+def _squares_master(n):
+    m = MIPModel()
+    x = m.add_variables("x", n, lb=-3.0, ub=3.0, integer=True)
+    t = m.add_variables("t", n, lb=0.0)
+    m.add_objective(t.ids, 1.0)
+    m.add_constraints("sum", rows=[{int(i): 1.0 for i in x.ids}], lower=-math.inf, upper=0.0)
+    return m.to_standard_form()
+
+
+@pytest.mark.parametrize("persistent", [True, False])
+@pytest.mark.parametrize("lp_rounds", [0, 30])
+def test_row_master_finds_brute_force_optimum(persistent, lp_rounds):
+    """Kelley rows on ``min Σ (x_j − a_j)²`` over integers with ``Σ x ≤ 0``: the brute-force
+    optimum, a bound below it at every iteration, on a persistent and a rebuilt master."""
+    from rulemip.solvers.base import Capability, get_backend
+
+    a = np.array([1.3, -0.6, 2.2])
+    brute = min(float(np.sum((np.array(p) - a) ** 2))
+                for p in itertools.product(range(-3, 4), repeat=3) if sum(p) <= 0)
+    hooks = _SquaresSeparation(a)
+    backend = get_backend("highs")
+    if not persistent:
+        class _Rebuilt:  # the same backend without in-place rows
+            name, capabilities = backend.name, backend.capabilities - {Capability.PERSISTENT}
+            solve, version = backend.solve, backend.version
+        backend = _Rebuilt()
+    initial = hooks.cuts_at(np.zeros(3))
+    res = OuterApproximation.run_rows(
+        hooks, _squares_master(3), backend, initial,
+        oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9,
+                            lp_rounds=lp_rounds, time_limit=30))
+    assert res.termination is TerminationReason.OPTIMAL and res.converged
+    assert res.value == pytest.approx(brute, abs=1e-9)
+    assert res.lower_bound <= res.value
+    assert np.sum(res.z) <= 1e-9 and float(np.sum((res.z - a) ** 2)) == res.value
+    assert all(h["lb"] <= brute + 1e-9 for h in res.history)
+    assert (lp_rounds > 0) == any(h["phase"] == "lp" for h in res.history)
+    assert res.master_solves == len(res.history)
+
+
+def test_row_master_polish_and_start_feed_the_incumbent():
+    """A start is the first incumbent; the polish hook is called on every integer master
+    point and its point (here the optimum itself) becomes the incumbent."""
+    from rulemip.solvers.base import get_backend
+
+    a = np.array([1.3, -0.6, 2.2])
+    best = min((np.array(p, dtype=float) for p in itertools.product(range(-3, 4), repeat=3)
+                if sum(p) <= 0), key=lambda p: float(np.sum((p - a) ** 2)))
+    value = float(np.sum((best - a) ** 2))  # the brute-force optimum, returned by polish
+    hooks = _SquaresSeparation(a, polish=lambda p: best)
+    start = np.array([-1.0, -1.0, 0.0])
+    res = OuterApproximation.run_rows(
+        hooks, _squares_master(3), get_backend("highs"), hooks.cuts_at(start),
+        oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9, lp_rounds=0,
+                            time_limit=30), start=start)
+    start_value = float(np.sum((start - a) ** 2))
+    assert hooks.polished >= 1 and start_value > value
+    assert res.value == pytest.approx(value, abs=1e-12) and np.array_equal(res.z, best)
+    assert res.history[0]["ub"] == pytest.approx(value, abs=1e-12)  # polished at once
