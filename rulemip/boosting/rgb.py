@@ -150,6 +150,11 @@ class RGBFit:
     objective_path : (7) after each round.
     stopped_by_limit : True when the budget ran out before ``n_estimators`` rounds (the
         fields then hold the rounds completed).
+    target_scale : the scale :math:`s` of :func:`target_scale` the labels were divided by
+        (1 when ``scale_target=False`` or for the logistic loss). ``intercept``, ``coefs``
+        and ``train_decision`` are mapped back to the scale of ``y``; ``rounds``,
+        ``initial_objective`` and ``objective_path`` describe the scaled problem
+        (:math:`y/s`), on which (7) is defined.
     """
 
     intercept: float
@@ -161,6 +166,7 @@ class RGBFit:
     objective_path: FloatArray
     train_decision: FloatArray = field(repr=False)
     stopped_by_limit: bool = False
+    target_scale: float = 1.0
 
 
 def _soft(g: float, rho: float) -> float:
@@ -278,6 +284,29 @@ def newton_node_values(tree: DecisionTreeRegressor, X32: NDArray[np.float32],
     return out
 
 
+def target_scale(loss_name: str, y: FloatArray, fit_intercept: bool = True) -> float:
+    r"""The scale :math:`s > 0` of the labels that makes Algorithm 1 scale-free.
+
+    - squared loss: :math:`s = \sqrt{\frac1m\sum_i (y_i - F_0)^2}`, the root of the risk
+      of the start model (the standard deviation of ``y`` with the intercept, its root
+      mean square without);
+    - Poisson: :math:`s = \bar y`, the mean label;
+    - logistic: :math:`s = 1` (the labels are :math:`\pm1`, nothing to scale).
+
+    A zero scale (constant labels) is replaced by 1. For :math:`c > 0` the scale of
+    :math:`c\,y` is :math:`c\,s` (for the squared loss also for :math:`c < 0`), which is
+    what makes the fit equivariant (docs/explanation/rgb.md, section 2).
+    """
+    if loss_name == "squared":
+        centre = float(np.mean(y)) if fit_intercept else 0.0
+        s = float(np.sqrt(np.mean((y - centre) ** 2)))
+    elif loss_name == "poisson":
+        s = float(np.mean(y))
+    else:
+        return 1.0
+    return s if s > 0.0 and np.isfinite(s) else 1.0
+
+
 def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sampling: str,
                    step: str, learning_rate: float, selection: str,
                    min_samples_leaf: int, lipschitz: str = "family",
@@ -311,8 +340,8 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 1.0,
             selection: str = "objective", fit_intercept: bool = True,
             min_samples_leaf: int = 1, leaf_values: str = "gradient",
-            random_state: Any = None, budget: Budget | None = None,
-            verbose: bool = False) -> RGBFit:
+            scale_target: bool = True, random_state: Any = None,
+            budget: Budget | None = None, verbose: bool = False) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
 
     Parameters
@@ -335,6 +364,10 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     min_samples_leaf : passed to the trees.
     leaf_values : ``"gradient"`` (leaf means of :math:`-g`, the least-squares fit) or
         ``"newton"`` (:func:`newton_node_values`); the tree's splits are the same.
+    scale_target : run Algorithm 1 on :math:`y/s` with :math:`s` = :func:`target_scale` and
+        map the model back (squared: :math:`F = sF'`; Poisson: :math:`F = F' + \log s`),
+        so that the fit does not depend on the unit of ``y``; ``False`` runs on ``y`` as
+        given (the penalty and the λ grid then act on the absolute scale of ``y``).
     random_state : seed or ``RandomState``; fixes the draws and the trees' tie-breaking.
         The trees consume it as scikit-learn's gradient boosting does (one seed per tree
         fit, in order); the family draws come from an independent generator seeded by its
@@ -362,6 +395,9 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             "X contains NaN or infinity (or values beyond float32 range, which the trees "
             "use); impute, drop or rescale those entries first.")
     y_arr = loss_obj.check_labels(y_arr)
+    scale = target_scale(loss_obj.name, y_arr, fit_intercept) if scale_target else 1.0
+    if scale != 1.0:
+        y_arr = y_arr / scale
     # Trees draw their tie-breaking seeds from `tree_rng` in fitting order, exactly as
     # scikit-learn's gradient boosting does; the family draws use an independent stream
     # seeded from tree_rng's initial state (not consuming it), so that with one family
@@ -455,11 +491,16 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             print(f"RGB round {t + 1}/{n_estimators}: family (n={c.n_internal}, "
                   f"lambda={c.lam:g}), alpha={c.alpha:.4g}, objective (7) {objective:.6g}",
                   file=sys.stderr, flush=True)
-    return RGBFit(intercept=float(intercept), trees=trees, coefs=np.array(coefs, dtype=float),
+    coef_arr = np.array(coefs, dtype=float)
+    if scale != 1.0 and loss_obj.name == "poisson":  # log link: F = F' + log s
+        intercept, F = intercept + float(np.log(scale)), F + float(np.log(scale))
+    elif scale != 1.0:  # identity link: F = s F'
+        intercept, coef_arr, F = intercept * scale, coef_arr * scale, F * scale
+    return RGBFit(intercept=float(intercept), trees=trees, coefs=coef_arr,
                   family_indices=np.array(chosen_families, dtype=np.int64), rounds=rounds,
                   initial_objective=float(initial_objective),
                   objective_path=np.array(path, dtype=float), train_decision=F,
-                  stopped_by_limit=stopped)
+                  stopped_by_limit=stopped, target_scale=float(scale))
 
 
 def decision_function(intercept: float, trees: list[DecisionTreeRegressor],
