@@ -21,10 +21,12 @@ One round (Algorithm 1)
 2. For each drawn family :math:`k`, the best member: a regression tree with at most
    :math:`n_k` internal nodes grown best-first (scikit-learn's ``DecisionTreeRegressor``
    with ``max_leaf_nodes = n_k + 1``) by least squares on the negative functional gradient
-   :math:`-g_i = -\partial\Phi(y_i, F(x_i))/\partial F`, its leaf vector scaled radially into
-   the ball :math:`\|w\|_q \le \lambda_k`. Candidates of the same size :math:`n_k` drawn
-   in one round share one tree fit (they differ only in the scaling), so repeated draws
-   cost nothing.
+   :math:`-g_i = -\partial\Phi(y_i, F(x_i))/\partial F`, with the Newton leaf values
+   :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (``leaf_values="newton"``,
+   default) or the leaf means of :math:`-g` (``"gradient"``), its leaf vector scaled
+   radially into the ball :math:`\|w\|_q \le \lambda_k`. Candidates of the same size
+   :math:`n_k` drawn in one round share one tree fit (they differ only in the scaling), so
+   repeated draws cost nothing.
 3. Coordinate step on the new coordinate :math:`\alpha`, with
    :math:`G = \frac1m\sum_i g_i h(x_i)` (the :math:`L'_k` of Algorithm 1 without the
    penalty) and :math:`\rho = \beta\tilde\Omega_k`:
@@ -63,7 +65,8 @@ One round (Algorithm 1)
 
 Hence (7) is non-increasing over the rounds (``objective_path``) for ``step="lipschitz"``
 and ``"line_search"``. With ``beta=0``, one
-family, ``S=1``, the squared loss, ``step="lipschitz"`` and ``lipschitz="tree"`` the step
+family, ``S=1``, the squared loss, ``leaf_values="gradient"``, ``step="lipschitz"`` and
+``lipschitz="tree"`` the step
 is exactly the leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting
 with ``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz
 step the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - F)`).
@@ -310,7 +313,7 @@ def target_scale(loss_name: str, y: FloatArray, fit_intercept: bool = True) -> f
 def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sampling: str,
                    step: str, learning_rate: float, selection: str,
                    min_samples_leaf: int, lipschitz: str = "family",
-                   leaf_values: str = "gradient") -> None:
+                   leaf_values: str = "newton") -> None:
     for name, v in (("n_estimators", n_estimators), ("n_samples_per_round", n_samples_per_round),
                     ("min_samples_leaf", min_samples_leaf)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
@@ -337,9 +340,9 @@ def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sam
 
 def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimators: int = 100,
             n_samples_per_round: int = 5, beta: float = 0.01, sampling: str = "lambda",
-            step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 1.0,
+            step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 0.5,
             selection: str = "objective", fit_intercept: bool = True,
-            min_samples_leaf: int = 1, leaf_values: str = "gradient",
+            min_samples_leaf: int = 1, leaf_values: str = "newton",
             scale_target: bool = True, random_state: Any = None,
             budget: Budget | None = None, verbose: bool = False) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
@@ -358,12 +361,13 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     step : ``"lipschitz"`` (proximal), ``"lipschitz_unpenalized"`` or ``"line_search"``.
     lipschitz : ``"family"`` (Lemma 4 constant of the drawn family, safeguarded) or
         ``"tree"`` (Lemma 3 at the fitted tree), for ``step="lipschitz"``.
-    learning_rate : :math:`\nu\in(0,1]` multiplying the step.
+    learning_rate : :math:`\nu\in(0,1]` multiplying the step (1: Algorithm 1 as
+        written; default 0.5, the estimators' default, docs/benchmarks/rgb.md).
     selection : ``"objective"`` or ``"complexity"``.
     fit_intercept : start from the best constant :math:`F_0` (unpenalized) instead of 0.
     min_samples_leaf : passed to the trees.
-    leaf_values : ``"gradient"`` (leaf means of :math:`-g`, the least-squares fit) or
-        ``"newton"`` (:func:`newton_node_values`); the tree's splits are the same.
+    leaf_values : ``"newton"`` (:func:`newton_node_values`, default) or ``"gradient"``
+        (leaf means of :math:`-g`, the least-squares fit); the tree's splits are the same.
     scale_target : run Algorithm 1 on :math:`y/s` with :math:`s` = :func:`target_scale` and
         map the model back (squared: :math:`F = sF'`; Poisson: :math:`F = F' + \log s`),
         so that the fit does not depend on the unit of ``y``; ``False`` runs on ``y`` as

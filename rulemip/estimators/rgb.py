@@ -90,8 +90,10 @@ _PARAMS_DOC = r"""
         :math:`\lambda_k C_\Phi` (Lemma 4, as in the paper's experiments; raised to the
         tree's own value when that is larger) or the fitted tree's value
         :math:`C_\Phi\frac1m\sum_i h(x_i)^2` (Lemma 3, the tightest).
-    learning_rate : float in (0, 1], default=1.0
-        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1.
+    learning_rate : float in (0, 1], default=0.5
+        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1. 0.5 (with
+        Newton leaves) did better than 1 on every classification set of the benchmark
+        (docs/benchmarks/rgb.md, "Defaults"); (7) stays non-increasing for any ν.
     selection : {"objective", "complexity"}, default="objective"
         Candidate score: objective (7) after the step (loss + β|α|Ω̃) or Algorithm 1
         line 6 literally (loss + βΩ̃).
@@ -99,11 +101,12 @@ _PARAMS_DOC = r"""
         Start from the best constant :math:`F_0` (unpenalized) instead of :math:`F=0`.
     min_samples_leaf : int, default=1
         Minimum number of samples in a tree leaf.
-    leaf_values : {"gradient", "newton"}, default="gradient"
-        Leaf values of a family's best member before the norm-ball scaling: the leaf means
-        of the negative gradient (least squares) or the Newton values
-        :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (the second-order
-        reading of Algorithm 1 line 4, docs/explanation/rgb.md).
+    leaf_values : {"newton", "gradient"}, default="newton"
+        Leaf values of a family's best member before the norm-ball scaling: the Newton
+        values :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (the
+        second-order reading of Algorithm 1 line 4, docs/explanation/rgb.md; the default
+        since it beat the leaf means on every benchmark set, docs/benchmarks/rgb.md) or the
+        leaf means of the negative gradient (least squares).
     scale_target : bool, default=True
         Run Algorithm 1 on :math:`y/s` (squared loss: :math:`s` the standard deviation of
         ``y``; Poisson: its mean) and map the model back, so that β, the λ grid and the
@@ -297,10 +300,10 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, *, n_samples_per_round: int = 5,
                  beta: float | None = None, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
-                 lipschitz: str = "family", learning_rate: float = 1.0,
+                 lipschitz: str = "family", learning_rate: float = 0.5,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
-                 leaf_values: str = "gradient", scale_target: bool = True,
+                 leaf_values: str = "newton", scale_target: bool = True,
                  random_state: Any = None, time_limit: float | None = None,
                  verbose: bool = False) -> None:
         self.n_estimators = n_estimators
@@ -369,10 +372,10 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, *, loss: str = "squared",
                  n_samples_per_round: int = 5, beta: float | None = None, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
-                 lipschitz: str = "family", learning_rate: float = 1.0,
+                 lipschitz: str = "family", learning_rate: float = 0.5,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
-                 leaf_values: str = "gradient", scale_target: bool = True,
+                 leaf_values: str = "newton", scale_target: bool = True,
                  random_state: Any = None, time_limit: float | None = None,
                  verbose: bool = False) -> None:
         self.loss = loss

@@ -139,7 +139,7 @@ def test_reduces_to_sklearn_gradient_boosting(data: dict, learning_rate: float) 
     n = 6
     rgb = RGBRegressor(n_estimators=40, n_samples_per_round=1, beta=0.0,
                        families=[(n, 1e9)], learning_rate=learning_rate, lipschitz="tree",
-                       min_samples_leaf=3, random_state=0).fit(X, y)
+                       leaf_values="gradient", min_samples_leaf=3, random_state=0).fit(X, y)
     gb = GradientBoostingRegressor(n_estimators=40, learning_rate=learning_rate,
                                    max_leaf_nodes=n + 1, max_depth=None, subsample=1.0,
                                    min_samples_leaf=3, random_state=0).fit(X, y)
@@ -354,15 +354,19 @@ def test_newton_node_values_by_brute_force(data: dict) -> None:
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
-def test_newton_leaves_keep_the_objective_non_increasing(data: dict, loss: str) -> None:
+@pytest.mark.parametrize("leaf_values", ["newton", "gradient"])
+def test_both_leaf_values_keep_the_objective_non_increasing(data: dict, loss: str,
+                                                            leaf_values: str) -> None:
     X, y = data[loss]
-    model = _fit(loss, data, leaf_values="newton", beta=0.05)
+    model = _fit(loss, data, leaf_values=leaf_values, beta=0.05)
     path = np.concatenate([[model.initial_objective_], model.objective_path_])
     assert np.all(np.diff(path) <= 1e-12)
+    assert path[-1] < path[0]
     assert _objective(model, loss, X, y, 0.05) == pytest.approx(path[-1], rel=1e-10)
     if loss == "logistic":  # squared loss: Newton values are the leaf means / 2, same tree
-        gradient = _fit(loss, data, beta=0.05)
-        assert not np.allclose(model.predict_raw(X), gradient.predict_raw(X))
+        other = _fit(loss, data, beta=0.05,
+                     leaf_values="gradient" if leaf_values == "newton" else "newton")
+        assert not np.allclose(model.predict_raw(X), other.predict_raw(X))
 
 
 class _ExpiresAfter:
