@@ -18,11 +18,16 @@ Sets: breast cancer (569 × 30), the paper's *cancer* (``MASS::biopsy``, 699 × 
 scikit-learn's diabetes regression (442 × 10, R²).
 
 ``--set key=value`` (repeatable) changes an RGB parameter for a side study, e.g.
-``--set leaf_values=newton --set scale_target=False``.
+``--set leaf_values=gradient --set learning_rate=1.0`` (the defaults before issue 25).
+
+``--scale`` instead fits ``RGBRegressor()`` (with the ``--set`` parameters) on diabetes with
+the target multiplied by c ∈ {0.01, 1, 100} on the same folds: a scale-free fit gives the
+same R² for every c (docs/explanation/rgb.md §2).
 
 Rerun (from the repository root)::
 
     nice -n 10 python benchmarks/rgb_defaults.py [--jobs 2] [--data breast,diabetes]
+    nice -n 10 python benchmarks/rgb_defaults.py --scale [--set scale_target=False]
 """
 
 from __future__ import annotations
@@ -76,6 +81,16 @@ def compare(X: Any, y: Any, classification: bool, rgb_params: dict[str, Any], jo
             "diff_se": _se(d), "seconds": scores["RGB s"]}
 
 
+def scale_study(params: dict[str, Any], jobs: int) -> None:
+    """R² of ``RGBRegressor(**params)`` on diabetes with the target times c, same folds."""
+    X, y = load_diabetes(return_X_y=True)
+    print("\n| c (target c·y) | R² mean ± se |\n|---|---|")
+    for c in (0.01, 1.0, 100.0):
+        scores = cross_val_score(RGBRegressor(random_state=0, **params), X, c * y, cv=CV,
+                                 n_jobs=jobs)
+        print(f"| {c:g} | {scores.mean():.4f} ± {_se(scores):.4f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--jobs", type=int, default=2, help="parallel folds (default 2)")
@@ -85,6 +100,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="an RGB parameter for a side study (Python literal value)")
     parser.add_argument("--no-issue-cv", action="store_true",
                         help="skip the issue's unshuffled cv=5 run on breast cancer")
+    parser.add_argument("--scale", action="store_true",
+                        help="only the y -> c*y study of RGBRegressor on diabetes")
     args = parser.parse_args(argv)
     params: dict[str, Any] = {}
     for item in args.set:
@@ -95,6 +112,9 @@ def main(argv: list[str] | None = None) -> None:
             params[key] = value
     print(f"load average at start: {os.getloadavg()[0]:.2f}; RGB parameters {params or '{}'}; "
           f"cv = {CV}")
+    if args.scale:
+        scale_study(params, args.jobs)
+        return
     print("\n| data | RGB defaults (± se) | GB defaults (± se) | RGB − GB (± paired se) | "
           "met | RGB s |\n|---|---|---|---|---|---|")
     for name, X, y, classification in tasks():
