@@ -21,10 +21,12 @@ One round (Algorithm 1)
 2. For each drawn family :math:`k`, the best member: a regression tree with at most
    :math:`n_k` internal nodes grown best-first (scikit-learn's ``DecisionTreeRegressor``
    with ``max_leaf_nodes = n_k + 1``) by least squares on the negative functional gradient
-   :math:`-g_i = -\partial\Phi(y_i, F(x_i))/\partial F`, its leaf vector scaled radially into
-   the ball :math:`\|w\|_q \le \lambda_k`. Candidates of the same size :math:`n_k` drawn
-   in one round share one tree fit (they differ only in the scaling), so repeated draws
-   cost nothing.
+   :math:`-g_i = -\partial\Phi(y_i, F(x_i))/\partial F`, with the Newton leaf values
+   :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (``leaf_values="newton"``,
+   default) or the leaf means of :math:`-g` (``"gradient"``), its leaf vector scaled
+   radially into the ball :math:`\|w\|_q \le \lambda_k`. Candidates of the same size
+   :math:`n_k` drawn in one round share one tree fit (they differ only in the scaling), so
+   repeated draws cost nothing.
 3. Coordinate step on the new coordinate :math:`\alpha`, with
    :math:`G = \frac1m\sum_i g_i h(x_i)` (the :math:`L'_k` of Algorithm 1 without the
    penalty) and :math:`\rho = \beta\tilde\Omega_k`:
@@ -63,7 +65,8 @@ One round (Algorithm 1)
 
 Hence (7) is non-increasing over the rounds (``objective_path``) for ``step="lipschitz"``
 and ``"line_search"``. With ``beta=0``, one
-family, ``S=1``, the squared loss, ``step="lipschitz"`` and ``lipschitz="tree"`` the step
+family, ``S=1``, the squared loss, ``leaf_values="gradient"``, ``step="lipschitz"`` and
+``lipschitz="tree"`` the step
 is exactly the leaf-mean tree times :math:`\nu`, i.e. scikit-learn's gradient boosting
 with ``learning_rate=ν`` (the curvature constant 2 of :math:`(f-y)^2` makes the Lipschitz
 step the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - F)`).
@@ -150,6 +153,11 @@ class RGBFit:
     objective_path : (7) after each round.
     stopped_by_limit : True when the budget ran out before ``n_estimators`` rounds (the
         fields then hold the rounds completed).
+    target_scale : the scale :math:`s` of :func:`target_scale` the labels were divided by
+        (1 when ``scale_target=False`` or for the logistic loss). ``intercept``, ``coefs``
+        and ``train_decision`` are mapped back to the scale of ``y``; ``rounds``,
+        ``initial_objective`` and ``objective_path`` describe the scaled problem
+        (:math:`y/s`), on which (7) is defined.
     """
 
     intercept: float
@@ -161,6 +169,7 @@ class RGBFit:
     objective_path: FloatArray
     train_decision: FloatArray = field(repr=False)
     stopped_by_limit: bool = False
+    target_scale: float = 1.0
 
 
 def _soft(g: float, rho: float) -> float:
@@ -278,10 +287,33 @@ def newton_node_values(tree: DecisionTreeRegressor, X32: NDArray[np.float32],
     return out
 
 
+def target_scale(loss_name: str, y: FloatArray, fit_intercept: bool = True) -> float:
+    r"""The scale :math:`s > 0` of the labels that makes Algorithm 1 scale-free.
+
+    - squared loss: :math:`s = \sqrt{\frac1m\sum_i (y_i - F_0)^2}`, the root of the risk
+      of the start model (the standard deviation of ``y`` with the intercept, its root
+      mean square without);
+    - Poisson: :math:`s = \bar y`, the mean label;
+    - logistic: :math:`s = 1` (the labels are :math:`\pm1`, nothing to scale).
+
+    A zero scale (constant labels) is replaced by 1. For :math:`c > 0` the scale of
+    :math:`c\,y` is :math:`c\,s` (for the squared loss also for :math:`c < 0`), which is
+    what makes the fit equivariant (docs/explanation/rgb.md, section 2).
+    """
+    if loss_name == "squared":
+        centre = float(np.mean(y)) if fit_intercept else 0.0
+        s = float(np.sqrt(np.mean((y - centre) ** 2)))
+    elif loss_name == "poisson":
+        s = float(np.mean(y))
+    else:
+        return 1.0
+    return s if s > 0.0 and np.isfinite(s) else 1.0
+
+
 def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sampling: str,
                    step: str, learning_rate: float, selection: str,
                    min_samples_leaf: int, lipschitz: str = "family",
-                   leaf_values: str = "gradient") -> None:
+                   leaf_values: str = "newton") -> None:
     for name, v in (("n_estimators", n_estimators), ("n_samples_per_round", n_samples_per_round),
                     ("min_samples_leaf", min_samples_leaf)):
         if isinstance(v, bool) or not isinstance(v, int | np.integer) or v < 1:
@@ -308,11 +340,11 @@ def _check_options(n_estimators: int, n_samples_per_round: int, beta: float, sam
 
 def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimators: int = 100,
             n_samples_per_round: int = 5, beta: float = 0.01, sampling: str = "lambda",
-            step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 1.0,
+            step: str = "lipschitz", lipschitz: str = "family", learning_rate: float = 0.5,
             selection: str = "objective", fit_intercept: bool = True,
-            min_samples_leaf: int = 1, leaf_values: str = "gradient",
-            random_state: Any = None, budget: Budget | None = None,
-            verbose: bool = False) -> RGBFit:
+            min_samples_leaf: int = 1, leaf_values: str = "newton",
+            scale_target: bool = True, random_state: Any = None,
+            budget: Budget | None = None, verbose: bool = False) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
 
     Parameters
@@ -329,12 +361,17 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     step : ``"lipschitz"`` (proximal), ``"lipschitz_unpenalized"`` or ``"line_search"``.
     lipschitz : ``"family"`` (Lemma 4 constant of the drawn family, safeguarded) or
         ``"tree"`` (Lemma 3 at the fitted tree), for ``step="lipschitz"``.
-    learning_rate : :math:`\nu\in(0,1]` multiplying the step.
+    learning_rate : :math:`\nu\in(0,1]` multiplying the step (1: Algorithm 1 as
+        written; default 0.5, the estimators' default, docs/benchmarks/rgb.md).
     selection : ``"objective"`` or ``"complexity"``.
     fit_intercept : start from the best constant :math:`F_0` (unpenalized) instead of 0.
     min_samples_leaf : passed to the trees.
-    leaf_values : ``"gradient"`` (leaf means of :math:`-g`, the least-squares fit) or
-        ``"newton"`` (:func:`newton_node_values`); the tree's splits are the same.
+    leaf_values : ``"newton"`` (:func:`newton_node_values`, default) or ``"gradient"``
+        (leaf means of :math:`-g`, the least-squares fit); the tree's splits are the same.
+    scale_target : run Algorithm 1 on :math:`y/s` with :math:`s` = :func:`target_scale` and
+        map the model back (squared: :math:`F = sF'`; Poisson: :math:`F = F' + \log s`),
+        so that the fit does not depend on the unit of ``y``; ``False`` runs on ``y`` as
+        given (the penalty and the λ grid then act on the absolute scale of ``y``).
     random_state : seed or ``RandomState``; fixes the draws and the trees' tie-breaking.
         The trees consume it as scikit-learn's gradient boosting does (one seed per tree
         fit, in order); the family draws come from an independent generator seeded by its
@@ -362,6 +399,9 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             "X contains NaN or infinity (or values beyond float32 range, which the trees "
             "use); impute, drop or rescale those entries first.")
     y_arr = loss_obj.check_labels(y_arr)
+    scale = target_scale(loss_obj.name, y_arr, fit_intercept) if scale_target else 1.0
+    if scale != 1.0:
+        y_arr = y_arr / scale
     # Trees draw their tie-breaking seeds from `tree_rng` in fitting order, exactly as
     # scikit-learn's gradient boosting does; the family draws use an independent stream
     # seeded from tree_rng's initial state (not consuming it), so that with one family
@@ -455,11 +495,16 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             print(f"RGB round {t + 1}/{n_estimators}: family (n={c.n_internal}, "
                   f"lambda={c.lam:g}), alpha={c.alpha:.4g}, objective (7) {objective:.6g}",
                   file=sys.stderr, flush=True)
-    return RGBFit(intercept=float(intercept), trees=trees, coefs=np.array(coefs, dtype=float),
+    coef_arr = np.array(coefs, dtype=float)
+    if scale != 1.0 and loss_obj.name == "poisson":  # log link: F = F' + log s
+        intercept, F = intercept + float(np.log(scale)), F + float(np.log(scale))
+    elif scale != 1.0:  # identity link: F = s F'
+        intercept, coef_arr, F = intercept * scale, coef_arr * scale, F * scale
+    return RGBFit(intercept=float(intercept), trees=trees, coefs=coef_arr,
                   family_indices=np.array(chosen_families, dtype=np.int64), rounds=rounds,
                   initial_objective=float(initial_objective),
                   objective_path=np.array(path, dtype=float), train_decision=F,
-                  stopped_by_limit=stopped)
+                  stopped_by_limit=stopped, target_scale=float(scale))
 
 
 def decision_function(intercept: float, trees: list[DecisionTreeRegressor],

@@ -90,8 +90,10 @@ _PARAMS_DOC = r"""
         :math:`\lambda_k C_\Phi` (Lemma 4, as in the paper's experiments; raised to the
         tree's own value when that is larger) or the fitted tree's value
         :math:`C_\Phi\frac1m\sum_i h(x_i)^2` (Lemma 3, the tightest).
-    learning_rate : float in (0, 1], default=1.0
-        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1.
+    learning_rate : float in (0, 1], default=0.5
+        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1. 0.5 (with
+        Newton leaves) did better than 1 on every classification set of the benchmark
+        (docs/benchmarks/rgb.md, "Defaults"); (7) stays non-increasing for any ν.
     selection : {"objective", "complexity"}, default="objective"
         Candidate score: objective (7) after the step (loss + β|α|Ω̃) or Algorithm 1
         line 6 literally (loss + βΩ̃).
@@ -99,11 +101,18 @@ _PARAMS_DOC = r"""
         Start from the best constant :math:`F_0` (unpenalized) instead of :math:`F=0`.
     min_samples_leaf : int, default=1
         Minimum number of samples in a tree leaf.
-    leaf_values : {"gradient", "newton"}, default="gradient"
-        Leaf values of a family's best member before the norm-ball scaling: the leaf means
-        of the negative gradient (least squares) or the Newton values
-        :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (the second-order
-        reading of Algorithm 1 line 4, docs/explanation/rgb.md).
+    leaf_values : {"newton", "gradient"}, default="newton"
+        Leaf values of a family's best member before the norm-ball scaling: the Newton
+        values :math:`\sum_{i\in l}(-g_i)/\sum_{i\in l}\partial^2\Phi_i` (the
+        second-order reading of Algorithm 1 line 4, docs/explanation/rgb.md; the default
+        since it beat the leaf means on every benchmark set, docs/benchmarks/rgb.md) or the
+        leaf means of the negative gradient (least squares).
+    scale_target : bool, default=True
+        Run Algorithm 1 on :math:`y/s` (squared loss: :math:`s` the standard deviation of
+        ``y``; Poisson: its mean) and map the model back, so that β, the λ grid and the
+        step do not depend on the unit of ``y`` (``target_scale_``;
+        docs/explanation/rgb.md §2). No effect on the classifier. ``False``: the paper's
+        absolute scale.
     random_state : int, RandomState or None, default=None
         Seeds the family draws and the trees' tie-breaking; fixed → reproducible fit.
     time_limit : float or None, default=None
@@ -148,6 +157,11 @@ _ATTRS_DOC = r"""
         When ``beta=None``: the validation loss of every candidate :math:`\beta` (empty
         when ``beta`` was given or the sample was too small to split; then ``beta_`` is
         0.1).
+    target_scale_ : float
+        The scale :math:`s` the labels were divided by (1 for the classifier or with
+        ``scale_target=False``). ``rounds_``, ``objective_path_`` and
+        ``initial_objective_`` are on the scaled problem; ``coefs_`` and ``intercept_`` on
+        the scale of ``y``.
     n_estimators_ : int
         Rounds completed (``n_estimators`` unless ``time_limit`` stopped the fit).
     n_features_in_, feature_names_in_ : as in scikit-learn.
@@ -163,6 +177,9 @@ def _validate_common(est: Any) -> FamilyGrid:
     if est.q not in (1, 2) or isinstance(est.q, bool):
         raise InvalidParameterError(f"`q` (the leaf norm) must be 1 or 2; got {est.q!r}.")
     check_nonneg_float(est.time_limit, "time_limit", allow_none=True)
+    if not isinstance(est.scale_target, bool | np.bool_):
+        raise InvalidParameterError(
+            f"`scale_target` must be True or False; got {est.scale_target!r}.")
     if not isinstance(est.verbose, bool | np.bool_):
         raise InvalidParameterError(f"`verbose` must be True or False; got {est.verbose!r}.")
     if isinstance(est.families, str) and est.families == "paper":
@@ -189,8 +206,8 @@ class _RGBBase(BaseEstimator):
                 learning_rate=self.learning_rate,
                 selection=self.selection, fit_intercept=bool(self.fit_intercept),
                 min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
-                random_state=self.random_state, budget=fit_budget,
-                verbose=bool(self.verbose) and final)
+                scale_target=bool(self.scale_target), random_state=self.random_state,
+                budget=fit_budget, verbose=bool(self.verbose) and final)
 
         self.beta_validation_losses_: dict[float, float] = {}
         if self.beta is None:
@@ -211,6 +228,7 @@ class _RGBBase(BaseEstimator):
                 f"{self.n_estimators} rounds; the model built so far is returned. Raise "
                 "`time_limit` (or set None) for all rounds.", SolveLimitWarning, stacklevel=3)
         self.n_estimators_ = len(fit.trees)
+        self.target_scale_ = fit.target_scale
         self._loss_name = loss
         self.family_grid_ = grid
         self.complexities_ = grid.complexities()
@@ -282,11 +300,12 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, *, n_samples_per_round: int = 5,
                  beta: float | None = None, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
-                 lipschitz: str = "family", learning_rate: float = 1.0,
+                 lipschitz: str = "family", learning_rate: float = 0.5,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
-                 leaf_values: str = "gradient", random_state: Any = None,
-                 time_limit: float | None = None, verbose: bool = False) -> None:
+                 leaf_values: str = "newton", scale_target: bool = True,
+                 random_state: Any = None, time_limit: float | None = None,
+                 verbose: bool = False) -> None:
         self.n_estimators = n_estimators
         self.n_samples_per_round = n_samples_per_round
         self.beta = beta
@@ -300,6 +319,7 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
         self.fit_intercept = fit_intercept
         self.min_samples_leaf = min_samples_leaf
         self.leaf_values = leaf_values
+        self.scale_target = scale_target
         self.random_state = random_state
         self.time_limit = time_limit
         self.verbose = verbose
@@ -352,11 +372,12 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, *, loss: str = "squared",
                  n_samples_per_round: int = 5, beta: float | None = None, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
-                 lipschitz: str = "family", learning_rate: float = 1.0,
+                 lipschitz: str = "family", learning_rate: float = 0.5,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
-                 leaf_values: str = "gradient", random_state: Any = None,
-                 time_limit: float | None = None, verbose: bool = False) -> None:
+                 leaf_values: str = "newton", scale_target: bool = True,
+                 random_state: Any = None, time_limit: float | None = None,
+                 verbose: bool = False) -> None:
         self.loss = loss
         self.n_estimators = n_estimators
         self.n_samples_per_round = n_samples_per_round
@@ -371,6 +392,7 @@ class RGBRegressor(RegressorMixin, _RGBBase):
         self.fit_intercept = fit_intercept
         self.min_samples_leaf = min_samples_leaf
         self.leaf_values = leaf_values
+        self.scale_target = scale_target
         self.random_state = random_state
         self.time_limit = time_limit
         self.verbose = verbose

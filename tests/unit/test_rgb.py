@@ -43,14 +43,19 @@ def _labels(loss: str, y: np.ndarray) -> np.ndarray:
 
 def _objective(model: RGBClassifier | RGBRegressor, loss: str, X: np.ndarray,
                y: np.ndarray, beta: float, upto: int | None = None) -> float:
-    """Objective (7) recomputed from the fitted trees (first ``upto`` rounds)."""
+    """Objective (7) recomputed from the fitted trees (first ``upto`` rounds), on the
+    scaled problem y / s (s = ``target_scale_``): squared F' = F / s, Poisson
+    F' = F - log s."""
     T = len(model.estimators_) if upto is None else upto
+    s = model.target_scale_
+    coefs = model.coefs_[:T] / (s if loss == "squared" else 1.0)
     F = np.full(len(y), model.intercept_)
     for a, tree in zip(model.coefs_[:T], model.estimators_[:T]):
         F += a * tree.predict(X.astype(np.float32))
+    F = F / s if loss == "squared" else F - np.log(s)
     omega = model.complexities_[model.family_indices_[:T]]
-    penalty = beta * float(np.sum(np.abs(model.coefs_[:T]) * omega))
-    return float(np.mean(get_loss(loss).value(F, _labels(loss, y)))) + penalty
+    penalty = beta * float(np.sum(np.abs(coefs) * omega))
+    return float(np.mean(get_loss(loss).value(F, _labels(loss, y) / s))) + penalty
 
 
 @pytest.mark.parametrize("loss", ["squared", "logistic", "poisson"])
@@ -94,7 +99,8 @@ def test_chosen_candidate_minimizes_loss_plus_complexity(data: dict, selection: 
         chosen = rnd.chosen_candidate
         assert model.family_indices_[t] == chosen.family
         assert model.families_[t] == grid.pairs[chosen.family]
-        assert model.coefs_[t] == chosen.alpha
+        assert model.coefs_[t] == pytest.approx(model.target_scale_ * chosen.alpha,
+                                                rel=1e-15)
         n_distinct_choices += len({c.family for c in rnd.candidates}) > 1
         # the recorded loss of the chosen candidate is the loss of the fitted model
         X, y = data[loss]
@@ -133,12 +139,14 @@ def test_reduces_to_sklearn_gradient_boosting(data: dict, learning_rate: float) 
     n = 6
     rgb = RGBRegressor(n_estimators=40, n_samples_per_round=1, beta=0.0,
                        families=[(n, 1e9)], learning_rate=learning_rate, lipschitz="tree",
-                       min_samples_leaf=3, random_state=0).fit(X, y)
+                       leaf_values="gradient", min_samples_leaf=3, random_state=0).fit(X, y)
     gb = GradientBoostingRegressor(n_estimators=40, learning_rate=learning_rate,
                                    max_leaf_nodes=n + 1, max_depth=None, subsample=1.0,
                                    min_samples_leaf=3, random_state=0).fit(X, y)
     assert rgb.intercept_ == pytest.approx(float(np.mean(y)), rel=1e-14)
-    np.testing.assert_allclose(rgb.coefs_, learning_rate / 2, rtol=1e-12)
+    # the step nu / 2 is taken on the scaled problem y / s; coefs_ are on the scale of y
+    np.testing.assert_allclose(rgb.coefs_ / rgb.target_scale_, learning_rate / 2,
+                               rtol=1e-12)
     np.testing.assert_allclose(rgb.predict(X), gb.predict(X), rtol=0, atol=1e-10)
     X_new = np.random.default_rng(1).normal(size=(50, X.shape[1]))
     np.testing.assert_allclose(rgb.predict(X_new), gb.predict(X_new), rtol=0, atol=1e-10)
@@ -195,6 +203,34 @@ def test_no_intercept_starts_from_zero(data: dict) -> None:
     model = RGBClassifier(n_estimators=3, fit_intercept=False, random_state=0).fit(X, y)
     assert model.intercept_ == 0.0
     assert model.initial_objective_ == pytest.approx(np.log(2.0))
+
+
+@pytest.mark.parametrize("loss, c", [("squared", 1e-3), ("squared", 250.0), ("squared", -2.0),
+                                     ("poisson", 1e-3), ("poisson", 250.0)])
+@pytest.mark.parametrize("beta", [0.05, None])
+def test_regressor_is_equivariant_under_scaling_of_y(data: dict, loss: str, c: float,
+                                                     beta: float | None) -> None:
+    """y -> c y gives predictions c * (those of y): the same rounds on the scaled problem
+    y / s (docs/explanation/rgb.md section 2), beta chosen on the validation split too."""
+    X, y = data[loss]
+    base = _fit(loss, data, beta=beta)
+    scaled = _fit(loss, {loss: (X, c * y)}, beta=beta)
+    assert scaled.target_scale_ == pytest.approx(abs(c) * base.target_scale_, rel=1e-12)
+    assert scaled.beta_ == base.beta_
+    np.testing.assert_array_equal(scaled.family_indices_, base.family_indices_)
+    np.testing.assert_allclose(scaled.objective_path_, base.objective_path_, rtol=1e-9)
+    np.testing.assert_allclose(scaled.predict(X), c * base.predict(X), rtol=1e-9,
+                               atol=1e-12 * abs(c) * np.abs(y).max())
+
+
+def test_without_target_scaling_the_fit_depends_on_the_unit_of_y(data: dict) -> None:
+    """The penalty beta * |alpha| and the absolute lambda grid are not scale-free: the
+    equivariance above is the scaling's doing, not an accident of the data."""
+    X, y = data["squared"]
+    base = _fit("squared", data, beta=0.05, scale_target=False)
+    scaled = _fit("squared", {"squared": (X, 100.0 * y)}, beta=0.05, scale_target=False)
+    assert base.target_scale_ == scaled.target_scale_ == 1.0
+    assert not np.allclose(scaled.predict(X), 100.0 * base.predict(X), rtol=1e-3)
 
 
 # ---------------------------------------------------------------------------- steps
@@ -318,15 +354,19 @@ def test_newton_node_values_by_brute_force(data: dict) -> None:
 
 
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
-def test_newton_leaves_keep_the_objective_non_increasing(data: dict, loss: str) -> None:
+@pytest.mark.parametrize("leaf_values", ["newton", "gradient"])
+def test_both_leaf_values_keep_the_objective_non_increasing(data: dict, loss: str,
+                                                            leaf_values: str) -> None:
     X, y = data[loss]
-    model = _fit(loss, data, leaf_values="newton", beta=0.05)
+    model = _fit(loss, data, leaf_values=leaf_values, beta=0.05)
     path = np.concatenate([[model.initial_objective_], model.objective_path_])
     assert np.all(np.diff(path) <= 1e-12)
+    assert path[-1] < path[0]
     assert _objective(model, loss, X, y, 0.05) == pytest.approx(path[-1], rel=1e-10)
     if loss == "logistic":  # squared loss: Newton values are the leaf means / 2, same tree
-        gradient = _fit(loss, data, beta=0.05)
-        assert not np.allclose(model.predict_raw(X), gradient.predict_raw(X))
+        other = _fit(loss, data, beta=0.05,
+                     leaf_values="gradient" if leaf_values == "newton" else "newton")
+        assert not np.allclose(model.predict_raw(X), other.predict_raw(X))
 
 
 class _ExpiresAfter:

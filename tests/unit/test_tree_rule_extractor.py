@@ -153,8 +153,10 @@ def test_rgb_regressor_hand_off():
     from rulemip import RGBRegressor
 
     X, y = _data(50, seed=4)
+    # six full steps (learning_rate=1, the estimator's default before issue 25): enough fit
+    # for the extracted rules to be scored below
     rgb = RGBRegressor(n_estimators=6, families=[(3, 1.0), (4, 2.0)], beta=0.0,
-                       random_state=0).fit(X, y)
+                       learning_rate=1.0, random_state=0).fit(X, y)
     m = TreeRuleExtractor(rgb, n_rules=3, prefit=True, node_values="fitted",
                           reg=5.0).fit(X, y)
     assert m.estimator_ is rgb
