@@ -49,7 +49,13 @@ def diabetes_row(k: int, time_limit: float, three: bool = False) -> dict[str, An
     if three:
         X = X[:, [2, 3, 8]]
         params["reg"] = 1.0
-    est = ExactRuleEnsembleRegressor(**params)
+    return _fit_row(ExactRuleEnsembleRegressor(**params), X, y,
+                    "diabetes-3" if three else "diabetes", k, time_limit)
+
+
+def _fit_row(est: Any, X: Any, y: Any, table: str, k: int, time_limit: float
+             ) -> dict[str, Any]:
+    """Fit ``est`` (warnings silenced) and report its certificate as one row."""
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
@@ -57,12 +63,12 @@ def diabetes_row(k: int, time_limit: float, three: bool = False) -> dict[str, An
     wall = time.perf_counter() - t0
     cert = est.certificate_
     local = cert.local_optimality
-    return {"part": "diabetes", "table": "diabetes-3" if three else "diabetes", "k": k,
-            "time_limit": time_limit, "engine": est.engine_,
-            "wall": wall, "cob_risk": est.boosting_risk_, "risk": cert.risk,
-            "bound": cert.lower_bound, "gap": cert.gap, "status": cert.status,
+    return {"part": "diabetes", "table": table, "k": k, "time_limit": time_limit,
+            "engine": est.engine_, "wall": wall, "cob_risk": est.boosting_risk_,
+            "risk": cert.risk, "bound": cert.lower_bound, "gap": cert.gap,
+            "status": cert.status,
             "one_swap_optimal": bool(local is not None and local.get("proved")),
-            "starts": [list(s) for s in est.local_starts_],
+            "starts": [list(s) for s in getattr(est, "local_starts_", ())],
             "init_source": est.init_source_}
 
 
@@ -81,20 +87,7 @@ def table_row(table: str, k: int, time_limit: float) -> dict[str, Any]:
     else:
         X, y = load_breast_cancer(return_X_y=True)
         est = ExactRuleEnsembleClassifier(n_rules=k, time_limit=time_limit)
-    t0 = time.perf_counter()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        est.fit(X, y)
-    wall = time.perf_counter() - t0
-    cert = est.certificate_
-    local = cert.local_optimality
-    return {"part": "diabetes", "table": table, "k": k, "time_limit": time_limit,
-            "engine": est.engine_, "wall": wall, "cob_risk": est.boosting_risk_,
-            "risk": cert.risk, "bound": cert.lower_bound, "gap": cert.gap,
-            "status": cert.status,
-            "one_swap_optimal": bool(local is not None and local.get("proved")),
-            "starts": [list(s) for s in getattr(est, "local_starts_", ())],
-            "init_source": est.init_source_}
+    return _fit_row(est, X, y, table, k, time_limit)
 
 
 def tiny_rows(n_instances: int, time_limit: float) -> list[dict[str, Any]]:

@@ -327,15 +327,3 @@ class BoxSelectionCIP:
             parts["segments"] = (segmentation_bound(v[order], w[order], 2 * k + 1)
                                  + cells.constant) / W
         return parts
-        v, w = cells.y, cells.weight
-        n_levels = 2 ** min(k, 30)
-        m = len(v)
-        # the DP is O(levels · m²) time: computed only where that is bounded (a skipped
-        # bound is simply not used; the others stay valid)
-        if levels_work(m, n_levels) <= LEVELS_MAX_WORK:
-            parts["levels"] = (levels_bound(v, w, n_levels) + cells.constant) / W
-        if cells.groups.shape[1] == 1:
-            order = np.argsort(cells.groups[:, 0], kind="stable")
-            parts["segments"] = (segmentation_bound(v[order], w[order], 2 * k + 1)
-                                 + cells.constant) / W
-        return parts
