@@ -112,31 +112,13 @@ def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, n_i
 
 @njit(cache=True)
 def _two_levels(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int) -> float:
-    """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most 2 levels: the
-    best split point, one scan."""
-    if cnt <= 2:
-        return 0.0
-    n = 0.0
-    s = 0.0
+    """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most 2 levels:
+    the one-rule zonotope maximum with no decided row (every split point, one scan)."""
     q = 0.0
     for t in range(cnt):
         i = sel[t]
-        n += w[i]
-        s += w[i] * y[i]
         q += w[i] * y[i] * y[i]
-    best = s * s / n if n > 0.0 else 0.0
-    pn = 0.0
-    ps = 0.0
-    for t in range(cnt - 1):
-        i = sel[t]
-        pn += w[i]
-        ps += w[i] * y[i]
-        rn = n - pn
-        if pn > 0.0 and rn > 0.0:
-            val = ps * ps / pn + (s - ps) * (s - ps) / rn
-            if val > best:
-                best = val
-    out = q - best
+    out = q - _two_group_best(y, w, sel, cnt, 0.0, 0.0, 0.0, 0.0)
     return out if out > 0.0 else 0.0
 
 
@@ -256,8 +238,8 @@ def _node_bound(node: np.ndarray, g: np.ndarray, y: np.ndarray, w: np.ndarray, r
 
 
 @njit(cache=True)
-def _choose_split(node: np.ndarray, g: np.ndarray, w: np.ndarray, st: np.ndarray,
-                  G: np.ndarray) -> tuple[int, int, int, int]:
+def _choose_split(node: np.ndarray, g: np.ndarray, w: np.ndarray, st: np.ndarray
+                  ) -> tuple[int, int, int, int]:
     """(box, feature, end, cut) of the range with the most undecided weight: end 0 splits
     the lower-threshold range [lo_min, lo_max] at cut (children [lo_min, cut] and
     [cut+1, lo_max]), end 1 the upper one [hi_min, hi_max]."""
@@ -301,22 +283,14 @@ def _choose_split(node: np.ndarray, g: np.ndarray, w: np.ndarray, st: np.ndarray
                         cut = a0
                     best_w = tot
                     bb, bj, be, bc = b, j, e, cut
-    if bb < 0:
-        # nothing undecided: split the first non-singleton range (any node is fine)
-        for b in range(2):
-            for j in range(d):
-                for e in range(2):
-                    a0 = node[b, j, 0] if e == 0 else node[b, j, 2]
-                    a1 = node[b, j, 1] if e == 0 else node[b, j, 3]
-                    if a1 > a0:
-                        return b, j, e, a0
+    # box < 0 only for a node with no undecided row, which is a model and never expanded
     return bb, bj, be, bc
 
 
 @njit(cache=True)
 def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
          state: np.ndarray, g: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float,
-         intercept: bool, G: np.ndarray, max_steps: int, best_nodes: np.ndarray) -> None:
+         intercept: bool, max_steps: int, best_nodes: np.ndarray) -> None:
     """Expand up to ``max_steps`` nodes. state = [n_heap, n_free, ub, nodes, decided]."""
     n_heap = int(state[0])
     n_free = int(state[1])
@@ -335,7 +309,7 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
         free[n_free] = slot
         n_free += 1
         _statuses(node, g, st)
-        b, j, e, cut = _choose_split(node, g, w, st, G)
+        b, j, e, cut = _choose_split(node, g, w, st)
         if b < 0:
             continue
         for child in range(2):
@@ -462,7 +436,7 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
     heap[0] = s
     state[0], state[1] = 1.0, float(n_free)
     while True:
-        _run(pool, key, heap, free, state, g, y, w, float(reg), bool(fit_intercept), G,
+        _run(pool, key, heap, free, state, g, y, w, float(reg), bool(fit_intercept),
              chunk, best_nodes)
         n_heap = int(state[0])
         if n_heap == 0 or -key[heap[0]] >= state[2] - 1e-9 * max(1.0, abs(state[2])):

@@ -62,7 +62,6 @@ def _levels_dc(v: FloatArray, w: FloatArray, n_levels: int) -> float:
     # explicit stack of (lo, hi, opt_lo, opt_hi) sub-problems
     stack = np.empty((4 * (int(math.log2(m + 1)) + 4) * 2, 4), dtype=np.int64)
     for _layer in range(1, n_levels):
-        top = 0
         stack[0, 0] = 0
         stack[0, 1] = m - 1
         stack[0, 2] = 1
@@ -228,21 +227,16 @@ def logistic_levels_bound(w_pos: FloatArray, w_neg: FloatArray, n_rules: int, re
     grid = list(np.linspace(0.0, s_max, n_grid + 1))
     phis = [reg * t * t / k + m_of(float(t)) for t in grid]
     for _ in range(6):    # refine around the binding interval (only raises the bound)
-        lows = _convex_interval_bounds(grid, phis, [p - reg * t * t / k
-                                                    for t, p in zip(grid, phis, strict=True)],
-                                       reg / k)
-        t = int(np.argmin(lows))
+        t = int(np.argmin(_convex_interval_bounds(grid, phis, reg / k)))
         new = list(np.linspace(grid[t], grid[t + 1], 9)[1:-1])
         grid[t + 1:t + 1] = new
         phis[t + 1:t + 1] = [reg * u * u / k + m_of(float(u)) for u in new]
-    lows = _convex_interval_bounds(grid, phis, [p - reg * t * t / k
-                                                for t, p in zip(grid, phis, strict=True)],
-                                   reg / k)
+    lows = _convex_interval_bounds(grid, phis, reg / k)
     return max(0.0, float(min(lows)))
 
 
-def _convex_interval_bounds(grid: list[float], phis: list[float], ms: list[float],
-                            ridge: float) -> FloatArray:
+def _convex_interval_bounds(grid: list[float], phis: list[float], ridge: float
+                            ) -> FloatArray:
     r"""Lower bounds of the convex :math:`\varphi(s) = r s^2 + m(s)` (``ridge`` = r, ``m``
     nonincreasing) on each grid interval :math:`[s_t, s_{t+1}]`, from its values at the
     grid points: the larger of the monotone bound :math:`r s_t^2 + m(s_{t+1})` and the
@@ -250,6 +244,7 @@ def _convex_interval_bounds(grid: list[float], phis: list[float], ms: list[float
     above every secant outside the secant's own interval). The values are themselves lower
     bounds computed to about 1e-12; a relative 1e-9 is given back for the extrapolation."""
     T = len(grid) - 1
+    ms = [p - ridge * t * t for t, p in zip(grid, phis, strict=True)]   # m(s_t)
     out = np.empty(T)
     for t in range(T):
         a, b = grid[t], grid[t + 1]

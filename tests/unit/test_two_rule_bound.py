@@ -94,7 +94,7 @@ def test_node_bounds_are_admissible_along_random_descents():
             assert val <= best * (1 + 1e-9) + 1e-12
             if decided:
                 break
-            b, j, e, cut = trb._choose_split(node, g, w, st, G)
+            b, j, e, cut = trb._choose_split(node, g, w, st)
             child = node.copy()
             lo_or_hi = (1, 0) if e == 0 else (3, 2)
             if rng.random() < 0.5:
