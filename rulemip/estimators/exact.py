@@ -226,7 +226,10 @@ class _ExactBase(BaseEstimator):
             result, local_record = self._swap_engine_model(ds, thresholds, kick_budget,
                                                            result, start, seed)
         if two_rules and result.ensemble is not None and not result.is_optimal:
+            swapped = result.ensemble
             result = self._two_rule_bound_phase(ds, thresholds, budget, result)
+            if result.ensemble is not swapped:
+                local_record = None  # the 1-swap proof was about the model it replaced
         self.result_ = result
         self.engine_ = engine
         self.thresholds_ = thresholds
