@@ -285,12 +285,12 @@ class ColumnGeneration:
               ) -> PricedColumn:
         """The box whose partial derivative at ``z`` (a point over the working set) is
         most negative, by the exact rule search on the gradient-sum objective, with its
-        bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3)."""
-        g_rows = _row_gradient(built.problem, z, built.dataset)
+        bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3) —
+        the same step the search's pricing loop runs (:func:`_price_exactly`)."""
         max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
-        found = find_rule(built.space, make_objective("gs", g_rows),
-                          max_rule_length=max_props, allow_empty=not self.fit_intercept,
-                          time_limit=budget.remaining())
+        found = _price_exactly(built.space, make_objective(
+            "gs", _row_gradient(built.problem, z, built.dataset)), max_props,
+            self.fit_intercept, budget)
         if found is None:
             return PricedColumn(None, None, 0.0, 0.0, True)
         return PricedColumn(np.asarray(found.lower, dtype=float),
@@ -469,6 +469,14 @@ def _verdict(prob: BoxSelectionProblem, outcome: SearchOutcome, mip_gap: float) 
                    limit=outcome.limit, fallback_bound=prob.safe_bound, warn=False)
 
 
+def _price_exactly(space: SearchSpace, objective: Any, max_props: int | None,
+                   fit_intercept: bool, budget: Budget) -> Any:
+    """Exact pricing (step 3): the rule search by branch and bound on the gradient-sum
+    ``objective`` over ``space`` within ``budget``; its ``bound`` holds for every box."""
+    return find_rule(space, objective, max_rule_length=max_props,
+                     allow_empty=not fit_intercept, time_limit=budget.remaining())
+
+
 class _Pricer:
     """Steps 1-3 of the module docstring over a growing working set; keeps the best Farley
     bound, the pricing counts and whether pricing converged (no box prices out)."""
@@ -529,9 +537,8 @@ class _Pricer:
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
-                left = share.remaining()
-                found = find_rule(self.space, objective, max_rule_length=self.max_props,
-                                  allow_empty=not self.fit_intercept, time_limit=left)
+                found = _price_exactly(self.space, objective, self.max_props,
+                                       self.fit_intercept, share)
             self.rounds += 1
             if found is None:  # no candidate box at all
                 self.converged = True
