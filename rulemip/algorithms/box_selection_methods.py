@@ -149,14 +149,13 @@ class BoxSelectionSearch(BoxSelectionCIP):
             if settled is not None:
                 return settled
         if method == "enumerate":
-            return self._enumerate(prob, budget, notes, count, mip_gap)
+            return self._enumerate(prob, budget, notes, count)
         if method == "bnb":
             return self._bnb(prob, budget, notes, start, mip_gap, seed)
         if method == "auto" and count <= limit_supports:
             # λ-robust but combinatorial: give it half the time (20 s without a limit),
             # then fall back to OA seeded with its incumbent
-            enum = self._enumerate(prob, budget.fraction(0.5, default=20.0), notes, count,
-                                   mip_gap)
+            enum = self._enumerate(prob, budget.fraction(0.5, default=20.0), notes, count)
             if self._proves(prob, enum, mip_gap):
                 return enum
             z_enum = enum.x
@@ -169,7 +168,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
                                   threads=threads)
             notes.append(f"relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")
             hint, relaxed = rel.bound, rel.points
-        opts = OAOptions(time_limit=budget.remaining(), budget=budget, abs_tol=1e-12,
+        opts = OAOptions(budget=budget, abs_tol=1e-12,
                          rel_tol=mip_gap, solver=backend, threads=threads, seed=seed,
                          callback=callback, **self.oa_options)
         oa = OuterApproximation(prob.oracle, prob.model, "z", opts, lower_bound_hint=hint)
@@ -280,7 +279,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
                              iterations=res.nodes, objective=res.value, notes=tuple(notes))
 
     def _enumerate(self, prob: BoxSelectionProblem, budget: Budget, notes: list[str],
-                   count: int, mip_gap: float) -> SearchOutcome:
+                   count: int) -> SearchOutcome:
         z, value, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, self.n_rules,
                                                    budget)
         notes.append(f"exact enumeration of {count} supports"

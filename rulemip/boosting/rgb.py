@@ -438,7 +438,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             break
         draws = family_rng.choice(K, size=n_samples_per_round, replace=True, p=probs)
         neg_grad = -loss_obj.gradient(F, y_arr)
-        hess = loss_obj.hessian(F, y_arr) if leaf_values == "newton" else neg_grad
+        hess = loss_obj.hessian(F, y_arr) if leaf_values == "newton" else None
         fitted: dict[int, tuple[DecisionTreeRegressor, FloatArray, FloatArray]] = {}
         cands: list[RGBCandidate] = []
         cand_h: list[FloatArray] = []
@@ -450,7 +450,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
                     criterion="squared_error", max_leaf_nodes=n_k + 1,
                     min_samples_leaf=min_samples_leaf, random_state=tree_rng)
                 tree.fit(X32, neg_grad, sample_weight=sw, check_input=False)
-                if leaf_values == "newton":
+                if hess is not None:  # Newton leaf values
                     tree.tree_.value[:, 0, 0] = newton_node_values(tree, X32, neg_grad, hess)
                 values = tree.tree_.value[:, 0, 0]
                 is_leaf = tree.tree_.children_left == -1

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from rulemip._validation import check_nonneg_float
+from rulemip._validation import check_bool, check_nonneg_float
 from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
@@ -93,7 +93,8 @@ _PARAMS_DOC = r"""
     learning_rate : float in (0, 1], default=0.5
         :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1. 0.5 (with
         Newton leaves) did better than 1 on every classification set of the benchmark
-        (docs/benchmarks/rgb.md, "Defaults"); (7) stays non-increasing for any ν.
+        (docs/benchmarks/rgb.md, "Defaults"); with ``step="lipschitz"`` or ``"line_search"``
+        (7) stays non-increasing for any ν (``"lipschitz_unpenalized"`` may raise it).
     selection : {"objective", "complexity"}, default="objective"
         Candidate score: objective (7) after the step (loss + β|α|Ω̃) or Algorithm 1
         line 6 literally (loss + βΩ̃).
@@ -170,18 +171,12 @@ _ATTRS_DOC = r"""
 
 def _validate_common(est: Any) -> FamilyGrid:
     """Validate the parameters shared by both estimators; return the family grid."""
-    if isinstance(est.fit_intercept, bool) is False and not isinstance(
-            est.fit_intercept, np.bool_):
-        raise InvalidParameterError(
-            f"`fit_intercept` must be True or False; got {est.fit_intercept!r}.")
+    check_bool(est.fit_intercept, "fit_intercept")
     if est.q not in (1, 2) or isinstance(est.q, bool):
         raise InvalidParameterError(f"`q` (the leaf norm) must be 1 or 2; got {est.q!r}.")
     check_nonneg_float(est.time_limit, "time_limit", allow_none=True)
-    if not isinstance(est.scale_target, bool | np.bool_):
-        raise InvalidParameterError(
-            f"`scale_target` must be True or False; got {est.scale_target!r}.")
-    if not isinstance(est.verbose, bool | np.bool_):
-        raise InvalidParameterError(f"`verbose` must be True or False; got {est.verbose!r}.")
+    check_bool(est.scale_target, "scale_target")
+    check_bool(est.verbose, "verbose")
     if isinstance(est.families, str) and est.families == "paper":
         return FamilyGrid.paper(q=int(est.q))
     if est.families is None:

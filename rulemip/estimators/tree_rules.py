@@ -53,6 +53,7 @@ from sklearn.ensemble import GradientBoostingRegressor
 from rulemip._solver_names import check_solver
 from rulemip._validation import (
     DEPRECATED,
+    check_bool,
     check_choice,
     check_nonneg_float,
     check_positive_int,
@@ -279,8 +280,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                 "`gamma` is the deprecated name of `reg` (reg = 1/gamma); set only `reg`.")
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
         check_nonneg_float(self.mip_gap, "mip_gap")
-        if not isinstance(self.verbose, bool | np.bool_):
-            raise InvalidParameterError(f"`verbose` must be True or False; got {self.verbose!r}.")
+        check_bool(self.verbose, "verbose")
         check_positive_int(self.n_lambdas, "n_lambdas")
         check_solver(self.solver)
         if not isinstance(self.prefit, bool | np.bool_):
