@@ -45,6 +45,7 @@ from rulemip.formulations.protocol import (
     SearchOutcome,
 )
 from rulemip.formulations.result import ExactResult
+from rulemip.model.standard_form import StandardForm
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.solvers.base import (
@@ -116,26 +117,30 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
                       mip_gap=mip_gap, start=start)
     opts = SolveOptions(time_limit=clock.remaining(), mip_gap=mip_gap, threads=threads,
                         seed=seed, verbose=verbose, callback=wrap_callback(callback))
+    sf = built.model.to_standard_form()  # once: the solve and the decode both read it
     try:
-        res = solve_built(formulation, built, backend, opts, start)
+        res = solve_built(formulation, built, backend, opts, start, sf=sf)
     except SolverError as exc:
         # a backend fault: surface it, carrying the best model known (the warm start)
         nothing = SolveResult(TerminationReason.ERROR, backend=backend.name,
                               notes=(f"backend fault: {exc}",))
         exc.result = result_from_solve(  # type: ignore[attr-defined]
             formulation, built, nothing, wall_time=clock.elapsed(), mip_gap=mip_gap,
-            start=start)
+            start=start, sf=sf)
         raise
     return result_from_solve(formulation, built, res, wall_time=clock.elapsed(),
                              mip_gap=mip_gap, start=start,
-                             bound_tolerance=getattr(backend, "bound_tolerance", None))
+                             bound_tolerance=getattr(backend, "bound_tolerance", None),
+                             sf=sf)
 
 
 def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,
-                options: SolveOptions, start: FloatArray | None) -> SolveResult:
+                options: SolveOptions, start: FloatArray | None,
+                sf: StandardForm | None = None) -> SolveResult:
     """Solve a built model on ``backend``: natively, or by the tangent-cut driver with the
-    formulation's ``polish`` as the repair step."""
-    sf = built.model.to_standard_form()
+    formulation's ``polish`` as the repair step (``sf``: the model's standard form when
+    the caller has it)."""
+    sf = built.model.to_standard_form() if sf is None else sf
     if supports(backend, required_capabilities(sf)):
         # stop a little inside the requested gap so that the recomputed risk (refit
         # weights, original data) still meets `mip_gap`
@@ -145,7 +150,8 @@ def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBack
 
 
 def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
-                       bound_tolerance: float | None = None) -> SearchOutcome:
+                       bound_tolerance: float | None = None,
+                       sf: StandardForm | None = None) -> SearchOutcome:
     """A backend's answer as a :class:`~rulemip.formulations.protocol.SearchOutcome`: its
     point, its dual bound lowered by the backend's feasibility tolerance times the weight
     of the loss terms' epigraph rows when the model has a logistic or Poisson loss term
@@ -153,7 +159,7 @@ def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
     in squared-loss models, whose small risks such a slack would keep from any
     certificate; :func:`bound_slack`, ``bound_tolerance`` overrides its table)."""
     notes = list(res.notes)
-    sf = built.model.to_standard_form()
+    sf = built.model.to_standard_form() if sf is None else sf
     if res.x is not None and math.isfinite(float(res.bounds.primal)):
         # the model's own objective at the point (the decoded risk refits the weights
         # and may be lower; that is not a disagreement)
@@ -182,11 +188,12 @@ def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
 def result_from_solve(formulation: Formulation, built: BuiltModel, res: SolveResult, *,
                       wall_time: float, mip_gap: float = 1e-6,
                       start: FloatArray | None = None,
-                      bound_tolerance: float | None = None) -> ExactResult:
+                      bound_tolerance: float | None = None,
+                      sf: StandardForm | None = None) -> ExactResult:
     """Decode a backend's result into an :class:`ExactResult`
     (:func:`outcome_from_solve`, then :func:`decide`)."""
     return decide(formulation, built,
-                  outcome_from_solve(built, res, bound_tolerance=bound_tolerance),
+                  outcome_from_solve(built, res, bound_tolerance=bound_tolerance, sf=sf),
                   wall_time=wall_time, mip_gap=mip_gap, start=start)
 
 
