@@ -4,8 +4,9 @@ Importing the package registers the built-in engines, each in its own module (th
 driver, :mod:`rulemip.algorithms.driver`, imports none of them): ``"cip"`` and
 ``"cip-bnb"`` (:mod:`~rulemip.algorithms.box_selection_methods`), ``"mip"``
 (:mod:`~rulemip.algorithms.interval_cover_engine`), ``"cg"``
-(:mod:`~rulemip.algorithms.column_generation`) and ``"cell-bnb"``
-(:mod:`~rulemip.algorithms.cell_bnb`), in that order (the order of ``ENGINES``).
+(:mod:`~rulemip.algorithms.column_generation`), ``"cell-bnb"``
+(:mod:`~rulemip.algorithms.cell_bnb`) and ``"kbox"`` (:mod:`~rulemip.algorithms.kbox`), in
+that order (the order of ``ENGINES``).
 """
 
 # isort: off
@@ -13,4 +14,5 @@ from rulemip.algorithms import box_selection_methods  # noqa: F401  (registers o
 from rulemip.algorithms import interval_cover_engine  # noqa: F401
 from rulemip.algorithms import column_generation  # noqa: F401
 from rulemip.algorithms import cell_bnb  # noqa: F401
+from rulemip.algorithms import kbox  # noqa: F401
 # isort: on

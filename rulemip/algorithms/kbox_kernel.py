@@ -1,0 +1,528 @@
+r"""Compiled kernels of the exact k-box search (docs/explanation/kbox_search.md).
+
+Boxes are bitsets over the occupied grid cells (64 cells a word). The kernels
+
+* enumerate every box of at most ``L`` restricted features on the candidate thresholds,
+  hashing each cover twice (two independent 64-bit hashes) so that duplicates can be found
+  by sorting (:func:`raw_hashes`), then check every duplicate bit by bit
+  (:func:`confirm_duplicates`: a hash collision never merges two different covers);
+* compute the sufficient statistics of each distinct box (:func:`box_stats`);
+* scan the pairs of boxes down a trie of their restrictions, skipping every subtree whose
+  correlation with the first box is too weak to beat the incumbent (:func:`scan_pairs`),
+  and score the survivors exactly from one intersection count.
+
+No Python runs per box or per pair.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from rulemip.boosting.box_kernel import _cttz, _popcount
+
+__all__ = ["box_bits", "box_stats", "build_trie", "confirm_duplicates", "pair_gain",
+           "raw_hashes", "scan_pairs", "slab_overlaps"]
+
+_P1 = np.uint64(0x9E3779B97F4A7C15)
+_P2 = np.uint64(0xC2B2AE3D27D4EB4F)
+_P3 = np.uint64(0x165667B19E3779F9)
+_S29 = np.uint64(29)
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+
+#: a pair whose Gram determinant is below this share of ``K_a K_b`` is collinear (its two
+#: centred columns are proportional: one box and its complement at λ = 0)
+COLLINEAR_TOL = 1e-10
+
+
+@njit(cache=True, inline="always")
+def _mix(h: np.uint64, w: np.uint64, p: np.uint64) -> np.uint64:
+    h = (h ^ w) * p
+    return h ^ (h >> _S29)
+
+
+@njit(cache=True)
+def _raw_box(ibits: np.ndarray, ioff: np.ndarray, icount: np.ndarray, subset: np.ndarray,
+             size: int, r: int, out: np.ndarray) -> None:
+    """Bits of raw box ``r`` of ``subset`` (mixed radix over the features' intervals)."""
+    nw = out.shape[0]
+    for w in range(nw):
+        out[w] = ~_ZERO
+    for t in range(size):
+        f = subset[t]
+        c = icount[f]
+        i = r % c
+        r //= c
+        row = ioff[f] + i
+        for w in range(nw):
+            out[w] &= ibits[row, w]
+
+
+@njit(cache=True)
+def raw_hashes(ibits: np.ndarray, ioff: np.ndarray, icount: np.ndarray, subsets: np.ndarray,
+               sizes: np.ndarray, starts: np.ndarray, all_mask: np.ndarray, drop_full: bool
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """A 64-bit hash of every raw box's cover and whether it is kept (covers a cell; not
+    every cell when ``drop_full``). Raw box ``starts[s] + r`` is the r-th interval
+    combination of feature subset ``s`` (subsets in order of size, so a cover's first raw
+    box restricts the fewest features)."""
+    n_raw = starts[-1]
+    nw = all_mask.shape[0]
+    h1 = np.empty(n_raw, dtype=np.uint64)
+    ok = np.zeros(n_raw, dtype=np.bool_)
+    buf = np.empty(nw, dtype=np.uint64)
+    for s in range(subsets.shape[0]):
+        for r in range(starts[s + 1] - starts[s]):
+            _raw_box(ibits, ioff, icount, subsets[s], sizes[s], r, buf)
+            a = _P3
+            nonempty = False
+            full = True
+            for w in range(nw):
+                x = buf[w] & all_mask[w]
+                if x != _ZERO:
+                    nonempty = True
+                if x != all_mask[w]:
+                    full = False
+                a = _mix(a, x, _P1)
+            i = starts[s] + r
+            h1[i] = _mix(a, _P2, _P2)
+            ok[i] = nonempty and not (full and drop_full)
+    return h1, ok
+
+
+@njit(cache=True)
+def _locate(starts: np.ndarray, i: int) -> int:
+    """Subset of raw box ``i`` (binary search in ``starts``)."""
+    lo, hi = 0, starts.shape[0] - 1
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if starts[mid] <= i:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _bits_of(ibits: np.ndarray, ioff: np.ndarray, icount: np.ndarray, subsets: np.ndarray,
+             sizes: np.ndarray, starts: np.ndarray, all_mask: np.ndarray, i: int,
+             out: np.ndarray) -> None:
+    s = _locate(starts, i)
+    _raw_box(ibits, ioff, icount, subsets[s], sizes[s], i - starts[s], out)
+    for w in range(out.shape[0]):
+        out[w] &= all_mask[w]
+
+
+@njit(cache=True)
+def confirm_duplicates(ibits: np.ndarray, ioff: np.ndarray, icount: np.ndarray,
+                       subsets: np.ndarray, sizes: np.ndarray, starts: np.ndarray,
+                       all_mask: np.ndarray, order: np.ndarray, h1: np.ndarray
+                       ) -> np.ndarray:
+    """Representatives of the distinct covers. ``order`` lists the kept raw boxes sorted
+    by (hash, raw index); within a run of equal hashes the first raw box represents every
+    member whose bits equal its own — checked bit by bit, so a collision only adds a
+    representative (at worst a duplicate box, never a lost one). Returns a flag per
+    position of ``order``."""
+    n = order.shape[0]
+    nw = all_mask.shape[0]
+    rep = np.zeros(n, dtype=np.bool_)
+    a = np.empty(nw, dtype=np.uint64)
+    b = np.empty(nw, dtype=np.uint64)
+    p = 0
+    while p < n:
+        q = p + 1
+        while q < n and h1[order[q]] == h1[order[p]]:
+            q += 1
+        rep[p] = True
+        if q - p > 1:
+            _bits_of(ibits, ioff, icount, subsets, sizes, starts, all_mask, order[p], a)
+            for t in range(p + 1, q):
+                _bits_of(ibits, ioff, icount, subsets, sizes, starts, all_mask, order[t], b)
+                for w in range(nw):
+                    if a[w] != b[w]:
+                        rep[t] = True  # a collision: a different cover, kept
+                        break
+        p = q
+    return rep
+
+
+@njit(cache=True)
+def box_bits(ibits: np.ndarray, ioff: np.ndarray, icount: np.ndarray, subsets: np.ndarray,
+             sizes: np.ndarray, starts: np.ndarray, all_mask: np.ndarray, raw: np.ndarray
+             ) -> np.ndarray:
+    """Bits of the raw boxes ``raw`` (one row each)."""
+    out = np.empty((raw.shape[0], all_mask.shape[0]), dtype=np.uint64)
+    for t in range(raw.shape[0]):
+        _bits_of(ibits, ioff, icount, subsets, sizes, starts, all_mask, raw[t], out[t])
+    return out
+
+
+@njit(cache=True)
+def box_stats(bits: np.ndarray, weight: np.ndarray, wy: np.ndarray
+              ) -> tuple[np.ndarray, np.ndarray]:
+    """``(N, S)``: the weight :math:`\\sum_{c\\in b} W_c` and the sum
+    :math:`\\sum_{c\\in b} W_c \\tilde y_c` of every box (``wy`` = :math:`W_c\\tilde y_c`)."""
+    B, nw = bits.shape
+    N = np.zeros(B)
+    S = np.zeros(B)
+    for i in range(B):
+        n = 0.0
+        s = 0.0
+        for w in range(nw):
+            x = bits[i, w]
+            while x != _ZERO:
+                c = w * 64 + int(_cttz(x))
+                n += weight[c]
+                s += wy[c]
+                x &= x - _ONE
+        N[i] = n
+        S[i] = s
+    return N, S
+
+
+@njit(cache=True, inline="always")
+def _inter(bits: np.ndarray, a: int, b: int, unit: float, weight: np.ndarray) -> float:
+    """Weight of the cells covered by boxes a and b (:func:`_and_weight`)."""
+    return _and_weight(bits[a], bits[b], unit, weight)
+
+
+@njit(cache=True, inline="always")
+def pair_gain(Sa: float, Ka: float, Sb: float, Kb: float, c: float) -> float:
+    r"""Least-squares gain :math:`g^\top(G + \lambda I)^{-1} g` of two columns with sums
+    ``Sa, Sb``, diagonal ``Ka, Kb`` (ridge included) and cross term ``c``; a collinear pair
+    (determinant below :data:`COLLINEAR_TOL`) gains what its better column gains alone."""
+    det = Ka * Kb - c * c
+    if det <= COLLINEAR_TOL * Ka * Kb:
+        ga = Sa * Sa / Ka
+        gb = Sb * Sb / Kb
+        return ga if ga > gb else gb
+    return (Sa * Sa * Kb - 2.0 * Sa * Sb * c + Sb * Sb * Ka) / det
+
+
+@njit(cache=True, inline="always")
+def _cross(nab: float, Na: float, Nb: float, W: float, centred: bool) -> float:
+    return nab - Na * Nb / W if centred else nab
+
+
+@njit(cache=True, inline="always")
+def _h(za: float, zb: float, rho: float) -> float:
+    """:math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)`, the gain of two columns with
+    normalized sums z and correlation ρ."""
+    return (za * za - 2.0 * rho * za * zb + zb * zb) / (1.0 - rho * rho)
+
+
+@njit(cache=True, inline="always")
+def _norm(n: float, W: float, lam: float, centred: bool) -> float:
+    r""":math:`K(N) = V(N) + \lambda`: the squared norm of a box's (centred) indicator of
+    weight N, plus the ridge."""
+    return (n * (W - n) / W if centred else n) + lam
+
+
+@njit(cache=True)
+def rho_range(Na: float, Ka: float, n0: float, n1: float, T: float, D: float, W: float,
+              lam: float, centred: bool) -> tuple[float, float]:
+    r"""Bounds :math:`[\rho_{lo}, \rho_{hi}]` on the correlation
+    :math:`c/\sqrt{K_a K(N_b)}` of box a with every box b of weight
+    :math:`N_b \in [n_0, n_1]` whose common weight with a satisfies
+    :math:`\max(0, N_a + N_b - W, N_b - D) \le n_{ab} \le \min(N_a, N_b, T)`.
+
+    The cross term is piecewise linear in :math:`N_b`; on each piece its ratio to
+    :math:`\sqrt{K(N_b)}` is either monotone (the pieces through the origin, since
+    :math:`N^2/K(N)` increases) or bounded by the piece's extreme cross term over the
+    piece's least K (K is concave in N, so least at an end) — docs/explanation/
+    kbox_search.md §2."""
+    if _norm(n0, W, lam, centred) <= 0.0 or _norm(n1, W, lam, centred) <= 0.0:
+        return -1.0, 1.0  # a zero-norm partner (collinear with the intercept): no bound
+    M = min(Na, T)
+    alpha = Na / W if centred else 0.0
+    # the high side: (min(N, M) - αN) / sqrt(Ka K(N))
+    hi = -math.inf
+    if n0 <= M:
+        n = min(n1, M)
+        hi = (1.0 - alpha) * n / math.sqrt(Ka * _norm(n, W, lam, centred))
+    if n1 >= M:
+        left = max(n0, M)
+        num = M - alpha * left
+        k_left = _norm(left, W, lam, centred)
+        k_right = _norm(n1, W, lam, centred)
+        k = min(k_left, k_right) if num > 0.0 else max(k_left, k_right)
+        hi = max(hi, num / math.sqrt(Ka * k))
+    # the low side: (max(0, Na + N - W, N - D) - αN) / sqrt(Ka K(N))
+    kappa = min(W - Na, D)
+    lo = math.inf
+    if n0 <= kappa:
+        n = min(n1, kappa)
+        lo = -alpha * n / math.sqrt(Ka * _norm(n, W, lam, centred))
+    if n1 >= kappa:
+        left = max(n0, kappa)
+        num = max(0.0, Na + left - W, left - D) - alpha * left
+        k_left = _norm(left, W, lam, centred)
+        k_right = _norm(n1, W, lam, centred)
+        k = min(k_left, k_right) if num < 0.0 else max(k_left, k_right)
+        lo = min(lo, num / math.sqrt(Ka * k))
+    return lo, hi
+
+
+@njit(cache=True, inline="always")
+def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
+              Gp: float) -> bool:
+    r"""Whether some partner with :math:`z_b \in [z_{lo}, z_{hi}]` and correlation in
+    [ρ_lo, ρ_hi] may gain at least Gp: the gain is convex in ρ and in :math:`z_b`, so its
+    maximum over the rectangle is at a corner."""
+    if zlo > zhi:
+        return False
+    if rho_hi >= 1.0 - 1e-12 or rho_lo <= -1.0 + 1e-12:
+        return True
+    for zb in (zlo, zhi):  # noqa: SIM110  (compiled: no generators)
+        if _h(za, zb, rho_lo) >= Gp or _h(za, zb, rho_hi) >= Gp:
+            return True
+    return False
+
+
+@njit(cache=True)
+def slab_overlaps(bits: np.ndarray, a: int, slabs: np.ndarray, unit: float,
+                  weight: np.ndarray, out: np.ndarray) -> None:
+    """``out[i]``: the weight of box a's cells inside slab i."""
+    for i in range(slabs.shape[0]):
+        out[i] = _and_weight(bits[a], slabs[i], unit, weight)
+
+
+@njit(cache=True, inline="always")
+def _and_weight(x: np.ndarray, y: np.ndarray, unit: float, weight: np.ndarray) -> float:
+    """Weight of the cells in both bitsets: a popcount when every cell weighs ``unit``
+    (> 0), else the weights of the common cells summed."""
+    nw = x.shape[0]
+    if unit > 0.0:
+        c = _ZERO
+        for w in range(nw):
+            c += _popcount(x[w] & y[w])
+        return unit * float(c)
+    s = 0.0
+    for w in range(nw):
+        v = x[w] & y[w]
+        while v != _ZERO:
+            s += weight[w * 64 + int(_cttz(v))]
+            v &= v - _ONE
+    return s
+
+
+@njit(cache=True, inline="always")
+def _tails(za: float, rho: float, G: float) -> tuple[float, float]:
+    """Roots of :math:`z_b^2 - 2\\rho z_a z_b + z_a^2 = G(1-\\rho^2)` in :math:`z_b`:
+    a partner strictly between them gains less than G at correlation ρ."""
+    d = (1.0 - rho * rho) * (G - za * za)
+    r = math.sqrt(d) if d > 0.0 else 0.0
+    return rho * za - r, rho * za + r
+
+
+@njit(cache=True)
+def _first_ge(z: np.ndarray, lo: int, hi: int, v: float) -> int:
+    """First position in z[lo:hi] (ascending) with z >= v."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if z[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True)
+def _first_gt(z: np.ndarray, lo: int, hi: int, v: float) -> int:
+    """First position in z[lo:hi] (ascending) with z > v."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if z[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S: np.ndarray,
+           K: np.ndarray, N: np.ndarray, za: float, zb: float, Tl: float, Dl: float,
+           Tsum: float, depth: int, W: float, centred: bool, unit: float,
+           weight: np.ndarray, Gp: float, state: np.ndarray, best: np.ndarray,
+           counts: np.ndarray) -> None:
+    """Partner b with every slab on the path (``Tl``, ``Dl``, ``Tsum`` over its ``depth``
+    slabs): its own correlation bounds, then, if it may beat the incumbent, its exact
+    gain."""
+    Nb = N[b]
+    if za * za < Gp:
+        # distinct covers of equal weight share at most N_a - unit
+        off = unit if (unit > 0.0 and Nb == Na) else 0.0
+        n_hi = min(Na, Nb, Tl) - off
+        n_lo = max(0.0, Na + Nb - W, Nb - Dl, Tsum - (depth - 1) * Na)
+        root = math.sqrt(Ka * K[b])
+        if not _may_beat(za, zb, zb, _cross(n_lo, Na, Nb, W, centred) / root,
+                         _cross(n_hi, Na, Nb, W, centred) / root, Gp):
+            return
+    counts[0] += 1
+    nab = _inter(bits, a, b, unit, weight)
+    gain = pair_gain(Sa, Ka, S[b], K[b], _cross(nab, Na, Nb, W, centred))
+    if gain > state[0]:
+        state[0] = gain
+        best[0] = a
+        best[1] = b
+
+
+@njit(cache=True)
+def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
+               z: np.ndarray, rank: np.ndarray, last_slab: np.ndarray, a_order: np.ndarray,
+               r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,
+               node_skip: np.ndarray, node_box: np.ndarray, node_run: np.ndarray,
+               node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray, W: float,
+               lam: float, centred: bool, unit: float, weight: np.ndarray,
+               state: np.ndarray, best: np.ndarray, counts: np.ndarray) -> None:
+    r"""Scan the pairs (a, b) for the boxes a at ranks ``r0..r1-1`` of ``a_order`` and
+    every partner b of larger rank (each unordered pair once).
+
+    Boxes are identified by their position. ``K`` is :math:`V + \lambda` (V the centred or
+    raw column norm), ``z`` = :math:`S/\sqrt K`, ``rank`` orders the boxes by decreasing
+    :math:`|z|`. Partners hang in a trie over their restrictions (slabs: one feature's run
+    of groups), in depth-first order: node i adds slab ``node_iv[i]`` at depth
+    ``node_depth[i]``, its subtree ends before node ``node_skip[i]``, it is box
+    ``node_box[i]`` (or −1); the boxes one slab below it without boxes below them are the
+    run ``node_run[i, 0] .. node_run[i, 1] - 1`` of positions, sorted by z (their last
+    slab: ``last_slab``); ``node_rng[i]`` = (N_min, N_max, z_min, z_max) over its subtree
+    and ``node_rng[i, 4:6]`` the N range of its run. Every box b below a node lies inside
+    each slab s on the node's path, so with :math:`T_s` the weight of a inside s,
+
+    .. math:: \max(0, N_a + N_b - W, N_b - (|s| - T_s)) \le n_{ab} \le \min(N_a, N_b, T_s),
+
+    and at box b itself also :math:`n_{ab} \ge \sum_s T_s - (r - 1) N_a` over its r slabs.
+    These bound the correlation ρ of a with every box below (:func:`rho_range`), and the
+    gain :math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)` is convex in ρ and
+    :math:`z_b`: a subtree none of whose corners reaches the incumbent is skipped, and in
+    a run only the two tails in z beyond the roots at the ends of the ρ range are looked
+    at (docs/explanation/kbox_search.md §2). Survivors are scored exactly from their
+    intersection weight.
+
+    ``state = [G*, margin]``: the incumbent's gain and an absolute slack: a partner stays a
+    candidate while its bound reaches :math:`G^*(1 - 10^{-9}) - \mathrm{margin}` (round-off
+    never prunes a pair that beats the incumbent); updated in place with ``best = [a, b]``
+    and ``counts = [scored pairs, nodes visited]``.
+    """
+    n_nodes = node_iv.shape[0]
+    max_depth = 0
+    for i in range(n_nodes):
+        if node_depth[i] > max_depth:
+            max_depth = node_depth[i]
+    T = np.empty(slabs.shape[0])
+    Tp = np.empty(max_depth + 2)
+    Dp = np.empty(max_depth + 2)
+    Ts = np.empty(max_depth + 2)
+    for ra in range(r0, r1):
+        a = a_order[ra]
+        za = z[a]
+        Ka = K[a]
+        Na = N[a]
+        Sa = S[a]
+        za_abs = abs(za)
+        slab_overlaps(bits, a, slabs, unit, weight, T)
+        Tp[0] = Na
+        Dp[0] = math.inf
+        Ts[0] = 0.0
+        i = 0
+        while i < n_nodes:
+            d = node_depth[i]
+            if d > 0:
+                sl = node_iv[i]
+                Tp[d] = min(Tp[d - 1], T[sl])
+                Dp[d] = min(Dp[d - 1], slab_w[sl] - T[sl])
+                Ts[d] = Ts[d - 1] + T[sl]
+            counts[1] += 1
+            Gp = state[0] * (1.0 - 1e-9) - state[1]
+            zlo = max(node_rng[i, 2], -za_abs)
+            zhi = min(node_rng[i, 3], za_abs)
+            if zlo > zhi:
+                i = node_skip[i]
+                continue
+            if za * za < Gp:
+                r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
+                                       W, lam, centred)
+                if not _may_beat(za, zlo, zhi, r_lo, r_hi, Gp):
+                    i = node_skip[i]
+                    continue
+            b = node_box[i]
+            if b >= 0 and rank[b] > ra:
+                _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Ts[d], d, W,
+                       centred, unit, weight, Gp, state, best, counts)
+            lo = node_run[i, 0]
+            hi = node_run[i, 1]
+            if hi > lo:
+                Gp = state[0] * (1.0 - 1e-9) - state[1]
+                t_lo = za_abs  # candidates: z_b <= t_lo or z_b >= t_hi, |z_b| <= |z_a|
+                t_hi = za_abs
+                if za * za < Gp:
+                    r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 4], node_rng[i, 5], Tp[d],
+                                           Dp[d], W, lam, centred)
+                    if r_hi < 1.0 - 1e-12 and r_lo > -1.0 + 1e-12:
+                        m1, p1 = _tails(za, r_lo, Gp)
+                        m2, p2 = _tails(za, r_hi, Gp)
+                        t_lo = min(max(m1, m2), za_abs)
+                        t_hi = max(min(p1, p2), t_lo)
+                p = _first_ge(z, lo, hi, -za_abs)
+                q = _first_gt(z, p, hi, t_lo)
+                u = _first_ge(z, q, hi, t_hi)
+                v = _first_gt(z, u, hi, za_abs)
+                for part in range(2):
+                    s0 = p if part == 0 else u
+                    s1 = q if part == 0 else v
+                    for bb in range(s0, s1):
+                        if rank[bb] <= ra:
+                            continue
+                        counts[2] += 1
+                        sl = last_slab[bb]
+                        _score(bits, a, bb, Sa, Ka, Na, S, K, N, za, z[bb],
+                               min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
+                               Ts[d] + T[sl], d + 1, W, centred, unit, weight,
+                               state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
+            i += 1
+
+
+@njit(cache=True)
+def build_trie(paths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray]:
+    """The trie of the boxes' restriction lists. ``paths`` (boxes × L, −1 padded) is
+    sorted lexicographically (a prefix before its extensions). Returns ``(iv, depth, skip,
+    box, parent)`` per node in depth-first order; node 0 is the root (no restriction)."""
+    B, L = paths.shape
+    cap = B * L + 1
+    iv = np.full(cap, -1, dtype=np.int64)
+    depth = np.zeros(cap, dtype=np.int64)
+    box = np.full(cap, -1, dtype=np.int64)
+    parent = np.full(cap, -1, dtype=np.int64)
+    stack = np.zeros(L + 1, dtype=np.int64)  # node at each depth of the current path
+    cur = np.full(L + 1, -2, dtype=np.int64)  # slab at each depth of the current path
+    n = 1
+    for b in range(B):
+        t = 0
+        while t < L and paths[b, t] >= 0:
+            if cur[t + 1] != paths[b, t]:
+                iv[n] = paths[b, t]
+                depth[n] = t + 1
+                parent[n] = stack[t]
+                stack[t + 1] = n
+                cur[t + 1] = paths[b, t]
+                for u in range(t + 2, L + 1):
+                    cur[u] = -2
+                n += 1
+            t += 1
+        for u in range(t + 1, L + 1):
+            cur[u] = -2
+        box[stack[t]] = b
+    skip = np.full(n, n, dtype=np.int64)
+    open_nodes = np.zeros(L + 2, dtype=np.int64)
+    top = 0
+    for j in range(n):
+        while top > 0 and depth[open_nodes[top - 1]] >= depth[j]:
+            skip[open_nodes[top - 1]] = j
+            top -= 1
+        open_nodes[top] = j
+        top += 1
+    return iv[:n].copy(), depth[:n].copy(), skip, box[:n].copy(), parent[:n].copy()

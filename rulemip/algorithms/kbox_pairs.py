@@ -1,0 +1,233 @@
+r"""The exact two-box search over a box table (docs/explanation/kbox_search.md §2).
+
+Squared loss, ridge λ ≥ 0, with or without intercept. With the intercept profiled out
+(columns and labels centred), the best weights of a two-rule model with boxes a and b
+remove
+
+.. math:: \mathrm{gain}(a, b) = g^\top (G + \lambda I)^{-1} g,
+          \quad g = (S_a, S_b),\quad G + \lambda I = \begin{pmatrix} K_a & c\\ c & K_b
+          \end{pmatrix},\quad c = n_{ab} - N_a N_b / W
+
+from the weighted sum of squares (:math:`c = n_{ab}` without intercept), where
+:math:`n_{ab}` is the weight of the cells both boxes cover — one popcount. So
+
+.. math:: W\,R_\lambda(a, b) = \mathrm{base} + C - \mathrm{gain}(a, b),
+
+base = :math:`\sum_c W_c(\bar y_c - \bar y)^2` (or :math:`\sum_c W_c \bar y_c^2`), C the
+within-cell constant. An ensemble is a multiset: the pair (a, a) — one box, its weight
+split over two copies — gains :math:`S_a^2/(V_a + \lambda/2)`, and a one-rule model is
+never better than it. The search scores (a, a) for every box, then every pair that the
+two pruning rules of :func:`rulemip.algorithms.kbox_kernel.scan_pairs` cannot exclude,
+in chunks between which the fit's :class:`~rulemip.budget.Budget` is asked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip.algorithms import kbox_kernel as kk
+from rulemip.algorithms.kbox_table import BoxTable
+from rulemip.budget import Budget
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+
+#: seconds of scanning between two looks at the budget (and progress reports)
+CHUNK_SECONDS = 0.25
+
+
+@dataclass(frozen=True)
+class PairSearchResult:
+    """The best pair ``(a, b)`` (``a == b``: one box, two copies), its gain and exact
+    weighted risk numerator, whether every pair was ruled out or scored (``finished``),
+    and the effort."""
+
+    boxes: tuple[int, int]
+    gain: float
+    finished: bool
+    scored: int
+    buckets: int
+    boxes_done: int
+    seconds: float
+
+
+@dataclass(frozen=True)
+class _Trie:
+    """Boxes by position (``perm[t]``: the box at position t) and the trie's inner nodes
+    (:func:`rulemip.algorithms.kbox_kernel.scan_pairs`)."""
+
+    perm: IntArray
+    last_slab: IntArray
+    iv: IntArray
+    depth: IntArray
+    skip: IntArray
+    box: IntArray
+    run: IntArray
+    rng: FloatArray
+
+
+def _trie(slab: IntArray, N: FloatArray, z: FloatArray) -> _Trie:
+    """The trie of the restriction lists ``slab`` (rows −1 padded): its inner nodes (those
+    with a box below them) in depth-first order; each node's own box and its run — the
+    boxes one slab below it with nothing below them, sorted by z — at consecutive
+    positions; each node's subtree ranges of N and z and its run's range of N."""
+    B = len(N)
+    order = np.lexsort(slab.T[::-1]).astype(np.int64) if slab.shape[1] else \
+        np.arange(B, dtype=np.int64)
+    iv, depth, skip, box, parent = kk.build_trie(np.ascontiguousarray(slab[order]))
+    n_nodes = len(iv)
+    leaf = skip == np.arange(1, n_nodes + 1)
+    leaf[0] = False
+    inner = np.flatnonzero(~leaf)
+    new_of = np.cumsum(~leaf) - 1  # new index of an inner node
+    # every box: the inner node it belongs to, own box (0) or run member (1)
+    has = box >= 0
+    nodes_with_box = np.flatnonzero(has)
+    owner = np.where(leaf[nodes_with_box], new_of[parent[nodes_with_box]],
+                     new_of[nodes_with_box])
+    kind = leaf[nodes_with_box].astype(np.int64)
+    boxes = order[box[nodes_with_box]]
+    pos_order = np.lexsort((z[boxes], kind, owner))
+    perm = boxes[pos_order]
+    pos_owner, pos_kind = owner[pos_order], kind[pos_order]
+    last_slab = iv[nodes_with_box][pos_order]
+    m = len(inner)
+    node_box = np.full(m, -1, dtype=np.int64)
+    own = np.flatnonzero(pos_kind == 0)
+    node_box[pos_owner[own]] = own
+    run = np.zeros((m, 2), dtype=np.int64)
+    runs = np.flatnonzero(pos_kind == 1)
+    if len(runs):
+        first = np.searchsorted(pos_owner[runs], np.arange(m), side="left")
+        last = np.searchsorted(pos_owner[runs], np.arange(m), side="right")
+        run[:, 0] = np.where(last > first, runs[np.minimum(first, len(runs) - 1)], 0)
+        run[:, 1] = np.where(last > first, run[:, 0] + (last - first), 0)
+    # subtree ranges (N min/max, z min/max) and the run's N range
+    rng = np.empty((m, 6))
+    rng[:, 0::2] = np.inf
+    rng[:, 1::2] = -np.inf
+    Np, zp = N[perm], z[perm]
+    for col, v in ((0, Np), (2, zp)):
+        np.minimum.at(rng[:, col], pos_owner, v)
+        np.maximum.at(rng[:, col + 1], pos_owner, v)
+    if len(runs):
+        np.minimum.at(rng[:, 4], pos_owner[runs], Np[runs])
+        np.maximum.at(rng[:, 5], pos_owner[runs], Np[runs])
+    new_parent = np.where(parent[inner] >= 0, new_of[np.maximum(parent[inner], 0)], -1)
+    new_depth = depth[inner]
+    for dd in range(int(new_depth.max()) if m else 0, 0, -1):
+        nodes = np.flatnonzero(new_depth == dd)
+        par = new_parent[nodes]
+        for col in (0, 2):
+            np.minimum.at(rng[:, col], par, rng[nodes, col])
+            np.maximum.at(rng[:, col + 1], par, rng[nodes, col + 1])
+    # an inner node's subtree ends at the first inner node at or after its old skip
+    inner_after = np.searchsorted(inner, skip[inner], side="left")
+    return _Trie(perm.astype(np.int64), last_slab.astype(np.int64), iv[inner],
+                 new_depth.astype(np.int64), inner_after.astype(np.int64), node_box, run,
+                 rng)
+
+
+def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
+                start: tuple[int, int] | None = None, budget: Budget | None = None,
+                callback: Callable[[dict[str, Any]], Any] | None = None
+                ) -> PairSearchResult:
+    """The best two-box ensemble of ``table`` (module docstring).
+
+    ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
+    popcount, or 0 to sum the cells' ``weight``. ``start``: a pair of boxes whose gain is
+    the first incumbent (e.g. a warm start in the language). Stops between chunks when
+    ``budget`` expires (``finished`` False: the incumbent is then only a model)."""
+    t0 = time.perf_counter()
+    clock = Budget.of(budget)
+    W = float(weight.sum())
+    K = table.V + reg
+    ok = K > 0.0
+    z = np.where(ok, table.S / np.sqrt(np.where(ok, K, 1.0)), 0.0)
+    # one box, two copies: ridge λ/2 on its weight
+    double = table.S ** 2 / np.where(table.V + reg / 2 > 0, table.V + reg / 2, np.inf)
+    a0 = int(np.argmax(double)) if len(double) else 0
+    gain0, pair0 = (float(double[a0]) if len(double) else 0.0), (a0, a0)
+    if start is not None:
+        g = _pair_value(table, reg, start[0], start[1], unit, weight, W)
+        if g > gain0:
+            gain0, pair0 = g, (int(start[0]), int(start[1]))
+    boxes = np.flatnonzero(ok)
+    # slabs relabelled narrowest first, each box's path listing its narrowest slab first:
+    # a narrow slab holding little of a box a closes its subtree for a
+    by_width = np.argsort(table.slab_weight, kind="stable")
+    new_id = np.empty(len(by_width), dtype=np.int64)
+    new_id[by_width] = np.arange(len(by_width))
+    paths = table.slab[boxes]
+    paths = np.where(paths >= 0, new_id[np.maximum(paths, 0)], np.iinfo(np.int64).max)
+    paths = np.sort(paths, axis=1)
+    paths[paths == np.iinfo(np.int64).max] = -1
+    slabs = np.ascontiguousarray(table.slabs[by_width])
+    slab_weight = np.ascontiguousarray(table.slab_weight[by_width])
+    trie = _trie(paths, table.N[boxes], z[boxes])
+    perm = boxes[trie.perm]  # the box at each position
+    bits = np.ascontiguousarray(table.bits[perm])
+    Np, Sp, Kp, zp = (np.ascontiguousarray(v[perm]) for v in (table.N, table.S, K, z))
+    a_order = np.lexsort((np.arange(len(zp)), -np.abs(zp))).astype(np.int64)
+    rank = np.empty(len(zp), dtype=np.int64)
+    rank[a_order] = np.arange(len(a_order))
+    state = np.array([gain0, 1e-12 * max(float(np.sum(zp ** 2)), 1.0)])
+    best = np.array([-1, -1], dtype=np.int64)
+    counts = np.zeros(3, dtype=np.int64)
+    done, step, finished = 0, 16, True
+    while done < len(a_order):
+        if clock.expired():
+            finished = False
+            break
+        stop = min(done + step, len(a_order))
+        t1 = time.perf_counter()
+        kk.scan_pairs(bits, Np, Sp, Kp, zp, rank, trie.last_slab, a_order, done, stop,
+                      trie.iv, trie.depth, trie.skip, trie.box, trie.run, trie.rng,
+                      slabs, slab_weight, W, float(reg), table.centred, unit, weight,
+                      state, best, counts)
+        dt = time.perf_counter() - t1
+        done = stop
+        if dt < CHUNK_SECONDS / 2:
+            step = min(step * 2, 1 << 20)
+        elif dt > CHUNK_SECONDS * 2:
+            step = max(step // 2, 1)
+        if callback is not None:
+            callback({"boxes_done": done, "boxes": len(a_order), "scored": int(counts[0]),
+                      "gain": float(state[0])})
+    found = pair0 if best[0] < 0 else (int(perm[best[0]]), int(perm[best[1]]))
+    return PairSearchResult(found, float(state[0]), finished, int(counts[0]),
+                            int(counts[1]), done, time.perf_counter() - t0)
+
+
+def _pair_value(table: BoxTable, reg: float, a: int, b: int, unit: float,
+                weight: FloatArray, W: float) -> float:
+    """Gain of the pair (a, b) (``a == b``: two copies of one box)."""
+    if a == b:
+        return float(table.S[a] ** 2 / (table.V[a] + reg / 2)) if table.V[a] + reg / 2 > 0 \
+            else 0.0
+    both = table.bits[a] & table.bits[b]
+    if unit > 0:
+        nab = unit * float(sum(int(x).bit_count() for x in both))
+    else:
+        cov = np.unpackbits(both.view(np.uint8), bitorder="little")[:len(weight)]
+        nab = float(weight[cov.astype(bool)].sum())
+    c = nab - table.N[a] * table.N[b] / W if table.centred else nab
+    Ka, Kb = table.V[a] + reg, table.V[b] + reg
+    if Ka <= 0 or Kb <= 0:
+        return 0.0
+    return float(kk.pair_gain(float(table.S[a]), float(Ka), float(table.S[b]), float(Kb),
+                              float(c)))
+
+
+def risk_of_gain(gain: float, base: float, constant: float, total_weight: float) -> float:
+    """:math:`R_\\lambda = (\\mathrm{base} + C - \\mathrm{gain})/W`."""
+    return (base + constant - gain) / total_weight
+
+
+__all__ = ["PairSearchResult", "pair_search", "risk_of_gain"]

@@ -1,0 +1,149 @@
+"""The exact k-box search (rulemip.algorithms.kbox*): its box table equals the brute-force
+language, its correlation bounds hold for every feasible intersection, and its optimum
+equals brute force over every single box and pair of boxes on small random tables (ties,
+duplicate rows, constant features, weights, intercept on and off, ridge 0 to 10, length
+caps); a search stopped by its budget returns a model with a valid bound."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from rulemip.algorithms.driver import solve_exact
+from rulemip.algorithms.kbox import KBoxSearch
+from rulemip.algorithms.kbox_kernel import rho_range
+from rulemip.algorithms.kbox_table import build_box_table
+from rulemip.budget import Budget
+from rulemip.data import Dataset
+from rulemip.data.thresholds import candidate_thresholds
+from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.cells import reduce_to_cells
+from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes
+
+
+def _data(seed: int, n: int = 14, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, size=(n, d)).astype(float)
+    if seed % 3 == 0:
+        X[:, 1] = 1.0  # a constant feature
+    if seed % 4 == 1:
+        X[-3:] = X[:3]  # duplicate rows (cells of weight 2)
+    y = np.round(X[:, 0] * (X[:, -1] > 1.5) + rng.normal(scale=0.7, size=n), 1)
+    if seed % 5 == 2:
+        y[-2:] = y[:2]  # ties
+    return X, y
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("length", [1, 2, None])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_box_table_is_the_brute_force_language(seed, length, fit_intercept):
+    X, y = _data(seed)
+    th = candidate_thresholds(X, 3)
+    cells = reduce_to_cells(X, y, th, "squared", None)
+    table = build_box_table(cells, length, fit_intercept)
+    boxes, Q = distinct_boxes(X, th, fit_intercept, length)
+    assert table.n_boxes == len(boxes)
+    # every table box is a distinct cover in the language, and its sums are right
+    covers = set()
+    for b in range(table.n_boxes):
+        n_feat = int((table.features[b] >= 0).sum())
+        assert length is None or n_feat <= length
+        lo, hi = table.bounds(b, th)
+        q = np.all((np.array(lo) < X) & (np.array(hi) >= X), axis=1)
+        covers.add(np.packbits(q).tobytes())
+        assert table.N[b] == pytest.approx(q.sum())
+        centre = y.mean() if fit_intercept else 0.0
+        assert table.S[b] == pytest.approx((y[q] - centre).sum(), abs=1e-9)
+    assert covers == {np.packbits(Q[:, j].astype(bool)).tobytes() for j in range(Q.shape[1])}
+
+
+def test_rho_range_holds_for_every_feasible_intersection():
+    rng = np.random.default_rng(0)
+    for _ in range(3000):
+        W = float(rng.integers(5, 60))
+        centred = bool(rng.integers(2))
+        lam = float(rng.choice([0.0, 1e-3, 1.0, 10.0]))
+        Na = float(rng.integers(1, W))
+        n0 = float(rng.integers(1, W))
+        n1 = float(rng.integers(n0, W + 1))
+        T = float(rng.integers(0, Na + 1))
+        slab = float(rng.integers(T, W + 1))  # |s| >= T
+        D = slab - T
+        Ka = (Na * (W - Na) / W if centred else Na) + lam
+        if Ka <= 0:
+            continue
+        lo, hi = rho_range(Na, Ka, n0, n1, T, D, W, lam, centred)
+        for Nb in np.arange(n0, n1 + 1):
+            Kb = (Nb * (W - Nb) / W if centred else Nb) + lam
+            if Kb <= 0:
+                continue
+            n_min = max(0.0, Na + Nb - W, Nb - D)
+            n_max = min(Na, Nb, T)
+            for nab in np.arange(math.ceil(n_min), math.floor(n_max) + 1):
+                c = nab - Na * Nb / W if centred else nab
+                rho = c / math.sqrt(Ka * Kb)
+                assert lo - 1e-12 <= rho <= hi + 1e-12, (W, Na, Nb, nab, T, D, lo, hi, rho)
+
+
+CASES = [  # seed, k, reg, fit_intercept, length, weighted
+    (0, 2, 1e-3, True, 2, False), (1, 2, 0.0, True, 2, False), (2, 2, 10.0, False, 2, True),
+    (3, 2, 1.0, False, 1, False), (4, 2, 1e-3, True, 1, True), (5, 1, 0.1, True, 2, False),
+    (6, 2, 0.0, False, 2, False), (7, 2, 3.0, True, None, False), (8, 1, 0.0, False, 1, True),
+    (9, 2, 1e-3, True, 2, "int"), (10, 2, 0.5, False, 2, "int"), (11, 2, 1e-2, True, 3, True),
+]
+
+
+@pytest.mark.parametrize(("seed", "k", "reg", "fit_intercept", "length", "weighted"), CASES)
+def test_kbox_engine_equals_brute_force(seed, k, reg, fit_intercept, length, weighted):
+    X, y = _data(seed)
+    rng = np.random.default_rng(100 + seed)
+    if weighted == "int":
+        sw = rng.integers(1, 4, size=len(y)).astype(float)  # cells of unequal weight
+    elif weighted:
+        sw = rng.uniform(0.2, 2.0, size=len(y))
+    else:
+        sw = None
+    th = candidate_thresholds(X, 2)
+    ds = Dataset.from_arrays(X, y, sample_weight=sw)
+    res = solve_exact(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
+                      max_rule_length=length, engine="kbox", time_limit=60)
+    bf = brute_force_optimum(X, y, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
+                             sample_weight=sw, max_rule_length=length)
+    assert res.engine == "kbox"
+    assert res.is_optimal
+    assert res.risk == pytest.approx(bf.risk, rel=1e-9, abs=1e-12)
+    assert res.lower_bound <= bf.risk + 1e-9 * max(1.0, abs(bf.risk))
+    assert len(res.ensemble.rules) <= k
+    assert all(length is None or len({c.feature for c in r.conditions}) <= length
+               for r in res.ensemble.rules)
+
+
+def test_kbox_warm_start_and_a_spent_budget():
+    """A warm start in the language is the first incumbent; a spent budget returns a model
+    with the levels bound, not a proof."""
+    X, y = _data(3, n=20)
+    th = candidate_thresholds(X, 3)
+    ds = Dataset.from_arrays(X, y)
+    full = solve_exact(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2, engine="kbox")
+    bf = brute_force_optimum(X, y, 2, reg=1e-3, thresholds=th, max_rule_length=2)
+    assert full.risk == pytest.approx(bf.risk, rel=1e-9)
+    spent = Budget.from_time_limit(1e-9)
+    res = solve_exact(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2, engine="kbox",
+                      budget=spent, warm_start=full.ensemble)
+    assert not res.is_optimal
+    assert res.risk == pytest.approx(full.risk, rel=1e-9)  # the warm start, kept
+    assert res.lower_bound <= bf.risk
+
+
+def test_kbox_refuses_what_it_cannot_prove():
+    X, y = _data(0)
+    with pytest.raises(InvalidParameterError, match="at most 2"):
+        KBoxSearch(3, max_rule_length=2)
+    with pytest.raises(InvalidParameterError, match="squared"):
+        KBoxSearch(2, loss="logistic", max_rule_length=2)
+    ds = Dataset.from_arrays(X, y)
+    with pytest.raises(InvalidParameterError, match="GiB"):
+        KBoxSearch(2, max_rule_length=3, max_thresholds=3, max_memory=1000).build_model(ds)
