@@ -34,10 +34,10 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.tangent_cuts import solve_model
-from rulemip.budget import Budget
+from rulemip.budget import Budget, default_max_memory
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError, SolverError
-from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes
+from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes, kbox_fits
 from rulemip.formulations.protocol import (
     BuiltModel,
     Formulation,
@@ -419,10 +419,12 @@ def check_engine_fits(engine: str, thresholds: Sequence[FloatArray],
 
 def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
                   max_rule_length: int | None, *, n_rules: int | None = None,
-                  loss: str | None = None) -> str:
+                  loss: str | None = None, n_rows: int | None = None) -> str:
     """``"auto"``: one rule under squared loss with ``reg > 0`` by column generation,
-    whose one-rule path is the exact box search (docs/explanation/box_search.md); else
-    with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES`` candidate boxes,
+    whose one-rule path is the exact box search (docs/explanation/box_search.md); two
+    squared-loss rules of a capped length (any ``reg`` ≥ 0) by the k-box search when its
+    box table fits the memory budget (``n_rows`` bounds its cells; docs/explanation/
+    kbox_search.md); else with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES`` candidate boxes,
     column generation over boxes beyond; the MIP at ``reg = 0``.
     A named engine is checked for applicability (``reg``, and whether its candidate
     boxes fit: :func:`check_engine_fits`)."""
@@ -438,6 +440,11 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
         return engine
     if reg > 0 and n_rules == 1 and loss == "squared":
         return "cg"
+    if loss == "squared" and n_rules is not None and n_rules >= 2 and "kbox" in ENGINES \
+            and kbox_fits(thresholds, max_rule_length, n_rules, n_rows or 0,
+                          default_max_memory()):
+        # short rules: every pair of boxes of the language is ruled out or scored
+        return "kbox"
     if reg > 0:
         # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
         # (a valid bound > 0 on tables where the MIP's bound stays 0)
@@ -475,7 +482,7 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     (:func:`check_solver`) and the engine receives the backend."""
     clock = Budget.coerce(budget, time_limit)
     chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
-                           loss=loss)
+                           loss=loss, n_rows=dataset.n)
     spec = method_spec(chosen)
     backend = check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:

@@ -26,12 +26,13 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.driver import register_formulation, solve
 from rulemip.algorithms.kbox_pairs import pair_search
-from rulemip.algorithms.kbox_table import BoxTable, build_box_table, language_size, table_bytes
+from rulemip.algorithms.kbox_table import BoxTable, build_box_table, language_size
 from rulemip.budget import Budget, default_max_memory
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
+from rulemip.formulations.engines import KBOX_MAX_RULES
 from rulemip.formulations.levels import levels_bound
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
@@ -47,11 +48,7 @@ from rulemip.solvers.result import Limit
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["KBOX_MAX_RULES", "KBoxProblem", "KBoxSearch", "kbox_fits", "solve_kbox"]
-
-#: the largest k the search handles (its pair scan); k = 3 is future work
-#: (docs/explanation/kbox_search.md §5)
-KBOX_MAX_RULES = 2
+__all__ = ["KBoxProblem", "KBoxSearch", "solve_kbox"]
 #: the relative slack subtracted from a finished scan's risk before it is reported as the
 #: lower bound (the scan's own round-off; the driver compares it with the recomputed risk)
 PROOF_SLACK = 1e-9
@@ -108,23 +105,6 @@ class KBoxProblem:
             if math.isfinite(upper[j]) and len(t):
                 inside &= g <= int(np.argmin(np.abs(t - upper[j])))
         return inside
-
-
-def kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None,
-              n_rules: int, n_rows: int, *, max_bytes: int | None = None) -> bool:
-    """Whether the k-box search applies: k ≤ :data:`KBOX_MAX_RULES`, a rule length cap,
-    and a box table within ``max_bytes`` (default: the search's memory budget), counted
-    before anything is built (every raw box kept: the worst case)."""
-    if n_rules > KBOX_MAX_RULES or max_rule_length is None:
-        return False
-    per_feature = [((len(t) + 1) * (len(t) + 2)) // 2 - 1 for t in thresholds]
-    L = min(int(max_rule_length), len(per_feature))
-    e = [1] + [0] * L
-    for c in per_feature:
-        for t in range(L, 0, -1):
-            e[t] += c * e[t - 1]
-    limit = default_max_memory() if max_bytes is None else max_bytes
-    return table_bytes(sum(e[1:]), n_rows) <= limit
 
 
 class KBoxSearch:

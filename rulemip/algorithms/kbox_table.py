@@ -30,14 +30,11 @@ from numpy.typing import NDArray
 from rulemip.algorithms import kbox_kernel as kk
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import CellReduction
+from rulemip.formulations.engines import kbox_table_bytes
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-#: bytes per raw box while enumerating (hash, flag, sort index) and per kept box
-#: (statistics and bookkeeping besides its bitset)
-RAW_BYTES = 8 + 1 + 8 + 8
-BOX_BYTES = 8 * 6
 
 
 def pack_columns(member: NDArray[np.bool_]) -> NDArray[np.uint64]:
@@ -172,13 +169,6 @@ class BoxTable:
         return int(hit[0]) if len(hit) else -1
 
 
-def table_bytes(n_raw: int, n_cells: int) -> int:
-    """Peak memory of :func:`build_box_table` for ``n_raw`` raw boxes (every box kept, the
-    worst case)."""
-    nw = max((n_cells + 63) // 64, 1)
-    return n_raw * (RAW_BYTES + 8 * nw + BOX_BYTES)
-
-
 def language_size(cells: CellReduction, max_rule_length: int | None,
                   fit_intercept: bool) -> tuple[int, FeatureIntervals]:
     """Raw boxes of the language (before duplicate covers are merged) and the intervals."""
@@ -193,14 +183,16 @@ def build_box_table(cells: CellReduction, max_rule_length: int | None, fit_inter
                     *, max_bytes: int | None = None) -> BoxTable:
     """Every distinct box of at most ``max_rule_length`` restricted features (module
     docstring). Refused with :class:`~rulemip.exceptions.InvalidParameterError` when its
-    worst-case memory (:func:`table_bytes`) exceeds ``max_bytes``."""
+    worst-case memory (:func:`~rulemip.formulations.engines.kbox_table_bytes`) exceeds
+    ``max_bytes``."""
     d = cells.groups.shape[1]
     L = d if max_rule_length is None else min(int(max_rule_length), d)
     n_raw, iv = language_size(cells, max_rule_length, fit_intercept)
-    if max_bytes is not None and table_bytes(n_raw, cells.n_cells) > max_bytes:
+    need = kbox_table_bytes(n_raw, cells.n_cells)
+    if max_bytes is not None and need > max_bytes:
         raise InvalidParameterError(
             f"the k-box search would enumerate {n_raw:.3g} boxes "
-            f"({table_bytes(n_raw, cells.n_cells) / 2**30:.3g} GiB at most, more than the "
+            f"({need / 2**30:.3g} GiB at most, more than the "
             f"{max_bytes / 2**30:.3g} GiB allowed); use a smaller `max_rule_length` or "
             "`max_thresholds`, or engine='cg'.")
     subsets, sizes, starts = feature_subsets(iv.count, L, not fit_intercept)

@@ -115,12 +115,13 @@ def add_data_arguments(parser: Any, *, required: bool = True) -> None:
 def add_engine_arguments(parser: Any) -> None:
     """``--engine``: the exact engines of ``rulemip fit`` and ``rulemip gap``."""
     parser.add_argument(
-        "--engine", choices=["auto", "cip", "cip-bnb", "cg", "cell-bnb", "mip"],
+        "--engine", choices=["auto", "cip", "cip-bnb", "cg", "cell-bnb", "kbox", "mip"],
         default="auto",
         help="exact engine: convex integer program over boxes (cip; cip-bnb = by branch and "
              "bound, squared loss; cg = by column generation, boxes priced by rule search, "
              "for tables with many features), cell-sweep branch and bound (cell-bnb: "
-             "squared loss, any reg >= 0), or interval-cover MIP")
+             "squared loss, any reg >= 0), the k-box search (kbox: k <= 2 squared-loss "
+             "rules of a capped length, any reg >= 0), or interval-cover MIP")
 
 
 def add_max_thresholds_argument(parser: Any, default: int | str) -> None:

@@ -196,7 +196,7 @@ class _ExactBase(BaseEstimator):
         budget = Budget.from_time_limit(self.time_limit)
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
-                               n_rules=self.n_rules, loss=self.loss)
+                               n_rules=self.n_rules, loss=self.loss, n_rows=ds.n)
         backend = check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
@@ -458,15 +458,18 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Explicit cut points per feature (overrides ``max_thresholds``).
     max_rule_length : int or None
         Maximum number of features a rule may restrict.
-    engine : {"auto", "cip", "cip-bnb", "cg", "cell-bnb", "mip"}
+    engine : {"auto", "cip", "cip-bnb", "cg", "cell-bnb", "kbox", "mip"}
         ``"cip"``: box-selection CIP (enumeration or outer approximation); ``"cip-bnb"``:
         the same CIP by branch and bound over boxes (squared loss; fastest certifier at
         moderate ridges on 2–3 features); ``"cg"``: the same CIP by column generation,
         boxes priced by rule search (tables with many features;
         docs/explanation/column_generation.md); ``"cell-bnb"``: cell-sweep branch and bound
-        (squared loss, any ``reg >= 0``); ``"mip"``: the interval-cover MIP. ``"auto"``:
-        ``"cip"`` up to 20 000 candidate boxes, ``"cg"`` beyond, ``"mip"`` at
-        ``reg = 0``.
+        (squared loss, any ``reg >= 0``); ``"kbox"``: the exact search over every pair of
+        boxes of at most ``max_rule_length`` features (squared loss, k ≤ 2, any
+        ``reg >= 0``; docs/explanation/kbox_search.md); ``"mip"``: the interval-cover MIP.
+        ``"auto"``: ``"kbox"`` for two squared-loss rules of a capped length when its box
+        table fits in memory, else ``"cip"`` up to 20 000 candidate boxes, ``"cg"``
+        beyond, ``"mip"`` at ``reg = 0``.
     solver : str, default "auto"
         Backend name (``rulemip.solvers.backend_names()``).
     time_limit : float or None, default 60

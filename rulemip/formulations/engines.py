@@ -39,3 +39,29 @@ def count_boxes(thresholds: Sequence[NDArray[np.float64]], max_rule_length: int 
     for p in per_feature:
         e[1:] = e[1:] + p * e[:-1]
     return int(e.sum())
+
+
+#: ``engine="auto"`` proves k ≤ ``KBOX_MAX_RULES`` squared-loss rules of a capped length
+#: by the k-box search (``"kbox"``, docs/explanation/kbox_search.md) whenever its box table
+#: fits the search's memory budget.
+KBOX_MAX_RULES = 2
+#: bytes per raw box while the k-box table is built (hash, flag, sort index, statistics and
+#: bookkeeping of a kept box), besides its bitset of ⌈cells/64⌉ words
+KBOX_BYTES_PER_BOX = 8 + 1 + 8 + 8 + 48
+
+
+def kbox_table_bytes(n_raw_boxes: int, n_cells: int) -> int:
+    """Peak memory of the k-box search's table for ``n_raw_boxes`` boxes over ``n_cells``
+    cells, every box kept (the worst case)."""
+    words = max((n_cells + 63) // 64, 1)
+    return int(n_raw_boxes) * (KBOX_BYTES_PER_BOX + 8 * words)
+
+
+def kbox_fits(thresholds: Sequence[NDArray[np.float64]], max_rule_length: int | None,
+              n_rules: int, n_rows: int, max_bytes: int) -> bool:
+    """Whether the k-box search serves: k ≤ :data:`KBOX_MAX_RULES`, a rule length cap, and
+    a table (counted by :func:`count_boxes`, before anything is built) within
+    ``max_bytes``."""
+    if not 1 <= n_rules <= KBOX_MAX_RULES or max_rule_length is None:
+        return False
+    return kbox_table_bytes(count_boxes(thresholds, max_rule_length), n_rows) <= max_bytes
