@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from rulemip._validation import check_bool, check_nonneg_float
+from rulemip._validation import check_bool, check_nonneg_float, check_seed
 from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
@@ -177,6 +177,7 @@ def _validate_common(est: Any) -> FamilyGrid:
     check_nonneg_float(est.time_limit, "time_limit", allow_none=True)
     check_bool(est.scale_target, "scale_target")
     check_bool(est.verbose, "verbose")
+    check_seed(est.random_state)
     if isinstance(est.families, str) and est.families == "paper":
         return FamilyGrid.paper(q=int(est.q))
     if est.families is None:
