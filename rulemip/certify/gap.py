@@ -195,7 +195,7 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
 
     ths = problem.threshold_arrays()
     engine = choose_engine(solve.engine, problem.reg, ths, problem.max_rule_length,
-                           n_rules=k, loss=problem.loss)
+                           n_rules=k, loss=problem.loss, n_samples=ds.X.shape[0])
     res = solve_exact(ds, k, loss=problem.loss, reg=problem.reg,
                       fit_intercept=problem.fit_intercept, thresholds=ths,
                       max_rule_length=problem.max_rule_length, engine=engine,

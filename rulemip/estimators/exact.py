@@ -199,7 +199,7 @@ class _ExactBase(BaseEstimator):
         budget = Budget.from_time_limit(self.time_limit)
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
-                               n_rules=self.n_rules, loss=self.loss)
+                               n_rules=self.n_rules, loss=self.loss, n_samples=ds.X.shape[0])
         backend = check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
