@@ -25,6 +25,14 @@ def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> in
     return int(value)
 
 
+def is_real(value: Any) -> bool:
+    """Whether ``value`` is a real number of any type (Python or numpy integers and
+    floats, ``numbers.Real``), not a ``bool``."""
+    import numpy as np
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
 def check_nonneg_float(value: Any, name: str, *, allow_none: bool = False,
                        strictly_positive: bool = False) -> float | None:
     """Return ``value`` as a finite ``float`` >= 0 (> 0 if ``strictly_positive``)."""

@@ -104,3 +104,14 @@ def test_cli_refuses_a_negative_seed_by_its_flag(command, tmp_path, capsys):
     assert code == 2, err
     assert "`--seed` must be None, an integer in [0, 2**32)" in err
     assert "Traceback" not in err
+
+
+def test_pruning_loops_accept_numpy_reals_and_refuse_bools():
+    from rulemip._validation import is_real
+    from rulemip.algorithms.cbcd import _check_common
+
+    assert is_real(np.int64(2)) and is_real(np.float32(0.5)) and is_real(3)
+    assert not is_real(True) and not is_real(np.bool_(True)) and not is_real("1")
+    _check_common(np.int64(1), 5, np.int64(3), 0.0)
+    with pytest.raises(InvalidParameterError, match="`lam`"):
+        _check_common(True, 5, None, 0.0)
