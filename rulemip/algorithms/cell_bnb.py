@@ -240,9 +240,12 @@ class CellSweepBound:
 
     def chunk_size(self, depth: int) -> int:
         """Children per chunk of :meth:`residuals` for a support of ``depth`` boxes: its
-        temporaries (the masked child columns and their projections, ``(depth + 6)``
-        floats per cell and child) stay within :data:`CHUNK_BYTES`."""
-        per_child = 8 * (self.n_cells + depth + 2) * (depth + 6)
+        temporaries stay within :data:`CHUNK_BYTES`. Per child and row (cells plus ridge
+        rows) they hold the masked column, its projection and two einsum results, the
+        gathered basis (p ≤ depth + 1 columns) and, when every child has its own number of
+        closed cells, that group's design, basis, mask and target: at most
+        ``3·depth + 11`` floats."""
+        per_child = 8 * (self.n_cells + depth + 2) * (3 * depth + 11)
         return max(1, CHUNK_BYTES // per_child)
 
     def child_bounds(self, F: tuple[int, ...], children: IntArray, floor: float,
