@@ -462,8 +462,8 @@ class _Watchdog:
     has passed (the grace lets HiGHS stop by its own limit where it checks it; the
     target is max(10 %, 2 s)), or once the progress callback asked for an interrupt. The
     solve then ends with a limit as at HiGHS's own time limit, and its dual bound stays
-    valid. Reading the clock at every
-    check costs nothing measurable (docs/howto/backends.md)."""
+    valid. Reading the clock at every check costs nothing measurable
+    (docs/howto/backends.md)."""
 
     def __init__(self, time_limit: float | None, progress: Progress) -> None:
         self.limit = time_limit if time_limit is not None and math.isfinite(time_limit) \
