@@ -345,6 +345,11 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
                            max_thresholds=max_thresholds, thresholds=thresholds,
                            max_rule_length=max_rule_length)
     solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit)
+    # a named engine that cannot hold the problem (its size guard) fails before boosting
+    from rulemip.algorithms.driver import choose_engine
+
+    choose_engine(engine, reg, problem.threshold_arrays(), max_rule_length, n_rules=k_max,
+                  loss=loss, n_samples=ds.X.shape[0])
     say = progress or (lambda _msg: None)
     paths = boosting_paths(ds, variants, k_max, problem, solve, budget, say)
     null = null_risk(ds, loss, fit_intercept)

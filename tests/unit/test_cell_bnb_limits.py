@@ -120,3 +120,14 @@ def test_the_cli_refuses_it_with_exit_2(diabetes, tmp_path, capsys):
     assert code == 2, err
     assert "engine='cell-bnb'" in err and "Traceback" not in err
     assert time.perf_counter() - t0 < 5.0
+
+
+def test_a_gap_study_refuses_it_before_boosting(diabetes):
+    from rulemip.certify import gap_study
+
+    X, y = diabetes
+    t0 = time.perf_counter()
+    with pytest.raises(InvalidParameterError, match="engine='cell-bnb'"):
+        gap_study(X, y, 2, variants=["SGB"], reg=0.0, max_thresholds=8, engine="cell-bnb",
+                  time_limit=5)
+    assert time.perf_counter() - t0 < 2.0
