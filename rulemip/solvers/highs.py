@@ -323,9 +323,7 @@ class HighsPersistent:
             h.cbMipImprovingSolution.subscribe(on_improving)
             subscribed.append((h.cbMipImprovingSolution, on_improving))
         if watch.needed:
-            for hook in hooks:
-                hook.subscribe(watch.on_interrupt)
-                subscribed.append((hook, watch.on_interrupt))
+            subscribed.extend(watch.subscribe(hooks))
         t0 = time.perf_counter()
         watch.start()
         try:
@@ -437,9 +435,18 @@ class HighsPersistent:
         hm.lp_ = lp
         hm.hessian_ = hs.HighsHessian()
         probe.passModel(hm)
-        if opts.time_limit is not None:
-            probe.setOptionValue("time_limit", max(opts.time_limit - wall, 0.0))
-        probe.run()
+        limit = None if opts.time_limit is None else max(opts.time_limit - wall, 0.0)
+        if limit is not None:
+            probe.setOptionValue("time_limit", limit)
+        watch = _Watchdog(limit, Progress(None))
+        hooks = [probe.cbSimplexInterrupt, probe.cbIpmInterrupt, probe.cbMipInterrupt]
+        subscribed = watch.subscribe(hooks) if watch.needed else []
+        watch.start()
+        try:
+            probe.run()
+        finally:
+            for hook, fn in subscribed:
+                hook.unsubscribe(fn)
         st = probe.getModelStatus()
         if st == hs.HighsModelStatus.kOptimal:
             notes.append("presolve reported infeasible-or-unbounded; a feasibility solve "
@@ -475,6 +482,13 @@ class _Watchdog:
     @property
     def needed(self) -> bool:
         return self.limit is not None or bool(self.progress)
+
+    def subscribe(self, hooks: list[Any]) -> list[tuple[Any, Any]]:
+        """Subscribe :meth:`on_interrupt` to each of HiGHS's callback ``hooks``; the pairs
+        to unsubscribe after the run."""
+        for hook in hooks:
+            hook.subscribe(self.on_interrupt)
+        return [(hook, self.on_interrupt) for hook in hooks]
 
     def start(self) -> None:
         if self.limit is not None:
