@@ -25,6 +25,14 @@ def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> in
     return int(value)
 
 
+def is_real(value: Any) -> bool:
+    """Whether ``value`` is a real number of any type (Python or numpy integers and
+    floats, ``numbers.Real``), not a ``bool``."""
+    import numpy as np
+
+    return isinstance(value, numbers.Real) and not isinstance(value, bool | np.bool_)
+
+
 def check_nonneg_float(value: Any, name: str, *, allow_none: bool = False,
                        strictly_positive: bool = False) -> float | None:
     """Return ``value`` as a finite ``float`` >= 0 (> 0 if ``strictly_positive``)."""
@@ -50,14 +58,46 @@ def check_choice(value: Any, name: str, choices: Iterable[str]) -> str:
     return str(value)
 
 
-def check_random_state(seed: Any) -> Any:
-    """Thin wrapper of :func:`sklearn.utils.check_random_state` with our error type."""
+#: scikit-learn's range of an integer seed (``numpy.random.RandomState`` takes [0, 2**32))
+SEED_BOUND = 2**32
+
+
+def check_seed(value: Any, name: str = "random_state") -> Any:
+    """Return ``value`` if it is a seed by scikit-learn's convention — ``None``, an integer
+    in [0, 2**32) (numpy integers too, not ``bool``) or a ``numpy.random.RandomState`` —
+    else raise :class:`InvalidParameterError` naming the parameter ``name`` (the
+    estimators' ``random_state``, the command line's ``--seed``). Checked before any work:
+    a negative seed used to reach numpy deep inside the fit."""
+    import numpy as np
+
+    if value is None or isinstance(value, np.random.RandomState):
+        return value
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool | np.bool_) \
+            and 0 <= int(value) < SEED_BOUND:
+        return int(value)
+    raise InvalidParameterError(
+        f"`{name}` must be None, an integer in [0, 2**32) or a numpy.random.RandomState; "
+        f"got {value!r}.")
+
+
+def seed_int(value: Any, name: str = "random_state") -> int:
+    """An integer seed for the searches that take one (:func:`check_seed` first): 0 for
+    ``None``, the integer itself, or one draw from a ``RandomState`` (scikit-learn's
+    reading of a ``RandomState``: the fit consumes its stream)."""
+    checked = check_seed(value, name)
+    if checked is None:
+        return 0
+    if isinstance(checked, int):
+        return checked
+    return int(checked.randint(0, 2**31 - 1))
+
+
+def check_random_state(seed: Any, name: str = "random_state") -> Any:
+    """:func:`sklearn.utils.check_random_state` of a seed checked by :func:`check_seed`
+    (refused by its own ``name``)."""
     from sklearn.utils import check_random_state as _crs
 
-    try:
-        return _crs(seed)
-    except ValueError as exc:  # pragma: no cover - message passthrough
-        raise InvalidParameterError(f"`random_state` is invalid: {exc}") from exc
+    return _crs(check_seed(seed, name))
 
 
 def check_bool(value: Any, name: str) -> bool:

@@ -23,6 +23,7 @@ True
 from __future__ import annotations
 
 import math
+import numbers
 import time
 from dataclasses import dataclass
 
@@ -36,7 +37,7 @@ class ResourceLimitError(RulemipError, MemoryError):
 def _check_limit(value: float | None, name: str) -> float | None:
     if value is None:
         return None
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) \
             or math.isnan(float(value)) or float(value) < 0:
         raise InvalidParameterError(
             f"`{name}` must be a nonnegative number of seconds or None; got {value!r}. "

@@ -129,7 +129,10 @@ def make_tasks(datasets: Iterable[str] | Mapping[str, tuple[Any, Any]], k_max: i
     from rulemip.certify.gap import check_study_settings
 
     check_study_settings(k_max, variants, solver=settings.get("solver", "auto"),
-                         max_thresholds=settings.get("max_thresholds"))
+                         max_thresholds=settings.get("max_thresholds"),
+                         time_limit=settings.get("time_limit"),
+                         mip_boosting_time_limit=settings.get("mip_boosting_time_limit"),
+                         mip_gap=settings.get("mip_gap", 0.0), seed=settings.get("seed", 0))
     split_list = list(splits)
     bad = [s for s in split_list
            if isinstance(s, bool) or not isinstance(s, (int, np.integer)) or s < 0]

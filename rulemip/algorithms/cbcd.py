@@ -69,6 +69,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from rulemip._validation import is_real as _real
 from rulemip.algorithms.cbcd_model import (
     _BLOCK_TOL_MIP,
     CutPool,
@@ -322,7 +323,7 @@ def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int
 
 def _check_common(lam: float | None, max_sweeps: int, time_limit: float | None,
                   tol: float) -> None:
-    if lam is not None and not (isinstance(lam, int | float) and math.isfinite(lam)
+    if lam is not None and not (_real(lam) and math.isfinite(lam)
                                 and lam >= 0):
         raise InvalidParameterError(f"`lam` must be >= 0; got {lam}.")
     if not (isinstance(max_sweeps, int) and max_sweeps >= 1):

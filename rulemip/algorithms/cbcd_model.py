@@ -14,6 +14,7 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 from numpy.typing import ArrayLike, NDArray
 
+from rulemip._validation import is_real as _real
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
@@ -140,7 +141,7 @@ class _Problem:
 
     def __init__(self, nodes: NodeMatrix, y: ArrayLike, attribute: str, gamma: float,
                  solver: str, enumeration_limit: int) -> None:
-        if not (isinstance(gamma, int | float) and gamma > 0):
+        if not (_real(gamma) and gamma > 0):
             raise InvalidParameterError(f"`gamma` must be > 0; got {gamma}.")
         self.nodes = nodes
         self.y = np.asarray(y, dtype=float).reshape(-1)

@@ -48,6 +48,19 @@ The offered point of a visited support fixes its multiplicities, so with λ > 0 
 support's own bound (all cells closed, ridge :math:`\lambda/(k-|F|+1)`) also enters the
 reported bound. When the time limit stops the search, the bound is the least bound of the
 open, pruned and visited nodes — still valid.
+
+Size and clock
+--------------
+The children of a node are bounded in chunks of at most :data:`CHUNK_BYTES` of
+temporaries, and the fit's :class:`~rulemip.budget.Budget` is asked between chunks: a node
+interrupted by the limit goes back to the open nodes with its own bound, so a limit returns
+the incumbent and a valid bound after at most one chunk. The engine enumerates every
+distinct candidate box, so its memory grows with their number B (over C occupied cells and
+n rows): the enumeration's widest step, the oracle's n × B design, the cover and the
+bound's C × B design, the open nodes and one chunk (:func:`cell_bnb_bytes`, with B bounded
+by :func:`~rulemip.formulations.engines.count_boxes` and C by min(n, Π(g_j + 1))).
+:func:`check_cell_bnb_fits` refuses, before any work, a problem whose bound exceeds
+:data:`CELL_BNB_MAX_BYTES` (a constant, so the answer does not depend on the machine).
 """
 
 from __future__ import annotations
@@ -68,8 +81,10 @@ from rulemip.algorithms.box_search import local_search
 from rulemip.algorithms.driver import register_formulation, solve
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
+from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
+from rulemip.formulations.engines import count_boxes
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
@@ -79,12 +94,68 @@ from rulemip.solvers.result import Limit
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["CellSweepBound", "SweepResult", "solve_cell_bnb", "sweep_branch_and_bound"]
+__all__ = ["CELL_BNB_MAX_BYTES", "CellSweepBound", "SweepResult", "cell_bnb_bytes",
+           "check_cell_bnb_fits", "solve_cell_bnb", "sweep_branch_and_bound"]
 
 _MARGIN = 1e-9
 #: share of the time left after building the cells that the starting local search may use
 LOCAL_SEARCH_SHARE = 0.1
 _ORACLE_REG = 1e-12  # ridge of the incumbent oracle when reg = 0 (its values are then ≥ truth)
+#: the size guard (:func:`check_cell_bnb_fits`): the most bytes the engine may need
+CELL_BNB_MAX_BYTES = 2 * 2**30
+#: temporaries of one chunk of the batched node bound (:meth:`CellSweepBound.residuals`)
+CHUNK_BYTES = 32 * 2**20
+_NODE_BYTES = 200  # a node on the heap or the dive stack (tuple, floats, support tuple)
+_MAX_OPEN = 200_000
+
+
+def cell_bnb_bytes(thresholds: Sequence[FloatArray], max_rule_length: int | None,
+                   n_rules: int, n_samples: int | None = None) -> float:
+    r"""An upper bound on the bytes ``engine="cell-bnb"`` allocates (module docstring).
+
+    With :math:`B` the candidate boxes (:func:`count_boxes`, before duplicates are
+    removed), :math:`C \le \min(n, \prod_j (g_j + 1))` the occupied cells, d features,
+    :math:`I_j = (g_j + 1)(g_j + 2)/2` intervals of feature j and :math:`B_j` the boxes
+    over the first j features, the enumeration's step j holds
+    :math:`(B_{j-1} + 1) I_j` partial boxes, each a C-cell cover and its packed copy and
+    bounds (:math:`2C + 16(j + 4)` bytes); afterwards the oracle's design (8n per box), the
+    covers and the bound's design (11C), the boxes' bounds (16d), the nodes (at most
+    ``max_open`` + kB) and one chunk remain."""
+    groups = [len(t) + 1 for t in thresholds]
+    d = len(groups)
+    n_cells = float(np.prod(np.asarray(groups, dtype=float))) if groups else 1.0
+    if n_samples is not None:
+        n_cells = min(n_cells, float(n_samples))
+    n = float(n_samples) if n_samples is not None else n_cells
+    enum = 0.0
+    for j in range(d):
+        before = float(count_boxes(thresholds[:j], max_rule_length)) + 1.0
+        intervals = groups[j] * (groups[j] + 1) / 2
+        enum = max(enum, before * intervals * (2 * n_cells + 16 * (j + 4)))
+    B = float(count_boxes(thresholds, max_rule_length))
+    steady = B * (8 * n + 11 * n_cells + 16 * d + 16) \
+        + _NODE_BYTES * (_MAX_OPEN + n_rules * B) + CHUNK_BYTES
+    return enum + steady
+
+
+def check_cell_bnb_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None, *,
+                        n_rules: int | None = None, n_samples: int | None = None) -> None:
+    """Refuse, before any work, a problem whose memory bound (:func:`cell_bnb_bytes`)
+    exceeds :data:`CELL_BNB_MAX_BYTES`, naming the engines that can serve (the size guard
+    registered with the engine)."""
+    k = 1 if n_rules is None else int(n_rules)
+    need = cell_bnb_bytes(thresholds, max_rule_length, k, n_samples)
+    if need <= CELL_BNB_MAX_BYTES:
+        return
+    n_boxes = count_boxes(thresholds, max_rule_length)
+    raise InvalidParameterError(
+        f"`engine='cell-bnb'` enumerates every candidate box, and these thresholds give up "
+        f"to {n_boxes:.3g} of them over {len(thresholds)} features: it could need "
+        f"{need / 2**30:.3g} GiB (more than {CELL_BNB_MAX_BYTES / 2**30:.3g} GiB). It is "
+        "meant for 2-3 features with a handful of cut points. Use engine='auto' (column "
+        "generation prices boxes without enumerating them, or the MIP at reg = 0), "
+        "engine='cg' or engine='mip', or fewer boxes: a smaller `max_thresholds`, a "
+        "`max_rule_length`, or fewer features.")
 
 
 class CellSweepBound:
@@ -167,6 +238,31 @@ class CellSweepBound:
         val = (res + self.constant) / self.W
         return val - _MARGIN * np.maximum(1.0, np.abs(val))
 
+    def chunk_size(self, depth: int) -> int:
+        """Children per chunk of :meth:`residuals` for a support of ``depth`` boxes: its
+        temporaries stay within :data:`CHUNK_BYTES`. Per child and row (cells plus ridge
+        rows) they hold the masked column, its projection and two einsum results, the
+        gathered basis (p ≤ depth + 1 columns) and, when every child has its own number of
+        closed cells, that group's design, basis, mask and target: at most
+        ``3·depth + 11`` floats."""
+        per_child = 8 * (self.n_cells + depth + 2) * (3 * depth + 11)
+        return max(1, CHUNK_BYTES // per_child)
+
+    def child_bounds(self, F: tuple[int, ...], children: IntArray, floor: float,
+                     clock: Budget) -> FloatArray | None:
+        """The bounds of the children ``F ∪ {j}`` (:meth:`residuals`, raised to the
+        parent's ``floor``), chunk by chunk; ``None`` when ``clock`` expires between two
+        chunks (the caller keeps the node open)."""
+        step = self.chunk_size(len(F))
+        out = np.empty(len(children))
+        depth = len(F) + 1
+        for lo in range(0, len(children), step):
+            if lo and clock.expired():
+                return None
+            part = children[lo:lo + step]
+            out[lo:lo + step] = self.residuals(F, part, self.closed_cells(part, depth))
+        return np.maximum(out, floor)
+
     def closed_cells(self, positions: IntArray, depth: int) -> IntArray:
         """Cells closed for a child at ``positions`` (next free position + 1) of a support
         of size ``depth``: all of them when the child has no budget left."""
@@ -202,7 +298,7 @@ def _support_point(sb: CellSweepBound, positions: Sequence[int], k: int) -> Floa
 def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], float],
                            incumbent: FloatArray, incumbent_value: float, *,
                            rel_tol: float = 1e-6, deadline: Budget | float | None = None,
-                           max_open: int = 200_000,
+                           max_open: int = _MAX_OPEN,
                            callback: Callable[[dict[str, Any]], None] | None = None
                            ) -> SweepResult:
     """Sweep branch and bound (module docstring). ``value(z)`` is the exact risk of
@@ -212,7 +308,8 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     bound then rises steadily; beyond that, the children of the popped node are searched
     depth first to the end before the next pop (memory ``max_open + O(kB)`` nodes).
     ``deadline`` is the fit's :class:`~rulemip.budget.Budget` (or, the older form, an
-    absolute ``time.perf_counter`` value)."""
+    absolute ``time.perf_counter`` value), asked before every node and between the chunks
+    of a node's children (:meth:`CellSweepBound.child_bounds`)."""
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
     clock = Budget.of(deadline)
     k, B = sb.k, sb.n_boxes
@@ -264,8 +361,11 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
         if r == 0 or i >= B:
             continue
         children = np.arange(i, B, dtype=np.int64)
-        bounds = np.maximum(sb.residuals(F, children, sb.closed_cells(children, len(F) + 1)),
-                            bound)
+        bounds = sb.child_bounds(F, children, bound, clock)
+        if bounds is None:  # the limit came between two chunks: the node stays open
+            heapq.heappush(heap, (bound, next(counter), F, i))
+            complete = False
+            break
         keep = bounds < prune_level()
         if not keep.all():
             pruned_min = min(pruned_min, float(bounds[~keep].min()))
@@ -328,9 +428,6 @@ class CellSweepSearch(BoxSelectionCIP):
         check_nonneg_float(mip_gap, "mip_gap")
         prob = built
         cells = prob.cells
-        sb = CellSweepBound(prob.boxes.cover, cells.groups, cells.y, cells.weight,
-                            self.true_reg, self.n_rules, self.fit_intercept, cells.constant,
-                            cells.total_weight)
 
         def value(z: FloatArray) -> float:
             return float(prob.oracle.value_and_gradient(z)[0])
@@ -340,6 +437,15 @@ class CellSweepSearch(BoxSelectionCIP):
                           max_kicks=max(prob.n_boxes, 1), seed=seed,
                           target=prob.bound + mip_gap * abs(prob.bound),
                           budget=budget.fraction(LOCAL_SEARCH_SHARE))
+        if budget.expired():  # building the problem took the time: no sweep structures
+            return SearchOutcome(
+                x=ls.z, lower_bound=prob.bound, finished=False, limit=Limit.TIME,
+                method="sweep bnb", iterations=0,
+                notes=(f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
+                       "the time limit came before the sweep branch and bound started"))
+        sb = CellSweepBound(prob.boxes.cover, cells.groups, cells.y, cells.weight,
+                            self.true_reg, self.n_rules, self.fit_intercept, cells.constant,
+                            cells.total_weight)
         res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
                                      deadline=budget, callback=callback)
         notes = (f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
@@ -367,18 +473,25 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     :class:`~rulemip.formulations.result.ExactResult` (``engine="cell-bnb"``, no backend)
     whose risk is recomputed on the data; ``OPTIMAL`` only when the relative gap closed
     to ``mip_gap``. ``budget`` is the fit's :class:`~rulemip.budget.Budget` (``time_limit``
-    may only shorten it); building the cells counts against it.
+    may only shorten it); building the cells counts against it. A problem beyond the size
+    guard is refused before any work (:func:`check_cell_bnb_fits`).
     """
     k = check_positive_int(n_rules, "n_rules")
     assert k is not None
     check_nonneg_float(time_limit, "time_limit", allow_none=True)
     check_nonneg_float(mip_gap, "mip_gap")
+    if not isinstance(dataset, Dataset):
+        raise InvalidParameterError(
+            "`dataset` must be a rulemip.data.Dataset; build one with Dataset.from_arrays.")
+    ths = candidate_thresholds(dataset.X, None) if thresholds is None else thresholds
     formulation = CellSweepSearch(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                                  thresholds=thresholds, max_rule_length=max_rule_length)
+                                  thresholds=ths, max_rule_length=max_rule_length)
+    check_cell_bnb_fits(ths, max_rule_length, n_rules=k, n_samples=dataset.X.shape[0])
     return solve(formulation, dataset, solver="auto", budget=budget, time_limit=time_limit,
                  mip_gap=mip_gap, warm_start=warm_start, callback=callback, seed=seed)
 
 
 register_formulation("cell-bnb", CellSweepSearch, losses=("squared",),
+                     fits=check_cell_bnb_fits,
                      description="cell-sweep branch and bound: a bound valid at reg = 0 "
                                  "exactly (docs/explanation/cell_sweep_bound.md)")

@@ -271,6 +271,11 @@ def wrap_callback(callback: Callback | None) -> Callback | None:
 
 
 # ---------------------------------------------------------------------- registries
+#: an engine's size guard (``MethodSpec.fits``): raises
+#: :class:`~rulemip.exceptions.InvalidParameterError` naming alternatives, else returns
+SizeCheck = Callable[..., None]
+
+
 @dataclass(frozen=True)
 class MethodSpec:
     """A registered engine: its function and what it requires of the request."""
@@ -283,6 +288,9 @@ class MethodSpec:
     #: what the engine needs from its solver, given ``(loss, reg)``, with whether outer
     #: approximation may serve (checked by :func:`check_solver` before any work)
     solver_needs: Callable[[str, float], tuple[set[Capability], bool]] | None = None
+    #: ``fits(thresholds, max_rule_length, n_rules=, n_samples=)`` refuses, before any
+    #: work, a problem whose size the engine cannot hold (:func:`check_engine_fits`)
+    fits: SizeCheck | None = None
 
     def accepted(self) -> set[str] | None:
         """Keyword names the function takes (``None``: it takes ``**kwargs``)."""
@@ -298,7 +306,8 @@ _METHODS: dict[str, MethodSpec] = {}
 def register_method(name: str, function: Method, *, needs_positive_reg: bool = False,
                     losses: Sequence[str] | None = None, description: str = "",
                     solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
-                    | None = None, replace: bool = False) -> None:
+                    | None = None, fits: SizeCheck | None = None,
+                    replace: bool = False) -> None:
     """Make ``function`` available as ``engine=name`` in :func:`solve_exact`.
 
     ``function(dataset, n_rules, *, loss, reg, fit_intercept, thresholds, max_rule_length,
@@ -306,7 +315,9 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
     receives only the keywords its signature names, so e.g. a column-generation engine
     without ``solver``/``mip_gap`` registers as it is. ``needs_positive_reg`` and
     ``losses`` are checked before it is called, and ``solver_needs(loss, reg) -> (needs,
-    outer_approximation)`` lets :func:`check_solver` refuse an unable solver up front.
+    outer_approximation)`` lets :func:`check_solver` refuse an unable solver up front;
+    ``fits(thresholds, max_rule_length, n_rules=, n_samples=)`` refuses a problem the
+    engine cannot hold, before any work (:func:`check_engine_fits`).
     """
     if not isinstance(name, str) or not name or name == "auto":
         raise InvalidParameterError(
@@ -318,17 +329,18 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
         raise InvalidParameterError(f"`function` must be callable; got {function!r}.")
     _METHODS[name] = MethodSpec(name, function, needs_positive_reg,
                                 None if losses is None else tuple(losses), description,
-                                solver_needs)
+                                solver_needs, fits)
 
 
 def register_formulation(name: str, factory: Callable[..., Formulation], *,
                          needs_positive_reg: bool = False,
                          losses: Sequence[str] | None = None, description: str = "",
-                         replace: bool = False) -> None:
+                         fits: SizeCheck | None = None, replace: bool = False) -> None:
     """Make a formulation available as ``engine=name``, solved by :func:`solve`.
 
     ``factory(n_rules, loss=, reg=, fit_intercept=, thresholds=, max_rule_length=)``
-    returns the formulation (a formulation class with that constructor qualifies).
+    returns the formulation (a formulation class with that constructor qualifies);
+    ``fits`` is its size guard (:func:`register_method`).
     """
     def method(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
                fit_intercept: bool, thresholds: Sequence[FloatArray],
@@ -348,7 +360,7 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
 
     register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
                     description=description or f"formulation {name!r} solved by the driver",
-                    solver_needs=solver_needs, replace=replace)
+                    solver_needs=solver_needs, fits=fits, replace=replace)
 
 
 def method_spec(name: str) -> MethodSpec:
@@ -399,10 +411,15 @@ _ENUMERATING_ENGINES = ("cip", "cip-bnb")
 
 
 def check_engine_fits(engine: str, thresholds: Sequence[FloatArray],
-                      max_rule_length: int | None) -> None:
-    """Refuse an explicitly named enumerating engine whose candidate boxes cannot be built
-    within memory (:data:`CIP_EXPLICIT_MAX_BOXES`), before any work, naming the engines
-    that can serve."""
+                      max_rule_length: int | None, *, n_rules: int | None = None,
+                      n_samples: int | None = None) -> None:
+    """Refuse an explicitly named engine whose problem cannot be held in memory, before
+    any work, naming the engines that can serve: an enumerating engine beyond
+    :data:`CIP_EXPLICIT_MAX_BOXES` candidate boxes, and any engine whose registered size
+    guard (``fits``, e.g. ``"cell-bnb"``'s) refuses it."""
+    fits = method_spec(engine).fits if engine in _METHODS else None
+    if fits is not None:
+        fits(thresholds, max_rule_length, n_rules=n_rules, n_samples=n_samples)
     if engine not in _ENUMERATING_ENGINES:
         return
     n_boxes = count_boxes(thresholds, max_rule_length)
@@ -419,15 +436,17 @@ def check_engine_fits(engine: str, thresholds: Sequence[FloatArray],
 
 def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
                   max_rule_length: int | None, *, n_rules: int | None = None,
-                  loss: str | None = None, n_rows: int | None = None) -> str:
+                  loss: str | None = None, n_samples: int | None = None) -> str:
     """``"auto"``: one rule under squared loss with ``reg > 0`` by column generation,
     whose one-rule path is the exact box search (docs/explanation/box_search.md); two
     squared-loss rules of a capped length (any ``reg`` ≥ 0) by the k-box search when its
-    box table fits the memory budget (``n_rows`` bounds its cells; docs/explanation/
-    kbox_search.md); else with ``reg > 0`` the CIP when there are at most ``CIP_MAX_BOXES`` candidate boxes,
-    column generation over boxes beyond; the MIP at ``reg = 0``.
+    box table fits the memory budget (the rows bound its cells; docs/explanation/
+    kbox_search.md); else with ``reg > 0`` the CIP when there are at most
+    ``CIP_MAX_BOXES`` candidate boxes, column generation over boxes beyond; the MIP at
+    ``reg = 0``.
     A named engine is checked for applicability (``reg``, and whether its candidate
-    boxes fit: :func:`check_engine_fits`)."""
+    boxes fit: :func:`check_engine_fits`; ``n_samples``, the data's rows, sharpens the
+    memory estimate of a size guard)."""
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
     if engine != "auto":
@@ -436,12 +455,13 @@ def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
             raise InvalidParameterError(
                 f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
                 "engine='mip' or a small positive reg such as 1e-6.")
-        check_engine_fits(engine, thresholds, max_rule_length)
+        check_engine_fits(engine, thresholds, max_rule_length, n_rules=n_rules,
+                          n_samples=n_samples)
         return engine
     if reg > 0 and n_rules == 1 and loss == "squared":
         return "cg"
     if loss == "squared" and n_rules is not None and n_rules >= 2 and "kbox" in ENGINES \
-            and kbox_fits(thresholds, max_rule_length, n_rules, n_rows or 0,
+            and kbox_fits(thresholds, max_rule_length, n_rules, n_samples or 0,
                           default_max_memory()):
         # short rules: every pair of boxes of the language is ruled out or scored
         return "kbox"
@@ -482,7 +502,7 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     (:func:`check_solver`) and the engine receives the backend."""
     clock = Budget.coerce(budget, time_limit)
     chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
-                           loss=loss, n_rows=dataset.n)
+                           loss=loss, n_samples=dataset.X.shape[0])
     spec = method_spec(chosen)
     backend = check_solver(chosen, solver, loss=loss, reg=reg)
     if spec.losses is not None and loss not in spec.losses:

@@ -32,7 +32,7 @@ from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
-from rulemip.formulations.engines import KBOX_MAX_RULES
+from rulemip.formulations.engines import KBOX_MAX_RULES, count_boxes, kbox_table_bytes
 from rulemip.formulations.levels import levels_bound
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
@@ -48,7 +48,7 @@ from rulemip.solvers.result import Limit
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["KBoxProblem", "KBoxSearch", "solve_kbox"]
+__all__ = ["KBoxProblem", "KBoxSearch", "check_kbox_fits", "solve_kbox"]
 #: the relative slack subtracted from a finished scan's risk before it is reported as the
 #: lower bound (the scan's own round-off; the driver compares it with the recomputed risk)
 PROOF_SLACK = 1e-9
@@ -296,6 +296,26 @@ def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
                  mip_gap=mip_gap, warm_start=warm_start, callback=callback)
 
 
-register_formulation("kbox", KBoxSearch, losses=("squared",),
+def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None, *,
+                    n_rules: int | None = None, n_samples: int | None = None) -> None:
+    """Refuse, before any work, what the k-box search cannot hold: more than
+    :data:`~rulemip.formulations.engines.KBOX_MAX_RULES` rules, or a box table beyond the
+    search's memory budget (the size guard registered with the engine)."""
+    k = 1 if n_rules is None else int(n_rules)
+    if k > KBOX_MAX_RULES:
+        raise InvalidParameterError(
+            f"the k-box search (engine='kbox') proves ensembles of at most {KBOX_MAX_RULES} "
+            f"rules; got n_rules={k}. Use engine='auto'.")
+    rows = 1 if n_samples is None else int(n_samples)
+    limit = default_max_memory()
+    if kbox_table_bytes(count_boxes(thresholds, max_rule_length), rows) > limit:
+        raise InvalidParameterError(
+            f"the k-box search (engine='kbox') builds every box of the language, and these "
+            f"thresholds give {count_boxes(thresholds, max_rule_length):.3g} of them "
+            f"(more than {limit / 2**30:.3g} GiB); use a smaller `max_rule_length` or "
+            "`max_thresholds`, or engine='auto'.")
+
+
+register_formulation("kbox", KBoxSearch, losses=("squared",), fits=check_kbox_fits,
                      description="exact search over ensembles of k <= 2 short boxes "
                                  "(docs/explanation/kbox_search.md)")

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip._validation import is_real as _real
 from rulemip.algorithms.frank_wolfe import ForestLMO, FWIteration, frank_wolfe_relaxation
 from rulemip.algorithms.knapsack_conflicts import (
     forest_knapsack,
@@ -155,9 +156,9 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     if (n_rules is None) == (lam is None):
         raise InvalidParameterError("give exactly one of `n_rules` (budgeted) or `lam` "
                                     "(penalized).")
-    if n_rules is not None and not (isinstance(n_rules, int | float) and n_rules >= 0):
+    if n_rules is not None and not (_real(n_rules) and n_rules >= 0):
         raise InvalidParameterError(f"`n_rules` must be >= 0; got {n_rules}.")
-    if lam is not None and not (isinstance(lam, int | float) and math.isfinite(lam)
+    if lam is not None and not (_real(lam) and math.isfinite(lam)
                                 and lam >= 0):
         raise InvalidParameterError(f"`lam` must be >= 0; got {lam}.")
     if fptas_eps is not None and not 0 < fptas_eps < 1:

@@ -195,7 +195,7 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
 
     ths = problem.threshold_arrays()
     engine = choose_engine(solve.engine, problem.reg, ths, problem.max_rule_length,
-                           n_rules=k, loss=problem.loss, n_rows=ds.n)
+                           n_rules=k, loss=problem.loss, n_samples=ds.X.shape[0])
     res = solve_exact(ds, k, loss=problem.loss, reg=problem.reg,
                       fit_intercept=problem.fit_intercept, thresholds=ths,
                       max_rule_length=problem.max_rule_length, engine=engine,
@@ -279,11 +279,16 @@ def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
 
 
 def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
-                         max_thresholds: Any) -> None:
+                         max_thresholds: Any, time_limit: Any = None,
+                         mip_boosting_time_limit: Any = None, mip_gap: Any = 0.0,
+                         seed: Any = 0) -> None:
     """Refuse settings of a study before any work: ``k_max``, ``variants``, ``solver``
-    (installed, see :func:`rulemip._solver_names.check_solver`) and ``max_thresholds``."""
+    (installed, see :func:`rulemip._solver_names.check_solver`), ``max_thresholds``, and
+    each limit by its own name and value (``time_limit`` is per k: the study's budget
+    ``k_max · time_limit`` is derived after this check, so a message never shows the
+    product)."""
     from rulemip._solver_names import check_solver
-    from rulemip._validation import check_positive_int
+    from rulemip._validation import check_nonneg_float, check_positive_int, check_seed
 
     check_positive_int(k_max, "k_max")
     unknown = [v for v in variants if v not in VARIANTS]
@@ -295,6 +300,11 @@ def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
         raise InvalidParameterError(
             f"`max_thresholds` must be a positive integer, or None for all midpoints; got "
             f"{max_thresholds!r}.")
+    check_nonneg_float(time_limit, "time_limit", allow_none=True, strictly_positive=True)
+    check_nonneg_float(mip_boosting_time_limit, "mip_boosting_time_limit", allow_none=True,
+                       strictly_positive=True)
+    check_nonneg_float(mip_gap, "mip_gap")
+    check_seed(seed, "seed")
     check_solver(solver)
 
 
@@ -323,13 +333,23 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     """
     import pandas as pd
 
-    check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds)
-    budget = Budget.from_time_limit(None if time_limit is None else time_limit * k_max)
+    from rulemip._validation import seed_int
+
+    check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds,
+                         time_limit=time_limit, mip_boosting_time_limit=mip_boosting_time_limit,
+                         mip_gap=mip_gap, seed=seed)
+    seed = seed_int(seed, "seed")
+    budget = Budget.from_time_limit(None if time_limit is None else float(time_limit) * k_max)
     ds = Dataset.from_arrays(X, y, loss=loss)
     problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,
                            max_thresholds=max_thresholds, thresholds=thresholds,
                            max_rule_length=max_rule_length)
     solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit)
+    # a named engine that cannot hold the problem (its size guard) fails before boosting
+    from rulemip.algorithms.driver import choose_engine
+
+    choose_engine(engine, reg, problem.threshold_arrays(), max_rule_length, n_rules=k_max,
+                  loss=loss, n_samples=ds.X.shape[0])
     say = progress or (lambda _msg: None)
     paths = boosting_paths(ds, variants, k_max, problem, solve, budget, say)
     null = null_risk(ds, loss, fit_intercept)

@@ -103,12 +103,13 @@ def run(args: argparse.Namespace) -> int:
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
     from rulemip._solver_names import check_solver
-    from rulemip._validation import check_positive_int
+    from rulemip._validation import check_positive_int, check_seed
     from rulemip.estimators._inputs import predict_matrix
     from rulemip.estimators.tree_rules import TreeRuleExtractor
     from rulemip.exceptions import SolveLimitWarning
 
     check_solver(args.solver, "--solver")
+    check_seed(args.seed, "--seed")
     trees = check_positive_int(args.trees, "--trees")
     depth = check_positive_int(args.depth, "--depth")
     if args.json:

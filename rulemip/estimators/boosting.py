@@ -10,7 +10,7 @@ import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
-from rulemip._validation import check_choice
+from rulemip._validation import check_choice, check_seed
 from rulemip.boosting.booster import PRESETS, RuleBooster
 from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
@@ -126,6 +126,7 @@ class _RuleBoostingBase(BaseEstimator):
         self.preset = preset
 
     def _booster(self, loss: str) -> RuleBooster:
+        check_seed(self.random_state)
         choices: dict[str, Any] = dict(_resolve(self))
         return RuleBooster(
             n_rules=self.n_rules, beam_width=self.beam_width,

@@ -36,7 +36,9 @@ from rulemip._validation import (
     check_choice,
     check_nonneg_float,
     check_positive_int,
+    check_seed,
     renamed_param,
+    seed_int,
 )
 from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
 from rulemip.budget import Budget
@@ -111,6 +113,7 @@ class _ExactBase(BaseEstimator):
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True,
                            strictly_positive=True)
         check_nonneg_float(self.mip_gap, "mip_gap")
+        check_seed(self.random_state)
         self._init_preset()
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
@@ -196,7 +199,7 @@ class _ExactBase(BaseEstimator):
         budget = Budget.from_time_limit(self.time_limit)
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
-                               n_rules=self.n_rules, loss=self.loss, n_rows=ds.n)
+                               n_rules=self.n_rules, loss=self.loss, n_samples=ds.X.shape[0])
         backend = check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
@@ -207,7 +210,7 @@ class _ExactBase(BaseEstimator):
                                      < _risk(start, ds, self.reg)):
             start, self.init_source_ = previous, "previous fit"
         callback = progress_printer() if self.verbose else None
-        seed = 0 if self.random_state is None else int(self.random_state)
+        seed = seed_int(self.random_state)
         local = self.loss == "squared"
         two_rules = local and self.n_rules == 2
         engine_share = TWO_RULE_ENGINE_SHARE if two_rules else ENGINE_SHARE

@@ -37,7 +37,7 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
-from rulemip._validation import check_bool, check_nonneg_float
+from rulemip._validation import check_bool, check_nonneg_float, check_seed
 from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb_families import FamilyGrid
 from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
@@ -55,6 +55,16 @@ from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
 
 FloatArray = NDArray[np.float64]
+
+#: ``learning_rate=None``: ν by loss. Squared loss 1: its Newton leaf values are half the
+#: leaf means of −g (curvature 2), and the family-constant step α·h scales with ‖h‖², so
+#: Newton leaves alone quarter the step of the leaf-mean default; ν = 0.5 on top left
+#: ``RGBRegressor(n_estimators=5)`` at training R² 0.42–0.47 on scikit-learn's
+#: ``check_regressors_train`` data (ν = 1: 0.55–0.65, seeds 0–9), and ν = 0.5 scored below
+#: ν = 1 in cross-validation on diabetes at every n_estimators measured
+#: (docs/explanation/rgb.md §9).
+#: Poisson and logistic keep 0.5.
+DEFAULT_LEARNING_RATE: dict[str, float] = {"squared": 1.0}
 
 _PARAMS_DOC = r"""
     n_estimators : int, default=100
@@ -90,11 +100,15 @@ _PARAMS_DOC = r"""
         :math:`\lambda_k C_\Phi` (Lemma 4, as in the paper's experiments; raised to the
         tree's own value when that is larger) or the fitted tree's value
         :math:`C_\Phi\frac1m\sum_i h(x_i)^2` (Lemma 3, the tightest).
-    learning_rate : float in (0, 1], default=0.5
-        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1. 0.5 (with
-        Newton leaves) did better than 1 on every classification set of the benchmark
-        (docs/benchmarks/rgb.md, "Defaults"); with ``step="lipschitz"`` or ``"line_search"``
-        (7) stays non-increasing for any ν (``"lipschitz_unpenalized"`` may raise it).
+    learning_rate : float in (0, 1] or None, default=0.5 (classifier), None (regressor)
+        :math:`\nu` multiplying the step; 1 is the learning-rate-free Algorithm 1. ``None``
+        (the regressor's default): 1 for the squared loss, 0.5 otherwise
+        (:data:`DEFAULT_LEARNING_RATE`; ``learning_rate_`` holds the value used). 0.5 (with
+        Newton leaves) did better than 1 on every classification set of the benchmark; for
+        the squared loss Newton leaves already quarter the family-constant step, and ν = 1
+        did better (docs/explanation/rgb.md §9, docs/benchmarks/rgb.md, "Defaults"). With
+        ``step="lipschitz"`` or ``"line_search"`` (7) stays non-increasing for any ν
+        (``"lipschitz_unpenalized"`` may raise it).
     selection : {"objective", "complexity"}, default="objective"
         Candidate score: objective (7) after the step (loss + β|α|Ω̃) or Algorithm 1
         line 6 literally (loss + βΩ̃).
@@ -154,6 +168,8 @@ _ATTRS_DOC = r"""
         and the index of the chosen one.
     beta_ : float
         The :math:`\beta` used (``beta`` or the one chosen when ``beta=None``).
+    learning_rate_ : float
+        The :math:`\nu` used (``learning_rate``, or its default by loss when ``None``).
     beta_validation_losses_ : dict of float to float
         When ``beta=None``: the validation loss of every candidate :math:`\beta` (empty
         when ``beta`` was given or the sample was too small to split; then ``beta_`` is
@@ -177,6 +193,7 @@ def _validate_common(est: Any) -> FamilyGrid:
     check_nonneg_float(est.time_limit, "time_limit", allow_none=True)
     check_bool(est.scale_target, "scale_target")
     check_bool(est.verbose, "verbose")
+    check_seed(est.random_state)
     if isinstance(est.families, str) and est.families == "paper":
         return FamilyGrid.paper(q=int(est.q))
     if est.families is None:
@@ -189,6 +206,9 @@ class _RGBBase(BaseEstimator):
 
     def _run(self, ds: Dataset, loss: str, budget: Budget) -> None:
         grid = _validate_common(self)
+        nu = DEFAULT_LEARNING_RATE.get(loss, 0.5) if self.learning_rate is None \
+            else self.learning_rate
+        self.learning_rate_ = nu
         X, y = ds.X, ds.y
         check_float32_range(X, "the trees of RGB")
         self.encoder_ = ds.encoder
@@ -198,7 +218,7 @@ class _RGBBase(BaseEstimator):
                 X_fit, y_fit, loss=loss, families=grid, n_estimators=self.n_estimators,
                 n_samples_per_round=self.n_samples_per_round, beta=beta,
                 sampling=self.sampling, step=self.step, lipschitz=self.lipschitz,
-                learning_rate=self.learning_rate,
+                learning_rate=nu,
                 selection=self.selection, fit_intercept=bool(self.fit_intercept),
                 min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
                 scale_target=bool(self.scale_target), random_state=self.random_state,
@@ -295,7 +315,7 @@ class RGBClassifier(ClassifierMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, *, n_samples_per_round: int = 5,
                  beta: float | None = None, families: Any = None, q: int = 2,
                  sampling: str = "lambda", step: str = "lipschitz",
-                 lipschitz: str = "family", learning_rate: float = 0.5,
+                 lipschitz: str = "family", learning_rate: float | None = 0.5,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
                  leaf_values: str = "newton", scale_target: bool = True,
@@ -367,7 +387,7 @@ class RGBRegressor(RegressorMixin, _RGBBase):
     def __init__(self, n_estimators: int = 100, *, loss: str = "squared",
                  n_samples_per_round: int = 5, beta: float | None = None, families: Any = None,
                  q: int = 2, sampling: str = "lambda", step: str = "lipschitz",
-                 lipschitz: str = "family", learning_rate: float = 0.5,
+                 lipschitz: str = "family", learning_rate: float | None = None,
                  selection: str = "objective",
                  fit_intercept: bool = True, min_samples_leaf: int = 1,
                  leaf_values: str = "newton", scale_target: bool = True,

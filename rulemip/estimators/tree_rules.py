@@ -57,6 +57,7 @@ from rulemip._validation import (
     check_choice,
     check_nonneg_float,
     check_positive_int,
+    check_seed,
     renamed_param,
 )
 from rulemip.boosting.rgb_rules import float64_threshold
@@ -280,6 +281,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                 "`gamma` is the deprecated name of `reg` (reg = 1/gamma); set only `reg`.")
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
         check_nonneg_float(self.mip_gap, "mip_gap")
+        check_seed(self.random_state)
         check_bool(self.verbose, "verbose")
         check_positive_int(self.n_lambdas, "n_lambdas")
         check_solver(self.solver)

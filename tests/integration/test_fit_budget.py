@@ -99,10 +99,14 @@ def test_five_second_budget_on_full_diabetes():
 
 @pytest.mark.slow
 @pytest.mark.solver
-def test_scip_on_the_mixed_table_completes_twenty_times_within_its_limit(mixed_table):
+def test_scip_on_the_mixed_table_completes_repeatedly_within_its_limit(mixed_table):
     """Issue 22: this fit crashed inside SCIP's MPEC heuristic (Ipopt) in 1 of 3 runs, then
     hung. With the NLP plug-ins off and the watchdog it ends, within its limit plus the
-    watchdog's slack, every time (a native abort would fail the whole test run)."""
+    watchdog's slack, every time (a native abort would fail the whole test run).
+
+    Eight runs at the issue's 5 s (a crash rate of 1 in 3 goes unseen with probability
+    (2/3)⁸ < 4 %); the plug-ins' settings themselves are checked deterministically in
+    tests/solvers/test_scip.py. Twenty runs (100 s) were the third round's evidence."""
     pytest.importorskip("pyscipopt")
     from conftest import quantile_thresholds
 
@@ -110,7 +114,7 @@ def test_scip_on_the_mixed_table_completes_twenty_times_within_its_limit(mixed_t
 
     X, y = mixed_table
     limit = 5.0
-    for _ in range(20):
+    for _ in range(8):
         est = ExactRuleEnsembleRegressor(1, reg=1e-8, fit_intercept=False,
                                          thresholds=quantile_thresholds(X), engine="mip",
                                          solver="scip", preset=None, time_limit=limit)

@@ -221,3 +221,40 @@ def test_infeasible_or_unbounded_is_resolved(highs) -> None:
                        upper=[math.inf, 2.0])
     m2.add_objective([0, 1], [1.0, 2.0])
     assert highs.solve(m2.to_standard_form()).termination is TerminationReason.INFEASIBLE
+
+
+def _slow_lp(m: int = 600, n: int = 1200):
+    """A sparse random packing LP whose simplex takes about 2 000 iterations (≈ 1.4 s)."""
+    rng = np.random.default_rng(0)
+    M = MIPModel("slow_lp")
+    x = M.add_variables("x", n, lb=0.0, ub=10.0)
+    A = sp.random(m, n, density=0.05, random_state=1, format="csr")
+    A.data = rng.uniform(-1, 1, A.nnz)
+    M.add_constraints("r", matrix=A, cols=x.ids, lower=np.full(m, -np.inf),
+                      upper=rng.uniform(0, 1, m))
+    M.add_objective(x.ids, rng.uniform(-1, 0.2, n))
+    return M.to_standard_form()
+
+
+@pytest.mark.parametrize("kind", ["mip", "lp"])
+def test_the_watchdog_holds_the_limit_where_highs_does_not_check_it(highs, kind) -> None:
+    """Issue 30, item 8: HiGHS's own time limit is switched off (``extra``), so only
+    rulemip's interrupt callbacks (MIP, simplex) can stop the solve; it must end within
+    max(10 %, 2 s) of the limit, as a time limit with a valid bound."""
+    import time
+
+    model = market_split(m=5, n=40, seed=1) if kind == "mip" else _slow_lp()
+    limit = 1.0 if kind == "mip" else 0.1  # the LP needs about 1.4 s
+    t0 = time.perf_counter()
+    res = highs.solve(model, SolveOptions(time_limit=limit, extra={"time_limit": 60.0}))
+    wall = time.perf_counter() - t0
+    assert wall <= limit + max(0.1 * limit, 2.0), wall
+    assert res.limit is Limit.TIME
+    assert any("deadline check" in n for n in res.notes)
+    assert res.bounds.dual <= res.bounds.primal
+
+
+def test_the_watchdog_leaves_a_finished_solve_alone(highs) -> None:
+    res = highs.solve(random_milp(), SolveOptions(time_limit=30.0))
+    assert res.termination is TerminationReason.OPTIMAL
+    assert not any("deadline check" in n for n in res.notes)

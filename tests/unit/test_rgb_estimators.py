@@ -223,3 +223,22 @@ def test_verbose_reports_rounds_on_stderr(xy, capsys) -> None:  # type: ignore[n
     err = capsys.readouterr().err.splitlines()
     assert err[0].startswith(f"RGB: beta={auto.beta_:g} chosen by validation loss")
     assert [line.split(":")[0] for line in err[1:]] == ["RGB round 10/20", "RGB round 20/20"]
+
+
+def test_few_rounds_pass_sklearns_regressor_training_check() -> None:
+    """Issue 30, item 12: with ν = 0.5 on Newton leaves, five rounds reached a training R²
+    of 0.435 < 0.5; the squared-loss regressor's default ν is 1 (docs/explanation/rgb.md §9)."""
+    from sklearn.utils.estimator_checks import check_regressors_train
+
+    check_regressors_train("RGBRegressor", RGBRegressor(n_estimators=5))
+    assert RGBRegressor().learning_rate is None
+    assert RGBClassifier().learning_rate == 0.5
+
+
+def test_learning_rate_none_resolves_by_loss(xy) -> None:  # type: ignore[no-untyped-def]
+    X, y = xy
+    assert RGBRegressor(n_estimators=2, random_state=0).fit(X, y).learning_rate_ == 1.0
+    poisson = RGBRegressor(n_estimators=2, loss="poisson", random_state=0)
+    assert poisson.fit(X, np.exp(y / 4)).learning_rate_ == 0.5
+    clf = RGBClassifier(n_estimators=2, learning_rate=None, random_state=0)
+    assert clf.fit(X, y > 0).learning_rate_ == 0.5

@@ -49,7 +49,8 @@ def test_chosen_beta_has_the_least_validation_loss_and_the_model_is_refitted(dat
     losses = {}
     for b in AUTO_BETAS:
         r = fit_rgb(X[train], y[train], loss="squared", families=FamilyGrid.from_pairs(GRID),
-                    n_estimators=15, n_samples_per_round=3, beta=b, random_state=4)
+                    n_estimators=15, n_samples_per_round=3, beta=b, random_state=4,
+                    learning_rate=model.learning_rate_)
         F = decision_function(r.intercept, r.trees, r.coefs, X[val])
         losses[b] = float(np.mean(get_loss("squared").value(F, y[val])))
     assert model.beta_validation_losses_ == pytest.approx(losses, rel=1e-12)
