@@ -16,6 +16,7 @@ the 2^k-levels bound, which holds for every model.
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,6 +106,14 @@ class KBoxProblem:
             if math.isfinite(upper[j]) and len(t):
                 inside &= g <= int(np.argmin(np.abs(t - upper[j])))
         return inside
+
+
+def available_cores() -> int:
+    """Cores this process may run on (the scan's default number of threads)."""
+    try:
+        return max(len(os.sched_getaffinity(0)), 1)
+    except AttributeError:  # pragma: no cover - platforms without affinity
+        return max(os.cpu_count() or 1, 1)
 
 
 class KBoxSearch:
@@ -246,7 +255,8 @@ class KBoxSearch:
                threads: int | None = None,
                callback: Callable[[dict[str, Any]], Any] | None = None) -> SearchOutcome:
         """Scan every single box (k = 1) or pair of boxes (k = 2) its bounds cannot
-        exclude (module docstring)."""
+        exclude (module docstring), with ``threads`` workers (default: every core this
+        process may use; the optimum does not depend on it)."""
         table = built.table
         w = built.cells.cell_weight
         if table.n_boxes == 0:
@@ -267,7 +277,8 @@ class KBoxSearch:
             s0, s1 = (int(v) for v in np.rint(start))
             pair = (s0, s1) if min(s0, s1) >= 0 else (max(s0, s1), max(s0, s1))
         res = pair_search(table, self.reg, unit=built.unit, weight=w, start=pair,
-                          budget=budget, callback=callback)
+                          budget=budget, callback=callback,
+                          threads=threads if threads is not None else available_cores())
         risk = built.risk_of_gain(res.gain)
         x = np.array(res.boxes, dtype=float)
         notes = (f"pair scan: {res.scored} pairs scored, {res.buckets} trie nodes, "

@@ -221,7 +221,7 @@ def _norm(n: float, W: float, lam: float, centred: bool) -> float:
     return (n * (W - n) / W if centred else n) + lam
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rho_range(Na: float, Ka: float, n0: float, n1: float, T: float, D: float, W: float,
               lam: float, centred: bool) -> tuple[float, float]:
     r"""Bounds :math:`[\rho_{lo}, \rho_{hi}]` on the correlation
@@ -282,7 +282,7 @@ def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def slab_overlaps(bits: np.ndarray, a: int, slabs: np.ndarray, unit: float,
                   weight: np.ndarray, out: np.ndarray) -> None:
     """``out[i]``: the weight of box a's cells inside slab i."""
@@ -318,7 +318,7 @@ def _tails(za: float, rho: float, G: float) -> tuple[float, float]:
     return rho * za - r, rho * za + r
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_ge(z: np.ndarray, lo: int, hi: int, v: float) -> int:
     """First position in z[lo:hi] (ascending) with z >= v."""
     while lo < hi:
@@ -330,7 +330,7 @@ def _first_ge(z: np.ndarray, lo: int, hi: int, v: float) -> int:
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def _first_gt(z: np.ndarray, lo: int, hi: int, v: float) -> int:
     """First position in z[lo:hi] (ascending) with z > v."""
     while lo < hi:
@@ -364,13 +364,17 @@ def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S:
     counts[0] += 1
     nab = _inter(bits, a, b, unit, weight)
     gain = pair_gain(Sa, Ka, S[b], K[b], _cross(nab, Na, Nb, W, centred))
-    if gain > state[0]:
+    lo = min(a, b)
+    hi = max(a, b)
+    # ties go to the least pair of positions: the same optimum whatever the scan order
+    if gain > state[0] or (gain == state[0] and (best[0] < 0 or lo < best[0]
+                                                 or (lo == best[0] and hi < best[1]))):
         state[0] = gain
-        best[0] = a
-        best[1] = b
+        best[0] = lo
+        best[1] = hi
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                z: np.ndarray, rank: np.ndarray, last_slab: np.ndarray, a_order: np.ndarray,
                r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,

@@ -23,8 +23,10 @@ in chunks between which the fit's :class:`~rulemip.budget.Budget` is asked.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -136,14 +138,16 @@ def _trie(slab: IntArray, N: FloatArray, z: FloatArray) -> _Trie:
 
 def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                 start: tuple[int, int] | None = None, budget: Budget | None = None,
-                callback: Callable[[dict[str, Any]], Any] | None = None
-                ) -> PairSearchResult:
+                callback: Callable[[dict[str, Any]], Any] | None = None,
+                threads: int | None = None) -> PairSearchResult:
     """The best two-box ensemble of ``table`` (module docstring).
 
     ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
     popcount, or 0 to sum the cells' ``weight``. ``start``: a pair of boxes whose gain is
     the first incumbent (e.g. a warm start in the language). Stops between chunks when
-    ``budget`` expires (``finished`` False: the incumbent is then only a model)."""
+    ``budget`` expires (``finished`` False: the incumbent is then only a model).
+    ``threads``: workers scanning chunks of first boxes at once (the same optimum as one
+    worker: ties go to the least pair)."""
     t0 = time.perf_counter()
     clock = Budget.of(budget)
     W = float(weight.sum())
@@ -177,32 +181,90 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     a_order = np.lexsort((np.arange(len(zp)), -np.abs(zp))).astype(np.int64)
     rank = np.empty(len(zp), dtype=np.int64)
     rank[a_order] = np.arange(len(a_order))
-    state = np.array([gain0, 1e-12 * max(float(np.sum(zp ** 2)), 1.0)])
-    best = np.array([-1, -1], dtype=np.int64)
-    counts = np.zeros(3, dtype=np.int64)
-    done, step, finished = 0, 16, True
-    while done < len(a_order):
-        if clock.expired():
-            finished = False
-            break
-        stop = min(done + step, len(a_order))
-        t1 = time.perf_counter()
-        kk.scan_pairs(bits, Np, Sp, Kp, zp, rank, trie.last_slab, a_order, done, stop,
-                      trie.iv, trie.depth, trie.skip, trie.box, trie.run, trie.rng,
-                      slabs, slab_weight, W, float(reg), table.centred, unit, weight,
-                      state, best, counts)
-        dt = time.perf_counter() - t1
-        done = stop
-        if dt < CHUNK_SECONDS / 2:
-            step = min(step * 2, 1 << 20)
-        elif dt > CHUNK_SECONDS * 2:
-            step = max(step // 2, 1)
-        if callback is not None:
-            callback({"boxes_done": done, "boxes": len(a_order), "scored": int(counts[0]),
-                      "gain": float(state[0])})
+    margin = 1e-12 * max(float(np.sum(zp ** 2)), 1.0)
+    args = (bits, Np, Sp, Kp, zp, rank, trie.last_slab, a_order)
+    tail = (trie.iv, trie.depth, trie.skip, trie.box, trie.run, trie.rng, slabs, slab_weight,
+            W, float(reg), table.centred, unit, weight)
+    scan = _Scan(len(a_order), gain0, margin, clock, callback)
+    n_workers = max(1, min(int(threads or 1), 64))
+    if n_workers == 1:
+        scan.work(args, tail)
+    else:
+        with ThreadPoolExecutor(max_workers=n_workers) as pool:
+            for f in [pool.submit(scan.work, args, tail) for _ in range(n_workers)]:
+                f.result()
+    gain, best = scan.result()
+    counts = scan.counts
     found = pair0 if best[0] < 0 else (int(perm[best[0]]), int(perm[best[1]]))
-    return PairSearchResult(found, float(state[0]), finished, int(counts[0]),
-                            int(counts[1]), done, time.perf_counter() - t0)
+    return PairSearchResult(found, gain, scan.finished, int(counts[0]), int(counts[1]),
+                            scan.done, time.perf_counter() - t0)
+
+
+class _Scan:
+    """The first boxes handed out in chunks of ranks to one or more workers (threads: the
+    kernel releases the GIL). Each worker scans with its own incumbent, synchronized with
+    the shared one before every chunk; the shared one keeps the best gain and, among equal
+    gains, the least pair of positions, so the optimum does not depend on the schedule."""
+
+    def __init__(self, n: int, gain0: float, margin: float, clock: Budget,
+                 callback: Callable[[dict[str, Any]], Any] | None) -> None:
+        self.n = n
+        self.gain = gain0
+        self.margin = margin
+        self.best = np.array([-1, -1], dtype=np.int64)
+        self.clock = clock
+        self.callback = callback
+        self.next = 0
+        self.done = 0
+        self.step = 16
+        self.finished = True
+        self.counts = np.zeros(3, dtype=np.int64)
+        self.lock = threading.Lock()
+
+    def _take(self) -> tuple[int, int] | None:
+        with self.lock:
+            if self.next >= self.n or self.clock.expired():
+                if self.next < self.n:
+                    self.finished = False
+                return None
+            r0 = self.next
+            r1 = min(r0 + self.step, self.n)
+            self.next = r1
+            return r0, r1
+
+    def _merge(self, state: NDArray[np.float64], best: NDArray[np.int64],
+               counts: NDArray[np.int64], r0: int, r1: int, dt: float) -> None:
+        with self.lock:
+            g = float(state[0])
+            if best[0] >= 0 and (g > self.gain or (g == self.gain and (
+                    self.best[0] < 0 or tuple(best) < tuple(self.best)))):
+                self.gain = g
+                self.best[:] = best
+            self.counts += counts
+            self.done += r1 - r0
+            if dt < CHUNK_SECONDS / 2:
+                self.step = min(self.step * 2, 1 << 20)
+            elif dt > CHUNK_SECONDS * 2:
+                self.step = max(self.step // 2, 1)
+            if self.callback is not None:
+                self.callback({"boxes_done": self.done, "boxes": self.n,
+                               "scored": int(self.counts[0]), "gain": self.gain})
+
+    def work(self, args: tuple[Any, ...], tail: tuple[Any, ...]) -> None:
+        state = np.zeros(2)
+        best = np.full(2, -1, dtype=np.int64)
+        while (chunk := self._take()) is not None:
+            r0, r1 = chunk
+            with self.lock:
+                state[:] = (self.gain, self.margin)
+                best[:] = self.best
+            counts = np.zeros(3, dtype=np.int64)
+            t1 = time.perf_counter()
+            kk.scan_pairs(*args, r0, r1, *tail, state, best, counts)
+            self._merge(state, best, counts, r0, r1, time.perf_counter() - t1)
+
+    def result(self) -> tuple[float, NDArray[np.int64]]:
+        return self.gain, self.best
 
 
 def _pair_value(table: BoxTable, reg: float, a: int, b: int, unit: float,

@@ -147,3 +147,20 @@ def test_kbox_refuses_what_it_cannot_prove():
     ds = Dataset.from_arrays(X, y)
     with pytest.raises(InvalidParameterError, match="GiB"):
         KBoxSearch(2, max_rule_length=3, max_thresholds=3, max_memory=1000).build_model(ds)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_threads_find_the_same_optimum(fit_intercept):
+    """One worker and three give the same pair, gain and finish (ties to the least pair)."""
+    from rulemip.algorithms.kbox_pairs import pair_search
+
+    rng = np.random.default_rng(7)
+    X = rng.integers(0, 5, size=(60, 4)).astype(float)
+    y = np.round(X[:, 0] - X[:, 2] * (X[:, 1] > 2) + rng.normal(size=60), 0)  # many ties
+    cells = reduce_to_cells(X, y, candidate_thresholds(X, 4), "squared", None)
+    table = build_box_table(cells, 2, fit_intercept)
+    w = cells.cell_weight
+    runs = [pair_search(table, 1e-3, unit=0.0 if len(set(w)) > 1 else float(w[0]),
+                        weight=w, threads=t) for t in (1, 3, 3)]
+    assert all(r.finished for r in runs)
+    assert len({(r.boxes, r.gain) for r in runs}) == 1
