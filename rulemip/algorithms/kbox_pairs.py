@@ -139,7 +139,8 @@ def _trie(slab: IntArray, N: FloatArray, z: FloatArray) -> _Trie:
 def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                 start: tuple[int, int] | None = None, budget: Budget | None = None,
                 callback: Callable[[dict[str, Any]], Any] | None = None,
-                threads: int | None = None) -> PairSearchResult:
+                threads: int | None = None, incumbent_gain: float | None = None
+                ) -> PairSearchResult:
     """The best two-box ensemble of ``table`` (module docstring).
 
     ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
@@ -147,7 +148,9 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     the first incumbent (e.g. a warm start in the language). Stops between chunks when
     ``budget`` expires (``finished`` False: the incumbent is then only a model).
     ``threads``: workers scanning chunks of first boxes at once (the same optimum as one
-    worker: ties go to the least pair)."""
+    worker: ties go to the least pair). ``incumbent_gain``: a gain to beat from the start
+    (a claimed optimum being replayed); the result then reports a pair only if one
+    reaches it."""
     t0 = time.perf_counter()
     clock = Budget.of(budget)
     W = float(weight.sum())
@@ -162,6 +165,8 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
         g = _pair_value(table, reg, start[0], start[1], unit, weight, W)
         if g > gain0:
             gain0, pair0 = g, (int(start[0]), int(start[1]))
+    if incumbent_gain is not None and incumbent_gain > gain0:
+        gain0 = float(incumbent_gain)
     boxes = np.flatnonzero(ok)
     # slabs relabelled narrowest first, each box's path listing its narrowest slab first:
     # a narrow slab holding little of a box a closes its subtree for a
