@@ -287,9 +287,9 @@ class ColumnGeneration:
         most negative, by the exact rule search on the gradient-sum objective, with its
         bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3) —
         the same step the search's pricing loop runs (:func:`_price_exactly`)."""
-        max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
+        max_len = self.max_rule_length   # restricted features, as find_rule counts
         found = _price_exactly(built.space, make_objective(
-            "gs", _row_gradient(built.problem, z, built.dataset)), max_props,
+            "gs", _row_gradient(built.problem, z, built.dataset)), max_len,
             self.fit_intercept, budget)
         if found is None:
             return PricedColumn(None, None, 0.0, 0.0, True)
@@ -306,7 +306,7 @@ class ColumnGeneration:
         candidate set."""
         dataset, cells, work, space = built.dataset, built.cells, built.work, built.space
         n_rules, reg = self.n_rules, self.reg
-        max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
+        max_len = self.max_rule_length   # restricted features, as find_rule counts
         one_rule_bound = -math.inf
         if n_rules == 1 and self.loss == "squared":
             single, prob1 = _one_rule(self.cip, dataset, cells, space, budget)
@@ -320,7 +320,7 @@ class ColumnGeneration:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
         remaining = budget.remaining()
         pricer = _Pricer(self.cip, dataset, cells, work, space, n_rules=n_rules, reg=reg,
-                         fit_intercept=self.fit_intercept, max_props=max_props,
+                         fit_intercept=self.fit_intercept, max_len=max_len,
                          solver=backend, seed=seed, beam_width=self.beam_width,
                          max_columns=self.max_columns, bound=one_rule_bound,
                          callback=callback, clock=budget)
@@ -346,7 +346,7 @@ class ColumnGeneration:
         # the integer problem over the grown working set again, while that improves
         while sub.result.ensemble is not None and not budget.expired() \
                 and swaps < self.max_swap_rounds:
-            added = _swap_columns(sub.problem, work, sub.result, dataset, space, max_props,
+            added = _swap_columns(sub.problem, work, sub.result, dataset, space, max_len,
                                   self.fit_intercept, self.beam_width, budget)
             if not added:
                 break
@@ -469,11 +469,11 @@ def _verdict(prob: BoxSelectionProblem, outcome: SearchOutcome, mip_gap: float) 
                    limit=outcome.limit, fallback_bound=prob.safe_bound, warn=False)
 
 
-def _price_exactly(space: SearchSpace, objective: Any, max_props: int | None,
+def _price_exactly(space: SearchSpace, objective: Any, max_len: int | None,
                    fit_intercept: bool, budget: Budget) -> Any:
     """Exact pricing (step 3): the rule search by branch and bound on the gradient-sum
     ``objective`` over ``space`` within ``budget``; its ``bound`` holds for every box."""
-    return find_rule(space, objective, max_rule_length=max_props,
+    return find_rule(space, objective, max_rule_length=max_len,
                      allow_empty=not fit_intercept, time_limit=budget.remaining())
 
 
@@ -483,14 +483,14 @@ class _Pricer:
 
     def __init__(self, cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                  work: WorkingSet, space: SearchSpace, *, n_rules: int, reg: float,
-                 fit_intercept: bool, max_props: int | None, solver: str | SolverBackend,
+                 fit_intercept: bool, max_len: int | None, solver: str | SolverBackend,
                  seed: int,
                  beam_width: int, max_columns: int, bound: float,
                  callback: Callable[[dict[str, Any]], None] | None, clock: Budget) -> None:
         self.cip, self.dataset, self.cells, self.work, self.space = \
             cip, dataset, cells, work, space
         self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
-        self.max_props, self.solver, self.seed = max_props, solver, seed
+        self.max_len, self.solver, self.seed = max_len, solver, seed
         self.beam_width, self.max_columns = beam_width, max_columns
         self.callback, self.clock = callback, clock
         self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
@@ -532,12 +532,12 @@ class _Pricer:
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
             found = find_rule(self.space, objective, search="beam",
-                              beam_width=self.beam_width, max_rule_length=self.max_props,
+                              beam_width=self.beam_width, max_rule_length=self.max_len,
                               allow_empty=not self.fit_intercept, time_limit=left)
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
-                found = _price_exactly(self.space, objective, self.max_props,
+                found = _price_exactly(self.space, objective, self.max_len,
                                        self.fit_intercept, share)
             self.rounds += 1
             if found is None:  # no candidate box at all
@@ -569,7 +569,7 @@ class _Pricer:
 
 
 def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactResult,
-                  dataset: Dataset, space: SearchSpace, max_props: int | None,
+                  dataset: Dataset, space: SearchSpace, max_len: int | None,
                   fit_intercept: bool, beam_width: int, budget: Budget) -> int:
     """For every rule of the incumbent: the best box to put in its place (beam search on
     the gradient of the ensemble without it) joins the working set. Returns how many new
@@ -594,7 +594,7 @@ def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactR
         z[b] -= 1.0
         g_rows = _row_gradient(prob, z, dataset)
         found = find_rule(space, make_objective("gs", g_rows), search="beam",
-                          beam_width=beam_width, max_rule_length=max_props,
+                          beam_width=beam_width, max_rule_length=max_len,
                           allow_empty=not fit_intercept, time_limit=budget.remaining())
         if found is not None and work.add_bounds(found.lower, found.upper):
             added += 1

@@ -128,12 +128,6 @@ def refit_ensemble(dataset: Dataset, rules: Sequence[Rule], *, reg: float,
     return RuleEnsemble(out, fit.intercept, "squared", encoder, classes), float(fit.risk)
 
 
-def _max_props(max_rule_length: int | None) -> int | None:
-    """Propositions of the beam search (two per interval): a relaxation of the length
-    limit (its boxes are checked by :func:`_admissible` before a swap)."""
-    return None if max_rule_length is None else 2 * max_rule_length
-
-
 def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | None) -> bool:
     if max_rule_length is None:
         return True
@@ -160,13 +154,13 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
         r = r - float(w @ r) / W
     objective = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     current = objective.value(Q[:, slot] > 0.5) if slot < m else 0.0
-    if search == "bnb":   # the exact search counts restricted features, as the estimators
+    if search == "bnb":   # max_rule_length counts restricted features everywhere
         found = box_search(space, objective, max_rule_length=max_rule_length,
-                           length_counts="features", allow_empty=not fit_intercept,
+                           allow_empty=not fit_intercept,
                            time_limit=time_limit)
     else:
         found = find_rule(space, objective, search=search, beam_width=beam_width,
-                          max_rule_length=_max_props(max_rule_length),
+                          max_rule_length=max_rule_length,
                           allow_empty=not fit_intercept, time_limit=time_limit)
     if found is None:
         return None

@@ -159,7 +159,7 @@ class _ExactBase(BaseEstimator):
                                                                   rtol=0, atol=1e-12)):
                         return None
         if self.max_rule_length is not None and any(
-                r.length > self.max_rule_length for r in prev.rules):
+                r.n_features > self.max_rule_length for r in prev.rules):
             return None
         return prev
 
