@@ -197,11 +197,10 @@ class BoxSelectionSearch(BoxSelectionCIP):
         most ``relaxation_iters`` masters): a bound valid for the problem, at least the
         combinatorial one, and the relaxation's cut points."""
         prob = built
-        remaining = budget.remaining()
+        # a quarter of the time left (and of the work left: the deterministic limit)
         ro = OuterApproximation(prob.oracle, prob.model, "z",
-                                OAOptions(time_limit=None if remaining is None
-                                          else remaining / 4.0,
-                                          budget=budget, rel_tol=1e-4, abs_tol=1e-12,
+                                OAOptions(time_limit=None, budget=budget.fraction(0.25),
+                                          rel_tol=1e-4, abs_tol=1e-12,
                                           max_iter=max(self.relaxation_iters, 1), relax=True,
                                           solver=backend, threads=threads, seed=seed),
                                 lower_bound_hint=prob.bound)
@@ -250,9 +249,12 @@ class BoxSelectionSearch(BoxSelectionCIP):
         if remaining is not None:
             seconds = min(seconds, 0.1 * remaining)
         before = oa.upper_bound
+        # under a work limit the search's share is a tenth of the work left, not seconds
+        # (so its incumbent is the same on every machine)
         found = local_search(prob.oracle, np.round(oa.incumbent), self.n_rules,
-                             time_budget=seconds, max_kicks=_LOCAL_SEARCH_KICKS, seed=seed,
-                             target=prob.bound)
+                             time_budget=None if budget.deterministic else seconds,
+                             max_kicks=_LOCAL_SEARCH_KICKS, seed=seed, target=prob.bound,
+                             budget=budget.fraction(0.1) if budget.deterministic else None)
         if found.value < before:
             oa.add_cut_at(found.z)
         notes.append(f"local search: {before:.10g} -> {min(found.value, before):.10g} "

@@ -248,6 +248,7 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
             pruned_min = min(pruned_min, bound)
             continue
         nodes += 1
+        clock.charge()                      # a node is a unit of work
         if F:
             offer(F)
             if sb.reg > 0 and len(F) < k:

@@ -327,7 +327,7 @@ class ColumnGeneration:
         if warm_start is not None:
             pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
                                                      sample_weight=dataset.sample_weight))
-        pricer.run(budget.within(None if remaining is None else PRICING_SHARE * remaining))
+        pricer.run(budget.fraction(PRICING_SHARE))   # of the time and of the work left
         prob = pricer.prob
         if len(work) == 0:
             built.problem = prob
@@ -365,8 +365,7 @@ class ColumnGeneration:
         if not pricer.converged and sub.result.ensemble is not None and \
                 (remaining is None or remaining > 0.5):
             n_before = len(work)
-            pricer.run(budget.within(None if remaining is None
-                                     else (1.0 - FINAL_INTEGER_SHARE) * remaining))
+            pricer.run(budget.fraction(1.0 - FINAL_INTEGER_SHARE))
             prob = pricer.prob
             if len(work) > n_before and not budget.expired():
                 again = integer_phase(prob, sub.result.ensemble)
@@ -474,7 +473,7 @@ def _price_exactly(space: SearchSpace, objective: Any, max_len: int | None,
     """Exact pricing (step 3): the rule search by branch and bound on the gradient-sum
     ``objective`` over ``space`` within ``budget``; its ``bound`` holds for every box."""
     return find_rule(space, objective, max_rule_length=max_len,
-                     allow_empty=not fit_intercept, time_limit=budget.remaining())
+                     allow_empty=not fit_intercept, budget=budget)
 
 
 class _Pricer:
@@ -522,8 +521,9 @@ class _Pricer:
             if share.expired():
                 return
             left = share.remaining()
+            share.charge()                  # a pricing round is a unit of work
             if len(self.work):
-                self.z = _restricted_relaxation(self.prob, self.cuts, self.z, left,
+                self.z = _restricted_relaxation(self.prob, self.cuts, self.z, share,
                                                 self.solver, self.seed)
             value, grad = self.prob.oracle.value_and_gradient(self.z)
             objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
@@ -533,7 +533,8 @@ class _Pricer:
             # when the beam finds nothing that prices out — it proves that, or finds one
             found = find_rule(self.space, objective, search="beam",
                               beam_width=self.beam_width, max_rule_length=self.max_len,
-                              allow_empty=not self.fit_intercept, time_limit=left)
+                              allow_empty=not self.fit_intercept, time_limit=left,
+                              budget=share)
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
@@ -595,7 +596,7 @@ def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactR
         g_rows = _row_gradient(prob, z, dataset)
         found = find_rule(space, make_objective("gs", g_rows), search="beam",
                           beam_width=beam_width, max_rule_length=max_len,
-                          allow_empty=not fit_intercept, time_limit=budget.remaining())
+                          allow_empty=not fit_intercept, budget=budget)
         if found is not None and work.add_bounds(found.lower, found.upper):
             added += 1
     return added
@@ -638,7 +639,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                                      fit_intercept=cip.fit_intercept)
     found = box_search(space, objective, max_rule_length=cip.max_rule_length,
                        length_counts="features", allow_empty=not cip.fit_intercept,
-                       time_limit=budget.remaining())
+                       budget=budget)
     one = WorkingSet(cells, cip.max_rule_length, cip.fit_intercept)
     admissible = found is not None and one.add_bounds(found.lower, found.upper)
     # the search's bound is the proof: the combinatorial bounds (the levels DP costs
@@ -674,13 +675,13 @@ def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
 
 
 def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0: FloatArray,
-                           time_limit: float | None, solver: str | SolverBackend, seed: int
+                           budget: Budget, solver: str | SolverBackend, seed: int
                            ) -> FloatArray:
     """A good point of the continuous relaxation over the working set (outer approximation
-    with LP masters; any feasible point keeps the Farley bound valid)."""
-    tl = None if time_limit is None else max(time_limit / 4.0, 0.05)
+    with LP masters; any feasible point keeps the Farley bound valid), within a quarter of
+    ``budget``'s time and work."""
     oa = OuterApproximation(prob.oracle, prob.model, "z",
-                            OAOptions(time_limit=tl, rel_tol=1e-8, abs_tol=1e-12,
+                            OAOptions(budget=budget.fraction(0.25), rel_tol=1e-8, abs_tol=1e-12,
                                       max_iter=400, relax=True, solver=solver, seed=seed),
                             lower_bound_hint=prob.bound)
     oa.add_cut_at(np.zeros(prob.n_boxes))

@@ -241,6 +241,7 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
             if obj.admissible:   # a child's subsets are its parent's: inherit its bound
                 ch.bound = np.minimum(ch.bound, np.array([nd.cheap for nd in pending])[ch.parent])
             n_expanded += len(pending)
+            clock.charge(len(pending))      # an expansion is a unit of work
             n_children += len(ch.value)
             if len(ch.value):
                 k = int(np.argmax(ch.value))
@@ -261,7 +262,7 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
         # ---- limits
         now = time.perf_counter()  # progress reports only; the deadline is ``clock``'s
         if clock.expired():
-            status = "time_limit"
+            status = f"{clock.stop_reason()}_limit"
             break
         if node_limit is not None and n_expanded >= node_limit:
             status = "node_limit"
@@ -275,6 +276,9 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
         chunk = DEPTH_FIRST_CHUNK if frontier.depth_first else CHUNK
         if node_limit is not None:
             chunk = max(1, min(chunk, node_limit - n_expanded))
+        work = clock.work_left()
+        if work is not None:
+            chunk = max(1, min(chunk, work))
         nodes: list[_Node] = []
         n_points = 0
         exhausted = False

@@ -229,7 +229,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     while True:
         t0 = time.perf_counter()
         if clock.expired():
-            status = "time_limit"
+            status = f"{clock.stop_reason()}_limit"
             break
         if node_limit is not None:
             left = int(node_limit) - int(ctr[K.C_EXPANDED])
@@ -237,8 +237,13 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                 status = "node_limit"
                 break
             evals = min(evals, 2 * left)
+        work = clock.work_left()
+        if work is not None:        # a branching is a unit of work: stop at the same node
+            evals = min(evals, 2 * work)
+        expanded = int(ctr[K.C_EXPANDED])
         st = K.run(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, pool.dfs, ctr,
                    fstate, best_box, LE, off, m, valid, prob.S, prob.params, iparams, evals)
+        clock.charge(int(ctr[K.C_EXPANDED]) - expanded)
         now = time.perf_counter()
         if progress is not None and now - last_report >= PROGRESS_EVERY:
             last_report = now

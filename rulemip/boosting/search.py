@@ -251,13 +251,13 @@ def _level_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root
             chunk = list(itertools.islice(level, CHUNK))
             if not chunk:
                 break
-            ch = _scan(space, obj, kernel, chunk, root, state, max_len)
+            ch = _scan(space, obj, kernel, chunk, root, state, max_len, clock)
             if ch is not None and len(ch.value):
                 batches.append(ch)
         if not batches:
             return "heuristic"
         if clock.expired():
-            return "time_limit"
+            return f"{clock.stop_reason()}_limit"
         level = _next_level(space, batches, width, seen)
 
 
@@ -270,7 +270,8 @@ class _State:
 
 
 def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[_Node],
-          root: _Node, state: _State, max_len: LengthCap) -> _Children | None:
+          root: _Node, state: _State, max_len: LengthCap, clock: Budget
+          ) -> _Children | None:
     """Expand the nodes of ``chunk`` in order (see :func:`find_rule`, Notes); returns the
     children that survive their cheap bound against the incumbent after their parent."""
     inner = [nd for nd in chunk if nd is not root]
@@ -298,6 +299,7 @@ def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[
         if pruned(nd, state.best_val):
             continue
         state.n_expanded += 1
+        clock.charge()                       # an expansion is a unit of work
         if counts[b] == 0:
             continue
         state.n_children += int(counts[b])

@@ -166,7 +166,8 @@ class SearchResult:
     status : ``"optimal"`` (certified), ``"heuristic"`` (complete with respect to a
         search that is not exact: greedy, beam, or branch-and-bound with ogb's heuristic
         prefix bound), or the limit that stopped branch-and-bound: ``"time_limit"``,
-        ``"node_limit"``, ``"memory_limit"``.
+        ``"work_limit"`` (the budget's deterministic work limit), ``"node_limit"``,
+        ``"memory_limit"``.
     elapsed : wall seconds spent in the search.
     peak_frontier_bytes : the largest size of the open-node store (branch-and-bound).
     """
