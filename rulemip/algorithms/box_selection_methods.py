@@ -36,7 +36,7 @@ from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
-from rulemip.solvers.result import Limit, TerminationReason
+from rulemip.solvers.result import TerminationReason, budget_limit
 from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
@@ -277,7 +277,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
                      + ("" if res.complete else ", stopped by the time limit"))
         return SearchOutcome(x=res.z, lower_bound=max(res.lower_bound, prob.bound),
                              finished=res.complete,
-                             limit=None if res.complete else Limit.TIME, method="bnb",
+                             limit=None if res.complete else budget_limit(budget), method="bnb",
                              iterations=res.nodes, objective=res.value, notes=tuple(notes))
 
     def _enumerate(self, prob: BoxSelectionProblem, budget: Budget, notes: list[str],
@@ -287,7 +287,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
         notes.append(f"exact enumeration of {count} supports"
                      + ("" if complete else " stopped by the time limit"))
         return SearchOutcome(x=z, lower_bound=max(lb, prob.bound) if complete else prob.bound,
-                             finished=complete, limit=None if complete else Limit.TIME,
+                             finished=complete, limit=None if complete else budget_limit(budget),
                              method="enumeration", iterations=count, objective=value,
                              notes=tuple(notes))
 

@@ -74,7 +74,7 @@ from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
 from rulemip.solvers.base import Capability, SolverBackend
-from rulemip.solvers.result import Limit
+from rulemip.solvers.result import budget_limit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -349,7 +349,8 @@ class CellSweepSearch(BoxSelectionCIP):
                  + ("" if res.complete else ", stopped by the time limit"))
         return SearchOutcome(x=res.z, lower_bound=max(res.lower_bound, prob.bound),
                              finished=res.complete,
-                             limit=None if res.complete else Limit.TIME, method="sweep bnb",
+                             limit=None if res.complete else budget_limit(budget),
+                             method="sweep bnb",
                              iterations=res.nodes, notes=notes)
 
 

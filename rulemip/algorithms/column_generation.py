@@ -72,7 +72,7 @@ from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
-from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.result import Limit, TerminationReason, budget_limit, relative_gap
 from rulemip.solvers.status import Verdict, promote
 
 FloatArray = NDArray[np.float64]
@@ -401,7 +401,7 @@ class ColumnGeneration:
         # limit of the user's was hit; "gap" would claim the requested gap was reached
         return SearchOutcome(
             x=sub.z, lower_bound=bound, finished=not out_of_time,
-            limit=Limit.TIME if out_of_time else
+            limit=budget_limit(budget) if out_of_time else
             (Limit.OTHER if relative_gap(sub.result.risk, bound) > mip_gap else None),
             # the restricted relaxations ran on the master backend (whatever searched the
             # last integer phase: its method is in the notes)
@@ -659,7 +659,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                     "bound only)"
     finished = found is None or (found.certified and admissible)
     outcome = SearchOutcome(x=z, lower_bound=lb, finished=finished,
-                            limit=None if finished else Limit.TIME, method="box search",
+                            limit=None if finished else budget_limit(budget), method="box search",
                             iterations=0 if found is None else found.n_expanded,
                             notes=(note,), built=prob)
     return outcome, prob

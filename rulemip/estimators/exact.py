@@ -331,7 +331,7 @@ class _ExactBase(BaseEstimator):
 
         from rulemip.algorithms.local_swap import local_optimality_record
         from rulemip.algorithms.multi_start import best_local_model
-        from rulemip.solvers.result import Limit
+        from rulemip.solvers.result import Limit, budget_limit
         from rulemip.solvers.status import promote
 
         if result.ensemble is None or result.is_optimal:
@@ -357,7 +357,7 @@ class _ExactBase(BaseEstimator):
             # better model is decided by the one status rule
             verdict = promote(best.risk, result.lower_bound, finished=True,
                               mip_gap=self.mip_gap,
-                              limit=_spent_limit(budget) if budget.expired() else
+                              limit=budget_limit(budget) if budget.expired() else
                               (result.limit or Limit.OTHER),
                               bound_valid=result.bound_valid)
             result = dataclasses.replace(
@@ -386,7 +386,7 @@ class _ExactBase(BaseEstimator):
         from rulemip.formulations.box_selection import BoxSelectionCIP
         from rulemip.rules import Rule
         from rulemip.rules.ensemble import conditions_from_box
-        from rulemip.solvers.result import Limit
+        from rulemip.solvers.result import Limit, budget_limit
         from rulemip.solvers.status import promote
 
         if budget.expired() or self.reg <= 0.0:
@@ -411,7 +411,7 @@ class _ExactBase(BaseEstimator):
         lower = max(result.lower_bound, found.bound) if result.bound_valid else found.bound
         verdict = promote(risk, lower, finished=found.proved, mip_gap=self.mip_gap,
                           limit=None if found.proved else
-                          (_spent_limit(budget) if budget.expired() else Limit.OTHER),
+                          (budget_limit(budget) if budget.expired() else Limit.OTHER),
                           bound_valid=True)
         return dataclasses.replace(
             result, ensemble=ensemble, risk=risk, lower_bound=verdict.lower_bound,
@@ -429,14 +429,6 @@ class _ExactBase(BaseEstimator):
         tags.input_tags.allow_nan = False
         tags.input_tags.categorical = True  # DataFrame columns are one-hot encoded
         return tags
-
-
-def _spent_limit(budget: Budget) -> Any:
-    """The limit an expired budget reached: ``Limit.NODE`` for the work limit (the
-    deterministic one), ``Limit.TIME`` for the clock."""
-    from rulemip.solvers.result import Limit
-
-    return Limit.NODE if budget.stop_reason() == "work" else Limit.TIME
 
 
 def _risk(ensemble: Any, ds: Dataset, reg: float) -> float:
