@@ -153,9 +153,11 @@ class BoxSelectionSearch(BoxSelectionCIP):
         if method == "bnb":
             return self._bnb(prob, budget, notes, start, mip_gap, seed)
         if method == "auto" and count <= limit_supports:
-            # λ-robust but combinatorial: give it half the time (20 s without a limit),
-            # then fall back to OA seeded with its incumbent
-            enum = self._enumerate(prob, budget.fraction(0.5, default=20.0), notes, count)
+            # λ-robust but combinatorial: give it half the time (20 s without a limit;
+            # under a work limit half the work, not seconds), then fall back to OA seeded
+            # with its incumbent
+            enum = self._enumerate(prob, budget.fraction(
+                0.5, default=None if budget.deterministic else 20.0), notes, count)
             if self._proves(prob, enum, mip_gap):
                 return enum
             z_enum = enum.x

@@ -72,6 +72,7 @@ def _fingerprint(est):
     (dict(n_rules=2), 1500),                   # ... and the two-rule branch and bound
     (dict(n_rules=3, engine="cg"), 1500),
     (dict(n_rules=2, engine="cip-bnb", preset=None), 30),
+    (dict(n_rules=2, engine="mip", reg=0.0, preset=None), 12),   # tangent cuts on HiGHS
 ], ids=lambda p: ",".join(f"{k}={v}" for k, v in p.items()) if isinstance(p, dict) else p)
 def test_work_limited_fits_repeat_exactly(params, work):
     X, y = _data()
