@@ -83,3 +83,28 @@ def test_certificate_records_the_meaning():
         Certificate.from_dict(doc)
     del doc["problem"]["max_rule_length_counts"]   # older certificates counted features
     assert Certificate.from_dict(doc).max_rule_length == 1
+
+
+def test_cli_boost_counts_features_and_propositions(tmp_path, capsys):
+    """``rulemip boost --max-rule-length 1`` keeps the interval (one feature);
+    ``--max-propositions 1`` does not."""
+    import json
+
+    from rulemip.cli import main
+    from rulemip.rules import RuleEnsemble
+
+    X, y = _interval_data()
+    csv = tmp_path / "d.csv"
+    csv.write_text("a,b,y\n" + "\n".join(f"{a},{b},{t}" for (a, b), t in zip(X, y,
+                                                                              strict=True)))
+    rules = {}
+    for flag in ("--max-rule-length", "--max-propositions"):
+        out = tmp_path / f"{flag}.json"
+        assert main(["boost", "--quiet", "--data", str(csv), "--target", "y", "--n-rules", "2",
+                     "--preset", "COB", flag, "1", "--max-thresholds", "8",
+                     "--json", str(out)]) == 0
+        rules[flag] = RuleEnsemble.from_dict(json.loads(out.read_text())["ensemble"]).rules
+    capsys.readouterr()
+    assert all(r.n_features == 1 for r in rules["--max-rule-length"])
+    assert any(_two_sided(r) for r in rules["--max-rule-length"])
+    assert all(r.length == 1 for r in rules["--max-propositions"])
