@@ -439,7 +439,7 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
         steps = chunk
         work = None if budget is None else budget.work_left()
         if work is not None:            # a node is a unit of work: stop at the same node
-            steps = max(1, min(chunk, work))
+            steps = max(1, min(chunk, work // 2))   # a step evaluates two children
         nodes_before = int(state[3])
         _run(pool, key, heap, free, state, g, y, w, float(reg), bool(fit_intercept),
              steps, best_nodes)
