@@ -254,6 +254,15 @@ class Budget:
             return timed
         return timed.with_work(max(1, int(share * work)) if work > 0 else 0)
 
+    def search_memory(self, max_memory: int | None) -> int:
+        """The memory budget of one search: ``max_memory`` when given; else, under a work
+        limit, the fixed :data:`DEFAULT_MEMORY_FALLBACK` (a budget read from the machine's
+        free memory would make the search's path, and so the fit, machine-dependent);
+        else :func:`default_max_memory`."""
+        if max_memory is not None:
+            return int(max_memory)
+        return DEFAULT_MEMORY_FALLBACK if self.deterministic else default_max_memory()
+
     def check_memory(self, n_bytes: int, what: str) -> None:
         """Raise :class:`ResourceLimitError` if allocating ``n_bytes``
         for ``what`` would exceed the memory cap."""

@@ -34,7 +34,7 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import Budget, default_max_memory
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
 FloatArray = NDArray[np.float64]
@@ -201,7 +201,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         max_rule_length = None
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
     clock = Budget.coerce(budget, None if time_limit is None else max(0.0, float(time_limit)))
-    memory = default_max_memory() if max_memory is None else int(max_memory)
+    memory = clock.search_memory(max_memory)
     prob = kernel_problem(obj)
     d = space.d
     m = np.array([len(t) for t in space.thresholds], np.int64)

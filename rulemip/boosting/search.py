@@ -53,7 +53,7 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
-from rulemip.budget import Budget, default_max_memory
+from rulemip.budget import Budget
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -131,7 +131,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
         check_nonneg_float(time_limit, "time_limit")
     clock = Budget.coerce(budget, time_limit)
     if search == "bnb":
-        memory = default_max_memory() if max_memory is None else int(max_memory)
+        memory = clock.search_memory(max_memory)
         if USE_BOX_KERNEL and 2 * mask_bytes(space) <= memory:
             return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_feats,
                               max_propositions=max_props,
