@@ -28,8 +28,8 @@ import numpy as np
 CONFIGS = [
     ("greedy, all thresholds", {"search": "greedy"}),
     ("beam 5, all thresholds", {"search": "beam"}),
-    ("bnb, 10 thr, len<=2", {"search": "bnb", "max_thresholds": 10, "max_rule_length": 2}),
-    ("bnb, 10 thr, len<=3", {"search": "bnb", "max_thresholds": 10, "max_rule_length": 3}),
+    ("bnb, 10 thr, len<=2", {"search": "bnb", "max_thresholds": 10, "max_propositions": 2}),
+    ("bnb, 10 thr, len<=3", {"search": "bnb", "max_thresholds": 10, "max_propositions": 3}),
     ("bnb, 10 thr, unlimited", {"search": "bnb", "max_thresholds": 10}),
 ]
 

@@ -20,7 +20,7 @@ import subprocess
 import sys
 import time
 
-#: name -> (data, n_rules, objective, max_rule_length, extra booster parameters)
+#: name -> (data, n_rules, objective, max_propositions (the "len"), extra booster parameters)
 WORKLOADS: dict[str, tuple[str, int, str, int | None, dict[str, int]]] = {
     "COB diabetes len<=2": ("diabetes", 5, "ogb", 2, {}),
     "CGB diabetes len<=2": ("diabetes", 5, "gb", 2, {}),
@@ -59,7 +59,7 @@ def _run(name: str, time_limit: float) -> dict:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         b = RuleBooster(n_rules=k, objective=objective, weight_update="corrective",
-                        search="bnb", loss=loss, max_rule_length=max_len,
+                        search="bnb", loss=loss, max_propositions=max_len,
                         time_limit=time_limit, **extra).fit(ds)
     secs = time.perf_counter() - t
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024.0

@@ -1,4 +1,4 @@
-"""A time (and optional memory) budget threaded through a whole fit.
+"""A time, work (and optional memory) budget threaded through a whole fit.
 
 An estimator creates one :class:`Budget` when ``fit`` starts and hands it down; every loop
 (model building, enumeration, outer approximation, boosting warm starts) asks
@@ -11,6 +11,18 @@ The budget measures wall time with :func:`time.perf_counter`. A memory limit, wh
 is a cap in bytes for the data structures a loop allocates (e.g. candidate boxes); loops
 that can estimate their allocation call :meth:`Budget.check_memory` before allocating.
 
+**Work: the deterministic limit.** Wall time depends on the machine and its load, so a
+time-limited search stops at a different node from run to run. A *work limit* counts
+units the searches charge (:meth:`Budget.charge`): one unit per branching of the compiled
+box search, per node of a branch and bound, per expansion of a set-enumeration or
+greedy/beam search, per support evaluated by an enumeration or the local search, per
+iteration of outer approximation or column generation, per B&B node of a backend's MIP
+(passed to the backend as its node limit, :meth:`Budget.work_left`). The count depends
+only on the data, the parameters and the seed, so :meth:`Budget.expired` turns true at the
+same point of every search on any machine. Derived budgets share their parent's counter:
+:meth:`within` shares its work too; :meth:`fraction` gets ``share`` of the work left (and
+charges the parent as it spends).
+
 Examples
 --------
 >>> b = Budget.from_time_limit(5.0)
@@ -18,6 +30,13 @@ Examples
 True
 >>> Budget.unlimited().remaining() is None
 True
+>>> w = Budget.from_time_limit(None, work_limit=10)
+>>> w.charge(4); w.work_left(), w.expired()
+(6, False)
+>>> half = w.fraction(0.5); half.work_left()
+3
+>>> half.charge(3); half.expired(), w.work_left()
+(True, 3)
 """
 
 from __future__ import annotations
@@ -25,7 +44,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from rulemip.exceptions import InvalidParameterError, RulemipError
 
@@ -45,6 +64,47 @@ def _check_limit(value: float | None, name: str) -> float | None:
     return float(value)
 
 
+class WorkCounter:
+    """Units of work spent (see the module docstring) against an optional ``limit``; a
+    counter derived by :meth:`Budget.fraction` charges its ``parent`` too."""
+
+    __slots__ = ("limit", "parent", "spent")
+
+    def __init__(self, limit: int | None = None, parent: WorkCounter | None = None) -> None:
+        self.limit = limit
+        self.parent = parent
+        self.spent = 0
+
+    def charge(self, units: int) -> None:
+        c: WorkCounter | None = self
+        while c is not None:
+            c.spent += units
+            c = c.parent
+
+    def left(self) -> int | None:
+        """Units left before this counter or an ancestor reaches its limit (None: none has
+        a limit)."""
+        out: int | None = None
+        c: WorkCounter | None = self
+        while c is not None:
+            if c.limit is not None:
+                rest = max(c.limit - c.spent, 0)
+                out = rest if out is None else min(out, rest)
+            c = c.parent
+        return out
+
+
+def check_work_limit(value: int | None, name: str = "work_limit") -> int | None:
+    """``value`` as a positive int (numpy integers accepted), or None."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or value < 1:
+        raise InvalidParameterError(
+            f"`{name}` must be a positive integer (units of work: search nodes, "
+            f"evaluations, iterations) or None; got {value!r}.")
+    return int(value)
+
+
 @dataclass(frozen=True)
 class Budget:
     """A deadline on :func:`time.perf_counter` (``None``: no time limit) and an optional
@@ -55,25 +115,30 @@ class Budget:
     deadline : absolute :func:`time.perf_counter` value at which the budget is spent.
     memory_bytes : cap on the bytes one loop may allocate (``None``: no cap).
     started : :func:`time.perf_counter` value when the budget was created.
+    work : the work counter (shared with derived budgets; its ``limit`` None: no work
+        limit).
     """
 
     deadline: float | None = None
     memory_bytes: int | None = None
     started: float = 0.0
+    work: WorkCounter = field(default_factory=WorkCounter, compare=False, repr=False)
 
     # ------------------------------------------------------------------ creation
     @classmethod
-    def from_time_limit(cls, time_limit: float | None, *, memory_bytes: int | None = None
-                        ) -> Budget:
-        """A budget of ``time_limit`` seconds from now (``None``: unlimited)."""
+    def from_time_limit(cls, time_limit: float | None, *, memory_bytes: int | None = None,
+                        work_limit: int | None = None) -> Budget:
+        """A budget of ``time_limit`` seconds from now (``None``: unlimited) and of
+        ``work_limit`` units of work (``None``: unlimited; the deterministic limit)."""
         limit = _check_limit(time_limit, "time_limit")
+        work = WorkCounter(check_work_limit(work_limit))
         now = time.perf_counter()
         if memory_bytes is not None and (isinstance(memory_bytes, bool)
                                          or not isinstance(memory_bytes, int)
                                          or memory_bytes <= 0):
             raise InvalidParameterError(
                 f"`memory_bytes` must be a positive integer or None; got {memory_bytes!r}.")
-        return cls(None if limit is None else now + limit, memory_bytes, now)
+        return cls(None if limit is None else now + limit, memory_bytes, now, work)
 
     @classmethod
     def unlimited(cls) -> Budget:
@@ -121,8 +186,42 @@ class Budget:
         return time.perf_counter() - self.started
 
     def expired(self) -> bool:
-        """True once the deadline has passed."""
+        """True once the deadline has passed or the work limit is spent."""
+        left = self.work.left()
+        if left is not None and left <= 0:
+            return True
         return self.deadline is not None and time.perf_counter() >= self.deadline
+
+    def charge(self, units: int = 1) -> None:
+        """Count ``units`` of work done (module docstring: what a unit is)."""
+        if units > 0:
+            self.work.charge(int(units))
+
+    def work_left(self) -> int | None:
+        """Units of work left (``None``: no work limit)."""
+        return self.work.left()
+
+    def work_spent(self) -> int:
+        """Units of work charged to this budget and the budgets derived from it."""
+        return self.work.spent
+
+    def stop_reason(self) -> str:
+        """``"work"`` when the work limit is spent, else ``"time"`` (the name of the limit
+        an expired budget reached, for statuses such as ``"work_limit"``)."""
+        left = self.work.left()
+        return "work" if left is not None and left <= 0 else "time"
+
+    @property
+    def bounded(self) -> bool:
+        """True when a time or a work limit ends this budget (open-ended loops, such as
+        kicks, run only then)."""
+        return self.deadline is not None or self.work.left() is not None
+
+    @property
+    def deterministic(self) -> bool:
+        """True when a work limit bounds this budget: searches that would size a step by
+        seconds size it by work instead, so the fit does not depend on the clock."""
+        return self.work.left() is not None
 
     # ------------------------------------------------------------------ derived budgets
     def within(self, seconds: float | None) -> Budget:
@@ -132,15 +231,37 @@ class Budget:
             return self
         end = time.perf_counter() + limit
         deadline = end if self.deadline is None else min(end, self.deadline)
-        return Budget(deadline, self.memory_bytes, self.started)
+        return Budget(deadline, self.memory_bytes, self.started, self.work)
+
+    def with_work(self, units: int | None) -> Budget:
+        """A budget with the same deadline whose work ends after ``units`` more units or
+        with this budget's, whichever is first (``None``: this budget)."""
+        if units is None:
+            return self
+        return Budget(self.deadline, self.memory_bytes, self.started,
+                      WorkCounter(max(int(units), 0), self.work))
 
     def fraction(self, share: float, *, default: float | None = None) -> Budget:
         """A budget of ``share`` of the remaining time (``default`` seconds when there is
-        no time limit; ``None``: unlimited)."""
+        no time limit; ``None``: unlimited) and of ``share`` of the work left (at least
+        one unit)."""
         if not 0.0 < share <= 1.0:
             raise InvalidParameterError(f"`share` must lie in (0, 1]; got {share!r}.")
         left = self.remaining()
-        return self.within(default if left is None else share * left)
+        timed = self.within(default if left is None else share * left)
+        work = self.work.left()
+        if work is None:
+            return timed
+        return timed.with_work(max(1, int(share * work)) if work > 0 else 0)
+
+    def search_memory(self, max_memory: int | None) -> int:
+        """The memory budget of one search: ``max_memory`` when given; else, under a work
+        limit, the fixed :data:`DEFAULT_MEMORY_FALLBACK` (a budget read from the machine's
+        free memory would make the search's path, and so the fit, machine-dependent);
+        else :func:`default_max_memory`."""
+        if max_memory is not None:
+            return int(max_memory)
+        return DEFAULT_MEMORY_FALLBACK if self.deterministic else default_max_memory()
 
     def check_memory(self, n_bytes: int, what: str) -> None:
         """Raise :class:`ResourceLimitError` if allocating ``n_bytes``
@@ -152,7 +273,7 @@ class Budget:
                 "(`max_thresholds`), a smaller `max_rule_length`, or raise the budget.")
 
 
-__all__ = ["Budget", "ResourceLimitError"]
+__all__ = ["Budget", "ResourceLimitError", "WorkCounter", "check_work_limit"]
 
 
 #: share of the machine's available memory a search may use by default

@@ -156,8 +156,10 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
     B = n_boxes
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)
-    ls = local_search(oracle, z0, k, time_budget=search_time, max_kicks=max(B, 1),
-                      seed=seed, target=lower_bound_hint, budget=clock)
+    # under a work limit the local search gets a tenth of the work, not seconds
+    ls = local_search(oracle, z0, k, time_budget=None if clock.deterministic else search_time,
+                      max_kicks=max(B, 1), seed=seed, target=lower_bound_hint,
+                      budget=clock.fraction(0.1) if clock.deterministic else clock)
     best_z, best = ls.z, ls.value
     leaves = 0
 
@@ -184,6 +186,7 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
             pruned_min = min(pruned_min, parent_bound)
             continue
         nodes += 1
+        clock.charge()                      # a node is a unit of work
         s = len(F)
         lo = np.zeros(B)
         up = np.full(B, float(k - s))

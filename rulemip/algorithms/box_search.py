@@ -70,6 +70,7 @@ class _Search:
 
     def evaluate(self, z: FloatArray) -> tuple[float, FloatArray]:
         self.evaluations += 1
+        self.clock.charge()             # an evaluation is a unit of work
         value, grad = self.oracle.value_and_gradient(z)
         return float(value), grad
 
@@ -137,8 +138,9 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     seed : seed of the kicks.
     target : a proved lower bound on the optimum; kicks stop once ``value`` reaches it
         (nothing can improve then), so an instance settled by its bound costs no kicks.
-    budget : the fit's :class:`~rulemip.budget.Budget`; the search ends at its deadline or
-        after ``time_budget`` seconds, whichever is first.
+    budget : the fit's :class:`~rulemip.budget.Budget`; the search ends at its deadline,
+        when its work limit is spent (one unit per evaluation) or after ``time_budget``
+        seconds, whichever is first.
 
     Returns
     -------
@@ -168,7 +170,7 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     z, value = search.descend(z, value)
     rng = np.random.default_rng(seed)
     kicks = improvements = 0
-    limit = max_kicks if max_kicks is not None else (0 if clock.deadline is None else None)
+    limit = max_kicks if max_kicks is not None else (0 if not clock.bounded else None)
     while (limit is None or kicks < limit) and not search.timed_out() and B > 1 \
             and value > target:
         kicks += 1

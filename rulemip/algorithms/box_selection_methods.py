@@ -36,7 +36,7 @@ from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
-from rulemip.solvers.result import Limit, TerminationReason
+from rulemip.solvers.result import TerminationReason, budget_limit
 from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
@@ -153,9 +153,11 @@ class BoxSelectionSearch(BoxSelectionCIP):
         if method == "bnb":
             return self._bnb(prob, budget, notes, start, mip_gap, seed)
         if method == "auto" and count <= limit_supports:
-            # λ-robust but combinatorial: give it half the time (20 s without a limit),
-            # then fall back to OA seeded with its incumbent
-            enum = self._enumerate(prob, budget.fraction(0.5, default=20.0), notes, count)
+            # λ-robust but combinatorial: give it half the time (20 s without a limit;
+            # under a work limit half the work, not seconds), then fall back to OA seeded
+            # with its incumbent
+            enum = self._enumerate(prob, budget.fraction(
+                0.5, default=None if budget.deterministic else 20.0), notes, count)
             if self._proves(prob, enum, mip_gap):
                 return enum
             z_enum = enum.x
@@ -197,11 +199,10 @@ class BoxSelectionSearch(BoxSelectionCIP):
         most ``relaxation_iters`` masters): a bound valid for the problem, at least the
         combinatorial one, and the relaxation's cut points."""
         prob = built
-        remaining = budget.remaining()
+        # a quarter of the time left (and of the work left: the deterministic limit)
         ro = OuterApproximation(prob.oracle, prob.model, "z",
-                                OAOptions(time_limit=None if remaining is None
-                                          else remaining / 4.0,
-                                          budget=budget, rel_tol=1e-4, abs_tol=1e-12,
+                                OAOptions(time_limit=None, budget=budget.fraction(0.25),
+                                          rel_tol=1e-4, abs_tol=1e-12,
                                           max_iter=max(self.relaxation_iters, 1), relax=True,
                                           solver=backend, threads=threads, seed=seed),
                                 lower_bound_hint=prob.bound)
@@ -250,9 +251,12 @@ class BoxSelectionSearch(BoxSelectionCIP):
         if remaining is not None:
             seconds = min(seconds, 0.1 * remaining)
         before = oa.upper_bound
+        # under a work limit the search's share is a tenth of the work left, not seconds
+        # (so its incumbent is the same on every machine)
         found = local_search(prob.oracle, np.round(oa.incumbent), self.n_rules,
-                             time_budget=seconds, max_kicks=_LOCAL_SEARCH_KICKS, seed=seed,
-                             target=prob.bound)
+                             time_budget=None if budget.deterministic else seconds,
+                             max_kicks=_LOCAL_SEARCH_KICKS, seed=seed, target=prob.bound,
+                             budget=budget.fraction(0.1) if budget.deterministic else None)
         if found.value < before:
             oa.add_cut_at(found.z)
         notes.append(f"local search: {before:.10g} -> {min(found.value, before):.10g} "
@@ -275,7 +279,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
                      + ("" if res.complete else ", stopped by the time limit"))
         return SearchOutcome(x=res.z, lower_bound=max(res.lower_bound, prob.bound),
                              finished=res.complete,
-                             limit=None if res.complete else Limit.TIME, method="bnb",
+                             limit=None if res.complete else budget_limit(budget), method="bnb",
                              iterations=res.nodes, objective=res.value, notes=tuple(notes))
 
     def _enumerate(self, prob: BoxSelectionProblem, budget: Budget, notes: list[str],
@@ -285,7 +289,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
         notes.append(f"exact enumeration of {count} supports"
                      + ("" if complete else " stopped by the time limit"))
         return SearchOutcome(x=z, lower_bound=max(lb, prob.bound) if complete else prob.bound,
-                             finished=complete, limit=None if complete else Limit.TIME,
+                             finished=complete, limit=None if complete else budget_limit(budget),
                              method="enumeration", iterations=count, objective=value,
                              notes=tuple(notes))
 

@@ -89,7 +89,7 @@ from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import RuleEnsemble
 from rulemip.solvers.base import Capability, SolverBackend
-from rulemip.solvers.result import Limit
+from rulemip.solvers.result import budget_limit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -345,6 +345,7 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
             pruned_min = min(pruned_min, bound)
             continue
         nodes += 1
+        clock.charge()                      # a node is a unit of work
         if F:
             offer(F)
             if sb.reg > 0 and len(F) < k:
@@ -439,7 +440,7 @@ class CellSweepSearch(BoxSelectionCIP):
                           budget=budget.fraction(LOCAL_SEARCH_SHARE))
         if budget.expired():  # building the problem took the time: no sweep structures
             return SearchOutcome(
-                x=ls.z, lower_bound=prob.bound, finished=False, limit=Limit.TIME,
+                x=ls.z, lower_bound=prob.bound, finished=False, limit=budget_limit(budget),
                 method="sweep bnb", iterations=0,
                 notes=(f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
                        "the time limit came before the sweep branch and bound started"))
@@ -454,7 +455,8 @@ class CellSweepSearch(BoxSelectionCIP):
                  + ("" if res.complete else ", stopped by the time limit"))
         return SearchOutcome(x=res.z, lower_bound=max(res.lower_bound, prob.bound),
                              finished=res.complete,
-                             limit=None if res.complete else Limit.TIME, method="sweep bnb",
+                             limit=None if res.complete else budget_limit(budget),
+                             method="sweep bnb",
                              iterations=res.nodes, notes=notes)
 
 

@@ -72,7 +72,7 @@ from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
-from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.result import Limit, TerminationReason, budget_limit, relative_gap
 from rulemip.solvers.status import Verdict, promote
 
 FloatArray = NDArray[np.float64]
@@ -287,9 +287,9 @@ class ColumnGeneration:
         most negative, by the exact rule search on the gradient-sum objective, with its
         bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3) —
         the same step the search's pricing loop runs (:func:`_price_exactly`)."""
-        max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
+        max_len = self.max_rule_length   # restricted features, as find_rule counts
         found = _price_exactly(built.space, make_objective(
-            "gs", _row_gradient(built.problem, z, built.dataset)), max_props,
+            "gs", _row_gradient(built.problem, z, built.dataset)), max_len,
             self.fit_intercept, budget)
         if found is None:
             return PricedColumn(None, None, 0.0, 0.0, True)
@@ -306,7 +306,7 @@ class ColumnGeneration:
         candidate set."""
         dataset, cells, work, space = built.dataset, built.cells, built.work, built.space
         n_rules, reg = self.n_rules, self.reg
-        max_props = None if self.max_rule_length is None else 2 * self.max_rule_length
+        max_len = self.max_rule_length   # restricted features, as find_rule counts
         one_rule_bound = -math.inf
         if n_rules == 1 and self.loss == "squared":
             single, prob1 = _one_rule(self.cip, dataset, cells, space, budget)
@@ -320,14 +320,14 @@ class ColumnGeneration:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
         remaining = budget.remaining()
         pricer = _Pricer(self.cip, dataset, cells, work, space, n_rules=n_rules, reg=reg,
-                         fit_intercept=self.fit_intercept, max_props=max_props,
+                         fit_intercept=self.fit_intercept, max_len=max_len,
                          solver=backend, seed=seed, beam_width=self.beam_width,
                          max_columns=self.max_columns, bound=one_rule_bound,
                          callback=callback, clock=budget)
         if warm_start is not None:
             pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
                                                      sample_weight=dataset.sample_weight))
-        pricer.run(budget.within(None if remaining is None else PRICING_SHARE * remaining))
+        pricer.run(budget.fraction(PRICING_SHARE))   # of the time and of the work left
         prob = pricer.prob
         if len(work) == 0:
             built.problem = prob
@@ -346,7 +346,7 @@ class ColumnGeneration:
         # the integer problem over the grown working set again, while that improves
         while sub.result.ensemble is not None and not budget.expired() \
                 and swaps < self.max_swap_rounds:
-            added = _swap_columns(sub.problem, work, sub.result, dataset, space, max_props,
+            added = _swap_columns(sub.problem, work, sub.result, dataset, space, max_len,
                                   self.fit_intercept, self.beam_width, budget)
             if not added:
                 break
@@ -365,8 +365,7 @@ class ColumnGeneration:
         if not pricer.converged and sub.result.ensemble is not None and \
                 (remaining is None or remaining > 0.5):
             n_before = len(work)
-            pricer.run(budget.within(None if remaining is None
-                                     else (1.0 - FINAL_INTEGER_SHARE) * remaining))
+            pricer.run(budget.fraction(1.0 - FINAL_INTEGER_SHARE))
             prob = pricer.prob
             if len(work) > n_before and not budget.expired():
                 again = integer_phase(prob, sub.result.ensemble)
@@ -402,7 +401,7 @@ class ColumnGeneration:
         # limit of the user's was hit; "gap" would claim the requested gap was reached
         return SearchOutcome(
             x=sub.z, lower_bound=bound, finished=not out_of_time,
-            limit=Limit.TIME if out_of_time else
+            limit=budget_limit(budget) if out_of_time else
             (Limit.OTHER if relative_gap(sub.result.risk, bound) > mip_gap else None),
             # the restricted relaxations ran on the master backend (whatever searched the
             # last integer phase: its method is in the notes)
@@ -469,12 +468,12 @@ def _verdict(prob: BoxSelectionProblem, outcome: SearchOutcome, mip_gap: float) 
                    limit=outcome.limit, fallback_bound=prob.safe_bound, warn=False)
 
 
-def _price_exactly(space: SearchSpace, objective: Any, max_props: int | None,
+def _price_exactly(space: SearchSpace, objective: Any, max_len: int | None,
                    fit_intercept: bool, budget: Budget) -> Any:
     """Exact pricing (step 3): the rule search by branch and bound on the gradient-sum
     ``objective`` over ``space`` within ``budget``; its ``bound`` holds for every box."""
-    return find_rule(space, objective, max_rule_length=max_props,
-                     allow_empty=not fit_intercept, time_limit=budget.remaining())
+    return find_rule(space, objective, max_rule_length=max_len,
+                     allow_empty=not fit_intercept, budget=budget)
 
 
 class _Pricer:
@@ -483,14 +482,14 @@ class _Pricer:
 
     def __init__(self, cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                  work: WorkingSet, space: SearchSpace, *, n_rules: int, reg: float,
-                 fit_intercept: bool, max_props: int | None, solver: str | SolverBackend,
+                 fit_intercept: bool, max_len: int | None, solver: str | SolverBackend,
                  seed: int,
                  beam_width: int, max_columns: int, bound: float,
                  callback: Callable[[dict[str, Any]], None] | None, clock: Budget) -> None:
         self.cip, self.dataset, self.cells, self.work, self.space = \
             cip, dataset, cells, work, space
         self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
-        self.max_props, self.solver, self.seed = max_props, solver, seed
+        self.max_len, self.solver, self.seed = max_len, solver, seed
         self.beam_width, self.max_columns = beam_width, max_columns
         self.callback, self.clock = callback, clock
         self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
@@ -522,8 +521,9 @@ class _Pricer:
             if share.expired():
                 return
             left = share.remaining()
+            share.charge()                  # a pricing round is a unit of work
             if len(self.work):
-                self.z = _restricted_relaxation(self.prob, self.cuts, self.z, left,
+                self.z = _restricted_relaxation(self.prob, self.cuts, self.z, share,
                                                 self.solver, self.seed)
             value, grad = self.prob.oracle.value_and_gradient(self.z)
             objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
@@ -532,12 +532,13 @@ class _Pricer:
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
             found = find_rule(self.space, objective, search="beam",
-                              beam_width=self.beam_width, max_rule_length=self.max_props,
-                              allow_empty=not self.fit_intercept, time_limit=left)
+                              beam_width=self.beam_width, max_rule_length=self.max_len,
+                              allow_empty=not self.fit_intercept, time_limit=left,
+                              budget=share)
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
-                found = _price_exactly(self.space, objective, self.max_props,
+                found = _price_exactly(self.space, objective, self.max_len,
                                        self.fit_intercept, share)
             self.rounds += 1
             if found is None:  # no candidate box at all
@@ -569,7 +570,7 @@ class _Pricer:
 
 
 def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactResult,
-                  dataset: Dataset, space: SearchSpace, max_props: int | None,
+                  dataset: Dataset, space: SearchSpace, max_len: int | None,
                   fit_intercept: bool, beam_width: int, budget: Budget) -> int:
     """For every rule of the incumbent: the best box to put in its place (beam search on
     the gradient of the ensemble without it) joins the working set. Returns how many new
@@ -594,8 +595,8 @@ def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactR
         z[b] -= 1.0
         g_rows = _row_gradient(prob, z, dataset)
         found = find_rule(space, make_objective("gs", g_rows), search="beam",
-                          beam_width=beam_width, max_rule_length=max_props,
-                          allow_empty=not fit_intercept, time_limit=budget.remaining())
+                          beam_width=beam_width, max_rule_length=max_len,
+                          allow_empty=not fit_intercept, budget=budget)
         if found is not None and work.add_bounds(found.lower, found.upper):
             added += 1
     return added
@@ -638,7 +639,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                                      fit_intercept=cip.fit_intercept)
     found = box_search(space, objective, max_rule_length=cip.max_rule_length,
                        length_counts="features", allow_empty=not cip.fit_intercept,
-                       time_limit=budget.remaining())
+                       budget=budget)
     one = WorkingSet(cells, cip.max_rule_length, cip.fit_intercept)
     admissible = found is not None and one.add_bounds(found.lower, found.upper)
     # the search's bound is the proof: the combinatorial bounds (the levels DP costs
@@ -658,7 +659,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
                     "bound only)"
     finished = found is None or (found.certified and admissible)
     outcome = SearchOutcome(x=z, lower_bound=lb, finished=finished,
-                            limit=None if finished else Limit.TIME, method="box search",
+                            limit=None if finished else budget_limit(budget), method="box search",
                             iterations=0 if found is None else found.n_expanded,
                             notes=(note,), built=prob)
     return outcome, prob
@@ -674,13 +675,13 @@ def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
 
 
 def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0: FloatArray,
-                           time_limit: float | None, solver: str | SolverBackend, seed: int
+                           budget: Budget, solver: str | SolverBackend, seed: int
                            ) -> FloatArray:
     """A good point of the continuous relaxation over the working set (outer approximation
-    with LP masters; any feasible point keeps the Farley bound valid)."""
-    tl = None if time_limit is None else max(time_limit / 4.0, 0.05)
+    with LP masters; any feasible point keeps the Farley bound valid), within a quarter of
+    ``budget``'s time and work."""
     oa = OuterApproximation(prob.oracle, prob.model, "z",
-                            OAOptions(time_limit=tl, rel_tol=1e-8, abs_tol=1e-12,
+                            OAOptions(budget=budget.fraction(0.25), rel_tol=1e-8, abs_tol=1e-12,
                                       max_iter=400, relax=True, solver=solver, seed=seed),
                             lower_bound_hint=prob.bound)
     oa.add_cut_at(np.zeros(prob.n_boxes))

@@ -209,7 +209,10 @@ class _Scan:
     """The first boxes handed out in chunks of ranks to one or more workers (threads: the
     kernel releases the GIL). Each worker scans with its own incumbent, synchronized with
     the shared one before every chunk; the shared one keeps the best gain and, among equal
-    gains, the least pair of positions, so the optimum does not depend on the schedule."""
+    gains, the least pair of positions, so the optimum does not depend on the schedule.
+    Each first box is one unit of the budget's work: under a work limit the chunks have a
+    fixed size, so a stopped scan has looked at the same first boxes on every run and
+    returns the same best pair among them (every pair it skipped gains less)."""
 
     def __init__(self, n: int, gain0: float, margin: float, clock: Budget,
                  callback: Callable[[dict[str, Any]], Any] | None) -> None:
@@ -235,6 +238,7 @@ class _Scan:
             r0 = self.next
             r1 = min(r0 + self.step, self.n)
             self.next = r1
+            self.clock.charge(r1 - r0)  # one unit of work per first box
             return r0, r1
 
     def _merge(self, state: NDArray[np.float64], best: NDArray[np.int64],
@@ -247,7 +251,9 @@ class _Scan:
                 self.best[:] = best
             self.counts += counts
             self.done += r1 - r0
-            if dt < CHUNK_SECONDS / 2:
+            if self.clock.work_left() is not None:
+                pass  # a work limit: fixed chunks, so the boxes scanned do not depend on time
+            elif dt < CHUNK_SECONDS / 2:
                 self.step = min(self.step * 2, 1 << 20)
             elif dt > CHUNK_SECONDS * 2:
                 self.step = max(self.step // 2, 1)
@@ -265,7 +271,8 @@ class _Scan:
                 best[:] = self.best
             counts = np.zeros(3, dtype=np.int64)
             t1 = time.perf_counter()
-            kk.scan_pairs(*args, r0, r1, *tail, state, best, counts)
+            scan: Any = kk.scan_pairs
+            scan(*args, r0, r1, *tail, state, best, counts)
             self._merge(state, best, counts, r0, r1, time.perf_counter() - t1)
 
     def result(self) -> tuple[float, NDArray[np.int64]]:

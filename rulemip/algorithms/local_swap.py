@@ -128,12 +128,6 @@ def refit_ensemble(dataset: Dataset, rules: Sequence[Rule], *, reg: float,
     return RuleEnsemble(out, fit.intercept, "squared", encoder, classes), float(fit.risk)
 
 
-def _max_props(max_rule_length: int | None) -> int | None:
-    """Propositions of the beam search (two per interval): a relaxation of the length
-    limit (its boxes are checked by :func:`_admissible` before a swap)."""
-    return None if max_rule_length is None else 2 * max_rule_length
-
-
 def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | None) -> bool:
     if max_rule_length is None:
         return True
@@ -143,11 +137,12 @@ def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | Non
 
 def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: SearchSpace, *,
                 reg: float, fit_intercept: bool, max_rule_length: int | None,
-                time_limit: float | None, search: str = "bnb", beam_width: int = 10
-                ) -> SwapCheck | None:
+                time_limit: float | None, search: str = "bnb", beam_width: int = 10,
+                budget: Budget | None = None) -> SwapCheck | None:
     """The best replacement of rule ``slot`` (``slot >= len(ensemble)``: an empty slot) by
     the exact box search on the partial residual of the other rules (module docstring).
-    ``ensemble`` must carry jointly optimal weights. None when the language is empty."""
+    ``ensemble`` must carry jointly optimal weights. None when the language is empty.
+    ``budget`` (the fit's; ``time_limit`` may only shorten it) carries the work limit."""
     y = np.asarray(dataset.y, dtype=float)
     w = dataset.weights
     W = float(w.sum())
@@ -160,14 +155,15 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
         r = r - float(w @ r) / W
     objective = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     current = objective.value(Q[:, slot] > 0.5) if slot < m else 0.0
-    if search == "bnb":   # the exact search counts restricted features, as the estimators
+    if search == "bnb":   # max_rule_length counts restricted features everywhere
         found = box_search(space, objective, max_rule_length=max_rule_length,
-                           length_counts="features", allow_empty=not fit_intercept,
-                           time_limit=time_limit)
+                           allow_empty=not fit_intercept,
+                           time_limit=time_limit, budget=budget)
     else:
         found = find_rule(space, objective, search=search, beam_width=beam_width,
-                          max_rule_length=_max_props(max_rule_length),
-                          allow_empty=not fit_intercept, time_limit=time_limit)
+                          max_rule_length=max_rule_length,
+                          allow_empty=not fit_intercept, time_limit=time_limit,
+                          budget=budget)
     if found is None:
         return None
     bound = found.bound if math.isfinite(found.bound) else math.inf
@@ -273,7 +269,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                 break
             check = search_slot(dataset, model, slot, space, reg=reg,
                                 fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                                time_limit=budget.remaining(), search="beam")
+                                time_limit=None, search="beam", budget=budget)
             searches += 1
             if check is not None and check.improves(tol * max(1.0, abs(risk))):
                 improved = apply(check) or improved
@@ -288,7 +284,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                 break
             check = search_slot(dataset, model, slot, space, reg=reg,
                                 fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                                time_limit=budget.remaining())
+                                time_limit=None, budget=budget)
             searches += 1
             atol = tol * max(1.0, abs(risk))
             if check is None:

@@ -152,11 +152,10 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
     for i, (risk, name, model) in enumerate(scored):
         if budget.expired():
             break
-        left = budget.remaining()
-        # with kicks to follow, the starts' descents get half the time: a box search too
-        # slow to prove anything must not leave the kicks nothing
+        # with kicks to follow, the starts' descents get half the time (and work): a box
+        # search too slow to prove anything must not leave the kicks nothing
         part = (0.5 if kicks else 1.0) / (len(scored) - i)
-        share = budget if left is None else budget.within(left * part)
+        share = budget.fraction(part)
         out = swap_descent(dataset, model, n_rules, reg=reg, fit_intercept=fit_intercept,
                            space=space, max_rule_length=max_rule_length, budget=share)
         record.append((name, risk, out.risk, out.one_swap_optimal))
@@ -169,11 +168,12 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
     tried = kept = 0
     # the exact searches could not prove the best start (too slow for the budget): kick
     # with beam-only descents for half the time left, then one exact descent (the proof)
-    heuristic = kicks and not best.one_swap_optimal and budget.remaining() is not None
+    heuristic = kicks and not best.one_swap_optimal and budget.bounded
     phase = budget.fraction(0.5) if heuristic else budget
     while kicks and (best.one_swap_optimal or heuristic) and not phase.expired() and \
-            phase.remaining() is not None and best.ensemble.rules:
+            phase.bounded and best.ensemble.rules:
         tried += 1
+        phase.charge()                      # a kick is a unit of work (plus its searches)
         rules = list(best.ensemble.rules)
         rules[int(rng.integers(len(rules)))] = _random_box(space, rng, max_rule_length)
         model, _ = refit_ensemble(dataset, rules, reg=reg, fit_intercept=fit_intercept,

@@ -333,6 +333,10 @@ class OuterApproximation:
             if rem is not None and rem <= 0:
                 term, limit = TerminationReason.FEASIBLE, Limit.TIME
                 break
+            work = self._budget.work_left()
+            if work is not None and work <= 0:     # the deterministic limit
+                term, limit = TerminationReason.FEASIBLE, Limit.NODE
+                break
             it += 1
             assert self._scale is not None
             near_limit = self._near_limit(rem, last_master)
@@ -347,8 +351,10 @@ class OuterApproximation:
             res = self._master.solve(SolveOptions(time_limit=None if rem is None else max(rem, 0.0),
                                                   mip_gap=master_gap,
                                                   threads=opts.threads, seed=opts.seed,
-                                                  optimality_tol=0.0,
+                                                  optimality_tol=0.0, node_limit=work,
                                                   extra=extra), start)
+            # a master is a unit of work, and so is each of its branch-and-bound nodes
+            self._budget.charge(1 + int(res.nodes or 0))
             if rem is not None and res.wall_time > rem + _OVERRUN_GRACE:
                 self._overran = True
                 notes.append(f"master {it} ran {res.wall_time:.1f} s on a {rem:.1f} s "
@@ -385,8 +391,9 @@ class OuterApproximation:
             if opts.callback is not None:
                 opts.callback(dict(entry))
             if res.x is None:
-                if res.limit is Limit.TIME or self._expired():
-                    term, limit = TerminationReason.FEASIBLE, Limit.TIME
+                if res.limit in (Limit.TIME, Limit.NODE) or self._expired():
+                    term = TerminationReason.FEASIBLE
+                    limit = Limit.NODE if res.limit is Limit.NODE else Limit.TIME
                     break
                 term = TerminationReason.NUMERICAL_ERROR
                 notes.append(f"master solve ended with {res.termination.value} "
@@ -653,9 +660,13 @@ class _RowMasterRun:
         self.solves += 1
         mopts = SolveOptions(time_limit=self.clock.remaining(),
                              mip_gap=o.master_gap(self.ub, self.lb), threads=o.threads,
-                             seed=o.seed, verbose=o.verbose, optimality_tol=o.optimality_tol)
+                             seed=o.seed, verbose=o.verbose, optimality_tol=o.optimality_tol,
+                             node_limit=self.clock.work_left())
         try:
-            return self.solver.solve(mopts, x_start)
+            res = self.solver.solve(mopts, x_start)
+            # a master is a unit of work, and so is each of its branch-and-bound nodes
+            self.clock.charge(1 + int(res.nodes or 0))
+            return res
         except SolverError as exc:
             self.notes.append(f"master solve {self.solves} failed ({exc}); stopped with "
                               "the incumbent and the bound of the masters solved before.")
@@ -670,7 +681,7 @@ class _RowMasterRun:
         self.solver.set_integrality(np.zeros_like(self.integer))
         prev = -math.inf
         for _ in range(self.options.lp_rounds):
-            if self.clock.remaining() == 0.0:
+            if self.clock.remaining() == 0.0 or self.clock.work_left() == 0:
                 break
             res = self.solve_master(None)
             if res is None or res.x is None:
@@ -705,6 +716,8 @@ class _RowMasterRun:
                 return TerminationReason.OPTIMAL, None
             if self.clock.remaining() == 0.0:
                 return TerminationReason.FEASIBLE, Limit.TIME
+            if self.clock.work_left() == 0:
+                return TerminationReason.FEASIBLE, Limit.NODE
             x_start = self.hooks.master_start(self.best) if self.best is not None else None
             lb_before = self.lb
             res = self.solve_master(x_start)

@@ -339,9 +339,12 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
     stall_rounds : stop when this many MILP masters in a row did not raise the lower bound
         (it then sits at the master solver's own tolerances).
     budget : the fit's :class:`~rulemip.budget.Budget`; the run ends at its deadline or
-        after ``options.time_limit`` seconds, whichever is first.
+        after ``options.time_limit`` seconds, whichever is first. ``options.node_limit``
+        is a work limit of the run (masters and their nodes: the deterministic limit).
     """
     opts = options if options is not None else SolveOptions()
+    if opts.node_limit is not None:
+        budget = Budget.coerce(budget, opts.time_limit).with_work(int(opts.node_limit))
     be = resolve_master(backend, required_capabilities(model))
     if Capability.INTEGER not in be.capabilities and model.is_mip:
         raise UnsupportedCapabilityError(f"backend {be.name!r} cannot solve MILP masters.")

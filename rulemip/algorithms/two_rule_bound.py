@@ -436,8 +436,15 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
     heap[0] = s
     state[0], state[1] = 1.0, float(n_free)
     while True:
+        steps = chunk
+        work = None if budget is None else budget.work_left()
+        if work is not None:            # a node is a unit of work: stop at the same node
+            steps = max(1, min(chunk, work // 2))   # a step evaluates two children
+        nodes_before = int(state[3])
         _run(pool, key, heap, free, state, g, y, w, float(reg), bool(fit_intercept),
-             chunk, best_nodes)
+             steps, best_nodes)
+        if budget is not None:
+            budget.charge(max(int(state[3]) - nodes_before, 1))
         n_heap = int(state[0])
         if n_heap == 0 or -key[heap[0]] >= state[2] - 1e-9 * max(1.0, abs(state[2])):
             break

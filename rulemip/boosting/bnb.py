@@ -6,8 +6,9 @@ the slots after the last slot it set (a set-enumeration tree), so every box is g
 most once and no table of visited covers is needed; refinements that leave the cover
 unchanged are never generated (the thresholds hug the cover), and such a refinement would
 only repeat the covers of its parent's later slots (equal-coverage pruning). Every
-distinct cover of a box with at most ``max_rule_length`` propositions is reached by a box
-of at most that length (docs/explanation/boosting.md, "Branch-and-bound").
+distinct cover of a box on at most ``max_rule_length`` features (with at most
+``max_propositions`` propositions) is reached by a box using a subset of its slots, so
+within both caps (docs/explanation/boosting.md, "Branch-and-bound").
 
 **Order and memory.** The children of every expansion batch form a *frame* (flat arrays
 of their boxes, values and bounds, and the parents' covers), sorted by value. While the
@@ -43,6 +44,7 @@ import numpy as np
 
 from rulemip.boosting.objectives import RoundObjective
 from rulemip.boosting.space import (
+    LengthCap,
     SearchSpace,
     _bounds,
     _Children,
@@ -200,7 +202,7 @@ class BnbOutcome:
 
 
 def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
-                     best: _Node | None, max_len: int | None, *,
+                     best: _Node | None, max_len: LengthCap | None, *,
                      deadline: Budget | float | None = None, node_limit: int | None = None,
                      max_memory: int | None = None,
                      progress: ProgressCallback | None = None) -> BnbOutcome:
@@ -223,7 +225,7 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
     frontier = _Frontier(budget)
     status = "optimal"
     last_report = time.perf_counter()
-    closed = max_len is None
+    closed = max_len is None or max_len.unlimited
     length_cut = False
     # one expansion batch makes up to 2 d |cover| children of ~8 (8 + 2 c) bytes each
     # while they are evaluated: keep that transient below a quarter of the budget
@@ -239,6 +241,7 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
             if obj.admissible:   # a child's subsets are its parent's: inherit its bound
                 ch.bound = np.minimum(ch.bound, np.array([nd.cheap for nd in pending])[ch.parent])
             n_expanded += len(pending)
+            clock.charge(len(pending))      # an expansion is a unit of work
             n_children += len(ch.value)
             if len(ch.value):
                 k = int(np.argmax(ch.value))
@@ -247,8 +250,9 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
                     best = _materialize(space, ch, k)
                 keep = ch.bound > best_val
                 if max_len is not None:
-                    length_cut = length_cut or bool((keep & (ch.length >= max_len)).any())
-                    keep &= ch.length < max_len
+                    length_cut = length_cut or bool(
+                        (keep & max_len.at_cap(ch.n_features, ch.length)).any())
+                    keep &= max_len.expandable(ch.n_features, ch.length)
                 if keep.any() and not frontier.push(_select(ch, keep)):
                     assert frontier.rejected is not None
                     heuristic_bound = max(heuristic_bound, frontier.rejected.open_bound())
@@ -258,7 +262,7 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
         # ---- limits
         now = time.perf_counter()  # progress reports only; the deadline is ``clock``'s
         if clock.expired():
-            status = "time_limit"
+            status = f"{clock.stop_reason()}_limit"
             break
         if node_limit is not None and n_expanded >= node_limit:
             status = "node_limit"
@@ -272,6 +276,9 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
         chunk = DEPTH_FIRST_CHUNK if frontier.depth_first else CHUNK
         if node_limit is not None:
             chunk = max(1, min(chunk, node_limit - n_expanded))
+        work = clock.work_left()
+        if work is not None:
+            chunk = max(1, min(chunk, work))
         nodes: list[_Node] = []
         n_points = 0
         exhausted = False

@@ -119,7 +119,13 @@ class RuleBooster:
     beam_width : int
         Beam width *w* for ``search="beam"``.
     max_rule_length : int or None
-        Maximum number of propositions per rule, :math:`c(q)` (None = unlimited).
+        At most this many restricted features per rule (None = unlimited); a two-sided
+        interval ``a < x_j <= b`` is one feature, as rules are printed — the meaning the
+        exact estimators, ``gap_study`` and the certificate use.
+    max_propositions : int or None
+        At most this many propositions per rule, :math:`c(q)` of [OGB] (an interval
+        counts two; None = unlimited) — realkd's rule length. Both caps hold when both
+        are given.
     max_thresholds : int or None
         At most this many candidate thresholds per feature, at quantiles (None = all
         midpoints between distinct values).
@@ -182,7 +188,7 @@ class RuleBooster:
     _PARAMS: ClassVar[tuple[str, ...]] = (
         "n_rules", "objective", "weight_update", "search", "beam_width", "max_rule_length",
         "max_thresholds", "reg", "epsilon", "fit_intercept", "loss", "max_complexity",
-        "time_limit", "node_limit", "max_memory", "verbose")
+        "time_limit", "node_limit", "max_memory", "verbose", "max_propositions")
 
     def __init__(self, n_rules: int = 10, objective: str = "ogb",
                  weight_update: str = "corrective", search: str = "bnb",
@@ -191,13 +197,15 @@ class RuleBooster:
                  fit_intercept: bool = True, loss: str = "squared",
                  max_complexity: int | None = None, thresholds: Any = None, *,
                  time_limit: float | None = None, node_limit: int | None = None,
-                 max_memory: int | None = None, verbose: bool = False) -> None:
+                 max_memory: int | None = None, verbose: bool = False,
+                 max_propositions: int | None = None) -> None:
         self.n_rules = n_rules
         self.objective = objective
         self.weight_update = weight_update
         self.search = search
         self.beam_width = beam_width
         self.max_rule_length = max_rule_length
+        self.max_propositions = max_propositions
         self.max_thresholds = max_thresholds
         self.reg = reg
         self.epsilon = epsilon
@@ -235,6 +243,7 @@ class RuleBooster:
         check_choice(self.search, "search", SEARCHES)
         check_positive_int(self.beam_width, "beam_width")
         check_positive_int(self.max_rule_length, "max_rule_length", allow_none=True)
+        check_positive_int(self.max_propositions, "max_propositions", allow_none=True)
         check_positive_int(self.max_thresholds, "max_thresholds", allow_none=True)
         check_positive_int(self.max_complexity, "max_complexity", allow_none=True)
         check_nonneg_float(self.reg, "reg")
@@ -287,6 +296,7 @@ class RuleBooster:
                                  epsilon=float(self.epsilon), basis=basis)
             res = find_rule(space, obj, search=self.search, beam_width=self.beam_width,
                             max_rule_length=self.max_rule_length,
+                            max_propositions=self.max_propositions,
                             allow_empty=not self.fit_intercept,
                             budget=rounds_budget.for_round(int(self.n_rules) - t),
                             node_limit=rounds_budget.nodes_for(int(self.n_rules) - t),

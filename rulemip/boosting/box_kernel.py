@@ -64,7 +64,9 @@ F_BEST, F_PRUNED = 0, 1
 # params layout (float64)
 P_C0, P_C1, P_C2, P_TINY, P_EPS, P_GNORM, P_RTOL, P_CINT, P_W0 = 0, 1, 2, 3, 4, 5, 6, 7, 8
 # iparams layout (int64)
-I_MODE, I_ALLOW_EMPTY, I_MAX_LEN, I_CAN_GROW, I_RESERVE, I_LEN_FEATURES = 0, 1, 2, 3, 4, 5
+# I_MAX_LEN caps the restricted features of a box (``max_rule_length``), I_MAX_PROPS its
+# propositions (``max_propositions``, an interval counts two); -1: no cap
+I_MODE, I_ALLOW_EMPTY, I_MAX_LEN, I_CAN_GROW, I_RESERVE, I_MAX_PROPS = 0, 1, 2, 3, 4, 5
 
 
 def _popcount_typing(typingctx: Any, x: Any) -> Any:
@@ -198,20 +200,19 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
     cand[3] = 0.0
     cand[4] = 0.0
     split[0] = -1
-    # ---- length: propositions every box of the node has
-    by_feature = iparams[I_LEN_FEATURES] == 1    # length = restricted features
+    # ---- length: restricted features and propositions every box of the node has
+    max_props = iparams[I_MAX_PROPS]
     forced = 0
+    forced_props = 0
     for j in range(d):
         lo_bound = R[0, j] > 0
         hi_bound = R[3, j] < m[j]
-        if by_feature:
-            if lo_bound or hi_bound:
-                forced += 1
-        else:
-            forced += int(lo_bound) + int(hi_bound)
+        if lo_bound or hi_bound:
+            forced += 1
+        forced_props += int(lo_bound) + int(hi_bound)
         if R[0, j] > R[3, j]:
             return -1.0                      # every box of the node is empty... or a > b
-    if max_len >= 0 and forced > max_len:
+    if (max_len >= 0 and forced > max_len) or (max_props >= 0 and forced_props > max_props):
         return -1.0
     # ---- outer cover
     n_out = 0
@@ -317,15 +318,17 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
         cand[4] = alt + 1.0
     if inner_box:
         in_len = 0
+        in_props = 0
         in_trivial = True
         for j in range(d):
             lo_bound = R[1, j] > 0
             hi_bound = R[2, j] < m[j]
             if lo_bound or hi_bound:
                 in_trivial = False
-                in_len += 1 if by_feature else int(lo_bound) + int(hi_bound)
-        if (max_len < 0 or in_len <= max_len) and (not in_trivial
-                                                    or iparams[I_ALLOW_EMPTY] == 1):
+                in_len += 1
+                in_props += int(lo_bound) + int(hi_bound)
+        if (max_len < 0 or in_len <= max_len) and (max_props < 0 or in_props <= max_props) \
+                and (not in_trivial or iparams[I_ALLOW_EMPTY] == 1):
             cand[1] = v_in
             cand[3] = 1.0
     if split[0] < 0:                               # leaf: every box has the same cover

@@ -3,7 +3,7 @@ r"""Exact box search by branch and bound over threshold ranges (the compiled ker
 
 :func:`box_search` maximizes a round objective over every box of a
 :class:`~rulemip.boosting.space.SearchSpace` — conjunctions of ``x_j > t`` and
-``x_j <= t`` with candidate thresholds ``t``, at most ``max_rule_length`` of them — and
+``x_j <= t`` with candidate thresholds ``t`` on at most ``max_rule_length`` features — and
 returns the best box with a valid upper bound on every box. It is the exact rule search
 of boosting (``search="bnb"``), the pricing of column generation, the one-rule exact fit
 and the swap step of the exact engines' local search.
@@ -34,7 +34,7 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import Budget, default_max_memory
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
 FloatArray = NDArray[np.float64]
@@ -160,15 +160,21 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                node_limit: int | None = None, max_memory: int | None = None,
                progress: ProgressCallback | None = None,
                incumbent: float | None = None,
-               length_counts: str = "propositions",
+               length_counts: str = "features",
+               max_propositions: int | None = None,
                budget: Budget | None = None) -> SearchResult | None:
     """The box maximizing ``obj`` over ``space``, with a valid bound on every box.
 
     Parameters
     ----------
     allow_empty : the box without propositions (covering every row) is a candidate.
-    max_rule_length : at most this many propositions (None: unlimited), or restricted
-        features with ``length_counts="features"`` (the exact estimators' convention).
+    max_rule_length : at most this many restricted features (None: unlimited) — the one
+        meaning of ``max_rule_length`` in rulemip (a two-sided interval ``a < x_j <= b``
+        is one feature, as rules are printed).
+    max_propositions : at most this many propositions ``x_j <= t`` / ``x_j > t`` (an
+        interval counts two; None: unlimited); both caps hold when both are given.
+    length_counts : ``"features"`` (default); ``"propositions"`` reads
+        ``max_rule_length`` as ``max_propositions`` (the older convention).
     time_limit : seconds; the search stops with its best box and ``status="time_limit"``.
     budget : the fit's :class:`~rulemip.budget.Budget` (``time_limit`` may only shorten
         it); the search stops at its deadline likewise.
@@ -188,9 +194,14 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     if length_counts not in ("propositions", "features"):
         raise InvalidParameterError("`length_counts` must be 'propositions' or 'features'; "
                                     f"got {length_counts!r}.")
+    if length_counts == "propositions" and max_rule_length is not None:
+        props = int(max_rule_length)
+        max_propositions = props if max_propositions is None else min(props,
+                                                                      int(max_propositions))
+        max_rule_length = None
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
     clock = Budget.coerce(budget, None if time_limit is None else max(0.0, float(time_limit)))
-    memory = default_max_memory() if max_memory is None else int(max_memory)
+    memory = clock.search_memory(max_memory)
     prob = kernel_problem(obj)
     d = space.d
     m = np.array([len(t) for t in space.thresholds], np.int64)
@@ -203,7 +214,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     iparams = np.array([prob.mode, int(allow_empty),
                         -1 if max_rule_length is None else int(max_rule_length),
                         int(pool.slots < max_slots), reserve,
-                        int(length_counts == "features")], np.int64)
+                        -1 if max_propositions is None else int(max_propositions)], np.int64)
     ctr = np.zeros(6, np.int64)
     fstate = np.array([-np.inf, -np.inf])
     best_box = np.full((2, d), -1, np.int32)
@@ -218,7 +229,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     while True:
         t0 = time.perf_counter()
         if clock.expired():
-            status = "time_limit"
+            status = f"{clock.stop_reason()}_limit"
             break
         if node_limit is not None:
             left = int(node_limit) - int(ctr[K.C_EXPANDED])
@@ -226,8 +237,13 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                 status = "node_limit"
                 break
             evals = min(evals, 2 * left)
+        work = clock.work_left()
+        if work is not None:        # a branching is a unit of work: stop at the same node
+            evals = min(evals, 2 * work)
+        expanded = int(ctr[K.C_EXPANDED])
         st = K.run(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, pool.dfs, ctr,
                    fstate, best_box, LE, off, m, valid, prob.S, prob.params, iparams, evals)
+        clock.charge(int(ctr[K.C_EXPANDED]) - expanded)
         now = time.perf_counter()
         if progress is not None and now - last_report >= PROGRESS_EVERY:
             last_report = now

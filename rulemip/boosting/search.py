@@ -17,7 +17,8 @@ are all refinements :math:`q' = q \cdot 1(s x_j \le s t)` that strictly shrink t
   batch changes the cost, not the nodes expanded.
 
 Certification: :attr:`SearchResult.bound` is always a valid upper bound on every query of
-the language (respecting ``max_rule_length``); ``certified`` (``status="optimal"``) means
+the language (respecting ``max_rule_length``, restricted features, and
+``max_propositions``); ``certified`` (``status="optimal"``) means
 the returned value reaches it. Greedy and beam report the admissible bound of the root.
 """
 
@@ -38,6 +39,7 @@ from rulemip.boosting.objectives import RoundObjective
 from rulemip.boosting.range_search import box_search, mask_bytes
 from rulemip.boosting.space import (
     CHUNK,
+    LengthCap,
     SearchResult,
     SearchSpace,
     _bounds,
@@ -51,7 +53,7 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
-from rulemip.budget import Budget, default_max_memory
+from rulemip.budget import Budget
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -66,6 +68,7 @@ USE_BOX_KERNEL: bool = True
 
 def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
               beam_width: int = 5, max_rule_length: int | None = None,
+              max_propositions: int | None = None,
               allow_empty: bool = False, grouped: bool | None = None,
               time_limit: float | None = None, node_limit: int | None = None,
               max_memory: int | None = None,
@@ -77,7 +80,12 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     ----------
     search : ``"greedy"`` (w = 1), ``"beam"`` (w = ``beam_width``) or ``"bnb"`` (w = ∞,
         depth-first branch-and-bound, :mod:`rulemip.boosting.bnb`).
-    max_rule_length : maximum number of propositions per rule (None = unlimited).
+    max_rule_length : at most this many restricted features per rule (None = unlimited);
+        a two-sided interval ``a < x_j <= b`` is one feature, as rules are printed — the
+        meaning of ``max_rule_length`` throughout rulemip.
+    max_propositions : at most this many propositions ``x_j <= t`` / ``x_j > t`` per rule
+        (an interval counts two; None = unlimited), the length of [OGB]/realkd; both caps
+        hold when both are given.
     allow_empty : the empty query (covering everything) is itself a candidate — the
         setting without an intercept (``fit_intercept=False``).
     grouped : force (True) or forbid (False) the per-group (bincount) path for the
@@ -114,16 +122,19 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     root (valid, not tight).
     """
     check_choice(search, "search", SEARCHES)
-    max_len = check_positive_int(max_rule_length, "max_rule_length", allow_none=True)
+    max_feats = check_positive_int(max_rule_length, "max_rule_length", allow_none=True)
+    max_props = check_positive_int(max_propositions, "max_propositions", allow_none=True)
+    max_len = LengthCap(max_feats, max_props)
     check_positive_int(node_limit, "node_limit", allow_none=True)
     check_positive_int(max_memory, "max_memory", allow_none=True)
     if time_limit is not None:
         check_nonneg_float(time_limit, "time_limit")
     clock = Budget.coerce(budget, time_limit)
     if search == "bnb":
-        memory = default_max_memory() if max_memory is None else int(max_memory)
+        memory = clock.search_memory(max_memory)
         if USE_BOX_KERNEL and 2 * mask_bytes(space) <= memory:
-            return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len,
+            return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_feats,
+                              max_propositions=max_props,
                               node_limit=node_limit, max_memory=memory, progress=progress,
                               budget=clock)
     # greedy, beam, and branch-and-bound whose masks would exceed half the memory budget
@@ -170,7 +181,7 @@ SEED_TIME_SHARE: float = 0.25
 
 
 def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
-               best: _Node | None, max_len: int | None, clock: Budget,
+               best: _Node | None, max_len: LengthCap, clock: Budget,
                node_limit: int | None, max_memory: int | None,
                progress: ProgressCallback | None
                ) -> tuple[_Node | None, float, float, str, int, int, int]:
@@ -178,14 +189,17 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
     :data:`SEED_BEAM_WIDTH` (when longer rules than the stages are allowed and there is
     no node limit; at most a quarter of the remaining time, checked between its
     levels), then exact
-    searches over rules of length 1, 2 (:data:`DEEPENING`), then ``max_len``, each
-    starting from the previous incumbent (a strong incumbent early prunes the long
-    rules). A stage in which no node beating the incumbent was cut by its length is
-    already exact for every length."""
-    stages: list[int | None] = [L for L in DEEPENING if max_len is None or max_len > L]
+    searches over rules on 1, 2 features (:data:`DEEPENING`; within ``max_len``'s
+    proposition cap), then within ``max_len``, each starting from the previous incumbent
+    (a strong incumbent early prunes the long rules). A stage in which no node beating
+    the incumbent was cut by its length is already exact for every length."""
+    F, P = max_len.features, max_len.propositions
+    stages = [LengthCap(L, P) for L in DEEPENING
+              if (F is None or F > L) and (P is None or P > L)]
     stages.append(max_len)
     n_exp = n_ch = peak = 0
-    if node_limit is None and (max_len is None or max_len > DEEPENING[-1]):
+    if node_limit is None and (F is None or DEEPENING[-1] < F) \
+            and (P is None or DEEPENING[-1] < P):
         # a beam search's rule (cheap: w nodes per level) seeds the incumbent; not under
         # a node limit, which counts branch-and-bound expansions exactly
         state = _State(best, -math.inf if best is None else float(best.value))
@@ -226,7 +240,7 @@ def _root_bound(obj: RoundObjective, everything: IntArray) -> float:
 
 
 def _level_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
-                  state: _State, width: float, max_len: int | None,
+                  state: _State, width: float, max_len: LengthCap,
                   clock: Budget) -> str:
     """Greedy / beam: level by level, the best ``width`` distinct covers of each level."""
     seen: set[bytes] = {_key(root.idx)}
@@ -237,13 +251,13 @@ def _level_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root
             chunk = list(itertools.islice(level, CHUNK))
             if not chunk:
                 break
-            ch = _scan(space, obj, kernel, chunk, root, state, max_len)
+            ch = _scan(space, obj, kernel, chunk, root, state, max_len, clock)
             if ch is not None and len(ch.value):
                 batches.append(ch)
         if not batches:
             return "heuristic"
         if clock.expired():
-            return "time_limit"
+            return f"{clock.stop_reason()}_limit"
         level = _next_level(space, batches, width, seen)
 
 
@@ -256,7 +270,8 @@ class _State:
 
 
 def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[_Node],
-          root: _Node, state: _State, max_len: int | None) -> _Children | None:
+          root: _Node, state: _State, max_len: LengthCap, clock: Budget
+          ) -> _Children | None:
     """Expand the nodes of ``chunk`` in order (see :func:`find_rule`, Notes); returns the
     children that survive their cheap bound against the incumbent after their parent."""
     inner = [nd for nd in chunk if nd is not root]
@@ -284,6 +299,7 @@ def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[
         if pruned(nd, state.best_val):
             continue
         state.n_expanded += 1
+        clock.charge()                       # an expansion is a unit of work
         if counts[b] == 0:
             continue
         state.n_children += int(counts[b])

@@ -154,9 +154,10 @@ class SearchResult:
         finite bounds are candidate thresholds.
     query : (n,) boolean query vector on the training data.
     value : its objective value (the best found).
-    length : number of propositions (finite bounds).
+    length : number of propositions (finite bounds; :attr:`n_features` counts the
+        restricted features, the meaning of ``max_rule_length``).
     certified : ``value`` is proved to be the maximum over the query language (respecting
-        ``max_rule_length``): ``bound <= value`` up to rounding.
+        ``max_rule_length`` and ``max_propositions``): ``bound <= value`` up to rounding.
     n_expanded, n_children : nodes expanded and children evaluated (search effort).
     bound : a valid upper bound on the objective of **every** query of the language —
         the best value found and the admissible bounds of everything left unexplored
@@ -165,7 +166,8 @@ class SearchResult:
     status : ``"optimal"`` (certified), ``"heuristic"`` (complete with respect to a
         search that is not exact: greedy, beam, or branch-and-bound with ogb's heuristic
         prefix bound), or the limit that stopped branch-and-bound: ``"time_limit"``,
-        ``"node_limit"``, ``"memory_limit"``.
+        ``"work_limit"`` (the budget's deterministic work limit), ``"node_limit"``,
+        ``"memory_limit"``.
     elapsed : wall seconds spent in the search.
     peak_frontier_bytes : the largest size of the open-node store (branch-and-bound).
     """
@@ -189,9 +191,61 @@ class SearchResult:
         return max(0.0, self.bound - self.value)
 
     @property
+    def n_features(self) -> int:
+        """Restricted features (a two-sided interval is one)."""
+        return int((np.isfinite(self.lower) | np.isfinite(self.upper)).sum())
+
+    @property
     def limit_reached(self) -> bool:
         """True when a time, node or memory limit stopped the search."""
         return self.status.endswith("_limit")
+
+
+@dataclass(frozen=True)
+class LengthCap:
+    """The length caps of the rule language: at most ``features`` restricted features
+    (``max_rule_length``: a two-sided interval ``a < x_j <= b`` is one feature, as rules
+    are printed) and at most ``propositions`` finite bounds (``max_propositions``: the
+    interval is two); ``None``: no cap. Both hold when both are set."""
+
+    features: int | None = None
+    propositions: int | None = None
+
+    @property
+    def unlimited(self) -> bool:
+        return self.features is None and self.propositions is None
+
+    def allows(self, n_features: NDArray[np.int64], n_props: NDArray[np.int64]
+               ) -> NDArray[np.bool_]:
+        """Which boxes of these lengths are in the language."""
+        ok = np.ones(np.shape(n_props), dtype=bool)
+        if self.features is not None:
+            ok &= n_features <= self.features
+        if self.propositions is not None:
+            ok &= n_props <= self.propositions
+        return ok
+
+    def at_cap(self, n_features: NDArray[np.int64], n_props: NDArray[np.int64]
+               ) -> NDArray[np.bool_]:
+        """Boxes some of whose refinements the caps exclude (a new feature, or any new
+        proposition)."""
+        hit = np.zeros(np.shape(n_props), dtype=bool)
+        if self.features is not None:
+            hit |= n_features >= self.features
+        if self.propositions is not None:
+            hit |= n_props >= self.propositions
+        return hit
+
+    def expandable(self, n_features: NDArray[np.int64], n_props: NDArray[np.int64]
+                   ) -> NDArray[np.bool_]:
+        """Boxes that may still have a refinement in the language (a box at the feature
+        cap may still bound its restricted features from the other side)."""
+        ok = np.ones(np.shape(n_props), dtype=bool)
+        if self.features is not None:
+            ok &= n_features <= self.features
+        if self.propositions is not None:
+            ok &= n_props < self.propositions
+        return ok
 
 
 @dataclass
@@ -218,12 +272,14 @@ class _Children:
     a: NDArray[np.int64]
     value: FloatArray
     bound: FloatArray
-    length: NDArray[np.int64]
+    length: NDArray[np.int64]       # propositions
+    n_features: NDArray[np.int64]   # restricted features
 
 
 def _select(ch: _Children, keep: Any) -> _Children:
     return _Children(ch.parents, ch.parent[keep], ch.feature[keep], ch.upper_side[keep],
-                     ch.a[keep], ch.value[keep], ch.bound[keep], ch.length[keep])
+                     ch.a[keep], ch.value[keep], ch.bound[keep], ch.length[keep],
+                     ch.n_features[keep])
 
 
 def _cover_sums(stats: FloatArray, nodes: list[_Node]) -> FloatArray:
@@ -235,7 +291,8 @@ def _cover_sums(stats: FloatArray, nodes: list[_Node]) -> FloatArray:
 
 
 def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: list[_Node],
-            max_len: int | None, tighten: bool, canonical: bool = False) -> _Children:
+            max_len: LengthCap | None, tighten: bool, canonical: bool = False
+            ) -> _Children:
     """Values (and cheap bounds) of all refinements of all ``nodes`` from the batched
     prefix sums of ``kernel`` (:mod:`rulemip.boosting.batch`).
 
@@ -271,6 +328,9 @@ def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: lis
     boxes = np.array([nd.box for nd in nodes], dtype=np.int64).reshape(len(nodes), 2 * d)
     free = np.where(upper_side, boxes[parent, d + feature], boxes[parent, feature]) < 0
     length = np.array([nd.length for nd in nodes], np.int64)[parent] + free
+    new_feature = (boxes[parent, feature] < 0) & (boxes[parent, d + feature] < 0)
+    node_features = ((boxes[:, :d] >= 0) | (boxes[:, d:] >= 0)).sum(axis=1)
+    n_features = node_features.astype(np.int64)[parent] + new_feature
     sums = np.empty((2 * K, cs))
     sums[slot_up] = ref.prefix[:, :cs]
     tot = _cover_sums(obj.stats, nodes)
@@ -285,10 +345,10 @@ def _expand(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, nodes: lis
         bnd = obj.bound_from_sums(bsum)
     else:
         bnd = np.full(2 * K, np.inf)
-    ch = _Children(nodes, parent, feature, upper_side, a, value, bnd, length)
+    ch = _Children(nodes, parent, feature, upper_side, a, value, bnd, length, n_features)
     keep = np.ones(2 * K, dtype=bool)
     if max_len is not None:
-        keep &= length <= max_len
+        keep &= max_len.allows(n_features, length)
     if not tighten:
         keep &= free
     if canonical:

@@ -86,6 +86,22 @@ def problem_digest(dataset_digest: str, *, loss: str, reg: float, fit_intercept:
     return hashlib.sha256(payload.encode()).hexdigest()
 
 
+#: what ``problem.max_rule_length`` counts: restricted features (a two-sided interval
+#: ``a < x_j <= b`` is one), the one meaning of ``max_rule_length`` in rulemip
+RULE_LENGTH_COUNTS = "features"
+
+
+def _check_rule_length_counts(pb: dict[str, Any]) -> None:
+    """Refuse a certificate whose ``max_rule_length`` counts anything but features (a
+    certificate without the key predates it and counted features too)."""
+    counts = pb.get("max_rule_length_counts", RULE_LENGTH_COUNTS)
+    if counts != RULE_LENGTH_COUNTS:
+        raise CertificateError(
+            "malformed certificate: `problem.max_rule_length_counts` must be "
+            f"{RULE_LENGTH_COUNTS!r} (rulemip's max_rule_length counts restricted "
+            f"features); got {counts!r}.")
+
+
 def _rule_to_dict(rule: ThresholdRule) -> dict[str, Any]:
     if rule == "explicit":
         return {"kind": "explicit"}
@@ -141,6 +157,7 @@ class Certificate:
             "problem": {"loss": self.loss, "reg": self.reg,
                         "fit_intercept": self.fit_intercept, "n_rules": self.n_rules,
                         "max_rule_length": self.max_rule_length,
+                        "max_rule_length_counts": RULE_LENGTH_COUNTS,
                         "thresholds": [list(t) for t in self.thresholds],
                         "threshold_rule": _rule_to_dict(self.threshold_rule),
                         "digest": self.problem_digest},
@@ -192,6 +209,7 @@ class Certificate:
         except (KeyError, TypeError, ValueError, InvalidDataError) as exc:
             raise CertificateError(f"malformed certificate: `ensemble` is not a rule "
                                    f"ensemble document ({exc}).") from exc
+        _check_rule_length_counts(pb)
         return cls(
             dataset_digest=schema.as_str(schema.required(ds, "digest", "dataset"),
                                          "dataset.digest"),

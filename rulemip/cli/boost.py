@@ -42,7 +42,11 @@ def register(subparsers: Any) -> None:
                    help="rule search (default greedy without a preset).")
     p.add_argument("--beam-width", type=int, default=5, help="beam width w (default 5).")
     p.add_argument("--max-rule-length", type=int, default=None,
-                   help="maximum number of propositions per rule (default unlimited).")
+                   help="maximum number of features one rule may restrict (an interval "
+                        "a < x <= b is one; default unlimited), as in `rulemip fit`.")
+    p.add_argument("--max-propositions", type=int, default=None,
+                   help="maximum number of propositions per rule (an interval counts "
+                        "two; realkd's rule length; default unlimited).")
     add_max_thresholds_argument(p, "all")
     p.add_argument("--reg", type=float, default=0.0,
                    help="ridge lambda of R_lambda = mean loss + (lambda/n)||beta||^2.")
@@ -100,6 +104,7 @@ def _fit_and_print(args: argparse.Namespace, X: Any, y: Any, max_thresholds: int
     ds = Dataset.from_arrays(X, y, loss=args.loss)
     booster = RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
                           max_rule_length=args.max_rule_length,
+                          max_propositions=args.max_propositions,
                           max_thresholds=max_thresholds, reg=args.reg,
                           epsilon=args.epsilon, fit_intercept=not args.no_intercept,
                           loss=args.loss, time_limit=args.time_limit,

@@ -53,6 +53,10 @@ def register(sub: Any) -> None:
                    help="backend: auto, highs, scip, cpsat, cbc, pyomo")
     p.add_argument("--time-limit", type=float, default=120.0,
                    help="seconds; on the limit the incumbent and a valid bound are reported")
+    p.add_argument("--work-limit", type=int, default=None, metavar="UNITS",
+                   help="deterministic limit: units of work (search nodes, evaluations, "
+                        "iterations); the same data, options and --seed give the same model "
+                        "on any machine (keep --time-limit generous)")
     p.add_argument("--mip-gap", type=float, default=1e-6, help="relative optimality gap")
     p.add_argument("--preset", default="COB",
                    help="boosting preset used as first incumbent (SGS, SGB, SXB, CGB, COB) "
@@ -96,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
         max_thresholds=max_thresholds,
         max_rule_length=args.max_rule_length, engine=args.engine, solver=args.solver,
         time_limit=args.time_limit, mip_gap=args.mip_gap, preset=warm,
-        random_state=args.seed, verbose=False)
+        random_state=args.seed, verbose=False, work_limit=args.work_limit)
     est: Any = (ExactRuleEnsembleClassifier(**kwargs) if args.loss == "logistic"
                 else ExactRuleEnsembleRegressor(loss=args.loss, **kwargs))
     print(f"data: {source}")

@@ -42,7 +42,12 @@ _PARAM_DOC = """
     beam_width : int, default=5
         Beam width *w* of ``search="beam"``.
     max_rule_length : int or None, default=None
-        Maximum number of propositions per rule, *c(q)*.
+        At most this many restricted features per rule (a two-sided interval
+        ``a < x_j <= b`` is one, as rules are printed): the same language as the exact
+        estimators with the same value.
+    max_propositions : int or None, default=None
+        At most this many propositions per rule, *c(q)* of [OGB] (an interval counts two;
+        realkd's rule length). Both caps hold when both are given.
     max_thresholds : int or None, default=None
         At most this many quantile thresholds per feature (None: all midpoints).
     thresholds : sequence of d array-likes or None, default=None
@@ -106,8 +111,10 @@ class _RuleBoostingBase(BaseEstimator):
                  fit_intercept: bool = True, time_limit: float | None = None,
                  node_limit: int | None = None, max_memory: int | None = None,
                  random_state: Any = None, verbose: bool = False,
-                 preset: str | None = None, thresholds: Any = None) -> None:
+                 preset: str | None = None, thresholds: Any = None,
+                 max_propositions: int | None = None) -> None:
         self.n_rules = n_rules
+        self.max_propositions = max_propositions
         self.thresholds = thresholds
         self.time_limit = time_limit
         self.node_limit = node_limit
@@ -130,8 +137,9 @@ class _RuleBoostingBase(BaseEstimator):
         choices: dict[str, Any] = dict(_resolve(self))
         return RuleBooster(
             n_rules=self.n_rules, beam_width=self.beam_width,
-            max_rule_length=self.max_rule_length, max_thresholds=self.max_thresholds,
-            reg=self.reg, epsilon=self.epsilon, fit_intercept=self.fit_intercept, loss=loss,
+            max_rule_length=self.max_rule_length, max_propositions=self.max_propositions,
+            max_thresholds=self.max_thresholds, reg=self.reg, epsilon=self.epsilon,
+            fit_intercept=self.fit_intercept, loss=loss,
             time_limit=self.time_limit, node_limit=self.node_limit,
             max_memory=self.max_memory, verbose=self.verbose, **choices)
 
@@ -190,14 +198,15 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
                  time_limit: float | None = None, node_limit: int | None = None,
                  max_memory: int | None = None, random_state: Any = None,
                  verbose: bool = False, preset: str | None = None,
-                 thresholds: Any = None) -> None:
+                 thresholds: Any = None, max_propositions: int | None = None) -> None:
         super().__init__(n_rules, objective=objective, weight_update=weight_update,
                          search=search, beam_width=beam_width,
                          max_rule_length=max_rule_length, max_thresholds=max_thresholds,
                          reg=reg, epsilon=epsilon, fit_intercept=fit_intercept,
                          time_limit=time_limit, node_limit=node_limit,
                          max_memory=max_memory, random_state=random_state,
-                         verbose=verbose, preset=preset, thresholds=thresholds)
+                         verbose=verbose, preset=preset, thresholds=thresholds,
+                         max_propositions=max_propositions)
         self.loss = loss
 
     def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:

@@ -41,7 +41,7 @@ from rulemip._validation import (
     seed_int,
 )
 from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
-from rulemip.budget import Budget
+from rulemip.budget import Budget, check_work_limit
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.estimators._progress import progress_printer
@@ -83,8 +83,9 @@ class _ExactBase(BaseEstimator):
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
                  mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False,
-                 init: Any = DEPRECATED) -> None:
+                 init: Any = DEPRECATED, work_limit: int | None = None) -> None:
         self.n_rules = n_rules
+        self.work_limit = work_limit
         self.loss = loss
         self.reg = reg
         self.fit_intercept = fit_intercept
@@ -114,6 +115,7 @@ class _ExactBase(BaseEstimator):
                            strictly_positive=True)
         check_nonneg_float(self.mip_gap, "mip_gap")
         check_seed(self.random_state)
+        check_work_limit(self.work_limit)
         self._init_preset()
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
@@ -162,7 +164,7 @@ class _ExactBase(BaseEstimator):
                                                                   rtol=0, atol=1e-12)):
                         return None
         if self.max_rule_length is not None and any(
-                r.length > self.max_rule_length for r in prev.rules):
+                r.n_features > self.max_rule_length for r in prev.rules):
             return None
         return prev
 
@@ -196,7 +198,7 @@ class _ExactBase(BaseEstimator):
     def _fit_dataset(self, ds: Dataset) -> None:
         # parameters were validated by fit; the backend is resolved once, here, and handed
         # on (solve_exact and the driver only check its capabilities)
-        budget = Budget.from_time_limit(self.time_limit)
+        budget = Budget.from_time_limit(self.time_limit, work_limit=self.work_limit)
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
                                n_rules=self.n_rules, loss=self.loss, n_samples=ds.X.shape[0])
@@ -263,7 +265,8 @@ class _ExactBase(BaseEstimator):
             lower_bound=result.lower_bound, status=result.termination.value,
             bound_valid=result.bound_valid, engine=engine, backend=result.backend,
             backend_version=result.backend_version,
-            options={"time_limit": self.time_limit, "mip_gap": self.mip_gap,
+            options={"time_limit": self.time_limit, "work_limit": self.work_limit,
+                     "work_spent": budget.work_spent(), "mip_gap": self.mip_gap,
                      "init": self._init_preset(), "seed": seed,
                      "max_thresholds": self.max_thresholds,
                      "threshold_source": "data" if self.thresholds is None else "explicit"},
@@ -331,7 +334,7 @@ class _ExactBase(BaseEstimator):
 
         from rulemip.algorithms.local_swap import local_optimality_record
         from rulemip.algorithms.multi_start import best_local_model
-        from rulemip.solvers.result import Limit
+        from rulemip.solvers.result import Limit, budget_limit
         from rulemip.solvers.status import promote
 
         if result.ensemble is None or result.is_optimal:
@@ -357,7 +360,7 @@ class _ExactBase(BaseEstimator):
             # better model is decided by the one status rule
             verdict = promote(best.risk, result.lower_bound, finished=True,
                               mip_gap=self.mip_gap,
-                              limit=Limit.TIME if budget.expired() else
+                              limit=budget_limit(budget) if budget.expired() else
                               (result.limit or Limit.OTHER),
                               bound_valid=result.bound_valid)
             result = dataclasses.replace(
@@ -386,7 +389,7 @@ class _ExactBase(BaseEstimator):
         from rulemip.formulations.box_selection import BoxSelectionCIP
         from rulemip.rules import Rule
         from rulemip.rules.ensemble import conditions_from_box
-        from rulemip.solvers.result import Limit
+        from rulemip.solvers.result import Limit, budget_limit
         from rulemip.solvers.status import promote
 
         if budget.expired() or self.reg <= 0.0:
@@ -411,7 +414,7 @@ class _ExactBase(BaseEstimator):
         lower = max(result.lower_bound, found.bound) if result.bound_valid else found.bound
         verdict = promote(risk, lower, finished=found.proved, mip_gap=self.mip_gap,
                           limit=None if found.proved else
-                          (Limit.TIME if budget.expired() else Limit.OTHER),
+                          (budget_limit(budget) if budget.expired() else Limit.OTHER),
                           bound_valid=True)
         return dataclasses.replace(
             result, ensemble=ensemble, risk=risk, lower_bound=verdict.lower_bound,
@@ -480,7 +483,18 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         has not proved its result within ``mip_gap`` spends the whole limit: with squared
         loss the time the engine leaves goes to rule swaps and kicks, and a model no single
         rule swap improves is recorded as such (``certificate_.local_optimality``,
-        docs/explanation/local_optimality.md).
+        docs/explanation/local_optimality.md). Wall time depends on the machine: two
+        fits stopped by it may differ; use ``work_limit`` for a reproducible fit.
+    work_limit : int or None, default None
+        The deterministic limit: units of work (nodes of the branch and bounds and box
+        searches, supports enumerated, local-search evaluations, outer-approximation
+        iterations and the backend's MIP nodes — docs/explanation/solving.md, "Limits").
+        Every phase gets its share of the work left as it gets its share of the time, and
+        stops when it is spent; the same data, parameters and ``random_state`` then give
+        the same model, bound and status on any machine (as long as ``time_limit`` is not
+        reached first: give a generous one, or None). The result has a valid bound and
+        status ``"feasible"`` with ``limit="node"`` when the work limit stopped it.
+        ``certificate_.options`` records it and the work spent.
     mip_gap : float, default 1e-6
         Relative gap at which the solve stops and reports optimality.
     preset : boosting preset or None, default "COB"
@@ -552,13 +566,13 @@ class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
                  mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False,
-                 init: Any = DEPRECATED) -> None:
+                 init: Any = DEPRECATED, work_limit: int | None = None) -> None:
         super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                          max_thresholds=max_thresholds, thresholds=thresholds,
                          max_rule_length=max_rule_length, engine=engine, solver=solver,
                          time_limit=time_limit, mip_gap=mip_gap, preset=preset,
                          warm_start=warm_start, random_state=random_state,
-                         verbose=verbose, init=init)
+                         verbose=verbose, init=init, work_limit=work_limit)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleClassifier:
         self._validate_params_()

@@ -403,6 +403,8 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
                 break
             if clock.expired():
                 return best_z, best, -np.inf, False
+            if squared:
+                clock.charge(len(block))    # a support evaluated is a unit of work
             combos = np.asarray(block, dtype=np.int64)
             if squared:
                 assert isinstance(oracle, SquaredBoxOracle)
@@ -417,6 +419,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
                     if clock.expired():
                         # every evaluation is a refit: check the clock per support
                         return best_z, best, -np.inf, False
+                    clock.charge()
                     z = np.zeros(n_boxes)
                     z[list(S)] = 1.0
                     ub[i] = oracle.value_and_gradient(z)[0]
@@ -451,6 +454,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
             if len(live) == 0:
                 break
             if squared:
+                clock.charge(len(live))
                 assert isinstance(oracle, SquaredBoxOracle)
                 vals = _squared_support_values(oracle, supports[live],
                                                np.asarray(comp, dtype=float))
@@ -459,6 +463,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
                 for i, row in enumerate(supports[live]):
                     if clock.expired():
                         return best_z, best, -np.inf, False
+                    clock.charge()
                     z = np.zeros(n_boxes)
                     z[row] = comp
                     vals[i] = oracle.value_and_gradient(z)[0]

@@ -41,6 +41,12 @@ class Rule:
         """Number of propositions :math:`c(q)` of the rule's query."""
         return sum(c.n_propositions for c in self.conditions)
 
+    @property
+    def n_features(self) -> int:
+        """Number of restricted features (conditions are one per feature; an interval
+        ``a < x_j <= b`` is one) — what ``max_rule_length`` counts."""
+        return len(self.conditions)
+
     def query(self, X: NDArray[np.float64]) -> NDArray[np.bool_]:
         """Query vector :math:`q = (q(x_1), …, q(x_n))` on encoded ``X``."""
         out = np.ones(X.shape[0], dtype=bool)

@@ -11,10 +11,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import NDArray
+
+if TYPE_CHECKING:
+    from rulemip.budget import Budget
 
 GAP_DENOMINATOR_FLOOR = 1e-10
 
@@ -40,6 +43,12 @@ class Limit(StrEnum):
     GAP = "gap"  # stopped at the requested relative gap, not at a zero gap
     INTERRUPTED = "interrupted"
     OTHER = "other"
+
+
+def budget_limit(budget: Budget) -> Limit:
+    """The limit an expired :class:`~rulemip.budget.Budget` reached: ``Limit.NODE`` for its
+    work limit (the deterministic one), ``Limit.TIME`` for its deadline."""
+    return Limit.NODE if budget.stop_reason() == "work" else Limit.TIME
 
 
 @dataclass(frozen=True)

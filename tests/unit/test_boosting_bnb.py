@@ -52,6 +52,58 @@ def _box_optima(space, obj, allow_empty):
     return np.maximum.accumulate(best)
 
 
+def _feature_optima(space, obj, allow_empty):
+    """Brute force over the feature-count language: ``best[L]`` = the best value over
+    the boxes restricting at most ``L`` features (an interval ``lo < x_j <= hi`` is one)."""
+    per_feature = []
+    for j in range(space.d):
+        t = np.concatenate([[-np.inf], space.thresholds[j], [np.inf]])
+        per_feature.append(list(itertools.combinations(t, 2)))
+    best = np.full(space.d + 1, -np.inf)
+    for combo in itertools.product(*per_feature):
+        q = np.ones(space.n, bool)
+        n_feat = 0
+        for j, (lo, hi) in enumerate(combo):
+            q &= (space.X[:, j] > lo) & (space.X[:, j] <= hi)
+            n_feat += int(np.isfinite(lo) or np.isfinite(hi))
+        if not q.any() or (q.all() and not allow_empty):
+            continue
+        best[n_feat] = max(best[n_feat], obj.value(q))
+    return np.maximum.accumulate(best)
+
+
+@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("name", ("gs", "gb", "xgb"))
+def test_feature_count_language_against_brute_force(seed, name, kernel, monkeypatch):
+    """``max_rule_length`` counts restricted features in both exact searches (the compiled
+    kernel and the set-enumeration fallback): ``find_rule`` reaches the brute-force optimum
+    over rules on at most that many features — two-sided intervals included — and never
+    returns a rule on more; greedy and beam stay in the same language."""
+    import rulemip.boosting.search as search_mod
+
+    monkeypatch.setattr(search_mod, "USE_BOX_KERNEL", kernel)
+    space, obj = _instance(seed, name)
+    for allow_empty in (False, True):
+        best = _feature_optima(space, obj, allow_empty)
+        for max_len in (1, 2):
+            opt = best[min(max_len, len(best) - 1)]
+            res = find_rule(space, obj, search="bnb", max_rule_length=max_len,
+                            allow_empty=allow_empty)
+            if not np.isfinite(opt):
+                assert res is None
+                continue
+            assert res is not None and res.certified
+            assert res.n_features <= max_len
+            assert res.value == pytest.approx(opt, rel=1e-9, abs=1e-12)
+            assert res.bound >= opt * (1 - 1e-9) - 1e-12
+            for search in ("greedy", "beam"):
+                h = find_rule(space, obj, search=search, max_rule_length=max_len,
+                              allow_empty=allow_empty)
+                assert h is not None and h.n_features <= max_len
+                assert h.value <= opt * (1 + 1e-9) + 1e-12
+
+
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("name", OBJECTIVES)
 def test_bnb_exact_against_brute_force(seed, name):
@@ -60,7 +112,7 @@ def test_bnb_exact_against_brute_force(seed, name):
         best = _box_optima(space, obj, allow_empty)
         for max_len in (1, 2, 3, None):
             opt = best[-1] if max_len is None else best[min(max_len, len(best) - 1)]
-            res = find_rule(space, obj, search="bnb", max_rule_length=max_len,
+            res = find_rule(space, obj, search="bnb", max_propositions=max_len,
                             allow_empty=allow_empty)
             if not np.isfinite(opt):
                 assert res is None

@@ -218,7 +218,7 @@ def test_find_rule_equals_sequential_search(seed, search):
     for max_len in (None, 1, 2):
         for allow_empty in (False, True):
             val, best, n_exp, n_ch = _reference_search(space, obj, search, max_len, allow_empty)
-            res = find_rule(space, obj, search=search, max_rule_length=max_len,
+            res = find_rule(space, obj, search=search, max_propositions=max_len,
                             allow_empty=allow_empty, grouped=False)
             if best is None:
                 assert res is None
@@ -235,7 +235,7 @@ def test_find_rule_equals_sequential_search(seed, search):
             np.testing.assert_array_equal(res.query, q)
             assert res.length == int(np.sum(best[1] >= 0))
             assert (res.n_expanded, res.n_children) == (n_exp, n_ch)   # same nodes
-            grouped = find_rule(space, obj, search=search, max_rule_length=max_len,
+            grouped = find_rule(space, obj, search=search, max_propositions=max_len,
                                 allow_empty=allow_empty, grouped=True)
             assert grouped is not None
             assert grouped.value == pytest.approx(val, rel=1e-9, abs=1e-12)

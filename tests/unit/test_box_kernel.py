@@ -79,7 +79,7 @@ def test_exact_against_brute_force(seed, name, allow_empty, max_len):
     space, g = _space(seed)
     obj = _objectives(g, seed)[name]
     want = _brute(space, obj, allow_empty, max_len)
-    res = box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_len)
+    res = box_search(space, obj, allow_empty=allow_empty, max_propositions=max_len)
     assert res is not None
     assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
     assert res.status == "optimal" and res.certified
@@ -195,7 +195,7 @@ class _Kernel:
         self.m = np.array([len(t) for t in space.thresholds], np.int64)
         self.G = np.ascontiguousarray(space.groups_t.T[self.prob.perm], dtype=np.int32)
         self.LE, self.off, self.valid = K.build_masks(self.G, self.m)
-        self.iparams = np.array([self.prob.mode, int(allow_empty), -1, 1, 64, 0], np.int64)
+        self.iparams = np.array([self.prob.mode, int(allow_empty), -1, 1, 64, -1], np.int64)
 
     def evaluate(self, R):
         """(bound, collapsed ranges, split) of node ``R`` (left unchanged)."""
@@ -320,8 +320,8 @@ def test_invariant_under_positive_rescaling():
 @pytest.mark.parametrize("seed", range(3))
 @pytest.mark.parametrize("max_len", [1, 2])
 def test_length_in_features_against_brute_force(seed, max_len):
-    """``length_counts="features"``: a feature bounded on both sides counts once (the exact
-    estimators' ``max_rule_length``)."""
+    """``max_rule_length`` counts restricted features: a feature bounded on both sides
+    counts once (the default; ``length_counts="features"`` says the same)."""
     space, g = _space(seed, n=20, d=3, cuts=3)
     obj = ridge_gain_objective(g - g.mean(), reg=0.2)
     m = np.array([len(t) for t in space.thresholds])
@@ -332,6 +332,30 @@ def test_length_in_features_against_brute_force(seed, max_len):
             continue
         q = np.all((a <= space.groups_t.T) & (b >= space.groups_t.T), axis=1)
         want = max(want, obj.value(q))
-    res = box_search(space, obj, max_rule_length=max_len, length_counts="features")
-    assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
-    assert int((np.isfinite(res.lower) | np.isfinite(res.upper)).sum()) <= max_len
+    for res in (box_search(space, obj, max_rule_length=max_len),
+                box_search(space, obj, max_rule_length=max_len, length_counts="features")):
+        assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert res.n_features <= max_len
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_both_caps_against_brute_force(seed):
+    """``max_rule_length`` (features) and ``max_propositions`` together: the language is
+    the boxes within both caps (one feature bounded on both sides is 1 feature and 2
+    propositions)."""
+    space, g = _space(seed, n=20, d=3, cuts=3)
+    obj = ridge_gain_objective(g - g.mean(), reg=0.2)
+    m = np.array([len(t) for t in space.thresholds])
+    for feats, props in ((1, 1), (1, 2), (2, 2), (2, 3)):
+        want = -math.inf
+        for a, b in _boxes(space):
+            n_feat = int(((a > 0) | (b < m)).sum())
+            n_prop = int((a > 0).sum() + (b < m).sum())
+            if n_feat == 0 or n_feat > feats or n_prop > props:
+                continue
+            q = np.all((a <= space.groups_t.T) & (b >= space.groups_t.T), axis=1)
+            want = max(want, obj.value(q))
+        res = box_search(space, obj, max_rule_length=feats, max_propositions=props)
+        assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
+        assert res.n_features <= feats and res.length <= props
+        assert res.certified
