@@ -48,6 +48,7 @@ from rulemip.formulations.result import ExactResult
 from rulemip.model.standard_form import StandardForm
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.solvers.base import (
     Capability,
     SolverBackend,
@@ -492,7 +493,10 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     kwargs = offered if accepted is None else {k: v for k, v in offered.items()
                                                if k in accepted}
     result = spec.function(dataset, n_rules, **kwargs)
-    result = checked(result, dataset, reg=reg, mip_gap=mip_gap)
+    language = Language(n_rules, list(thresholds), max_rule_length, fit_intercept)
+    result = checked(result, dataset, reg=reg, mip_gap=mip_gap, language=language)
+    if warm_start is not None and not language.admits(warm_start):
+        warm_start = None  # not a model of this problem: never the incumbent
     result = at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
                                  loss=loss, fit_intercept=fit_intercept)
     return with_time_limit_named(result, clock)
@@ -595,12 +599,22 @@ def at_least_warm_start(result: ExactResult, dataset: Dataset,
 
 
 def checked(result: ExactResult, dataset: Dataset, *, reg: float,
-            mip_gap: float) -> ExactResult:
+            mip_gap: float, language: Language | None = None) -> ExactResult:
     """``result`` with its ensemble's risk recomputed from the data; a claim of
     optimality the recomputed risk refutes is withdrawn (:func:`promote`, fallback bound
-    0: :math:`R_\\lambda \\ge 0` for every loss)."""
+    0: :math:`R_\\lambda \\ge 0` for every loss). A model outside ``language``
+    (:mod:`rulemip.rules.language`) is not a model of the problem, whatever the engine
+    claims: it is dropped (the bound, proved over the language, stays) and the result is
+    not optimal; :func:`at_least_warm_start` then supplies the incumbent."""
     if result.ensemble is None:
         return result
+    bad = [] if language is None else language.violations(result.ensemble)
+    if bad:
+        return replace(result, ensemble=None, risk=math.inf, gap=math.inf,
+                       termination=TerminationReason.FEASIBLE,
+                       limit=result.limit or Limit.OTHER,
+                       notes=(*result.notes, "the engine's model is outside the problem's "
+                              "language (" + "; ".join(bad[:3]) + "): refused"))
     risk = float(result.ensemble.risk(dataset.X, dataset.y, reg=reg,
                                       sample_weight=dataset.sample_weight))
     same = abs(risk - result.risk) <= REFUTATION_TOL * max(1.0, abs(risk))
