@@ -337,7 +337,10 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     ----------
     certificate : a :class:`Certificate` or the path of its JSON file.
     X, y : the data it was computed on (numpy or pandas; labels as given to ``fit``).
-    tol : absolute tolerance on risks (relative to ``max(1, |risk|)``).
+    tol : relative tolerance on risks and bounds, times the data's scale (the refitted
+        risk of the recorded rules, floored by ``1e-9·Σw·y²/W``; never a claimed number:
+        docs/howto/certificates.md). The claimed risk may also differ from the recomputed
+        one by ``tol`` relative to the latter.
     raise_on_failure : raise :class:`CertificateError` listing the failed checks.
     thresholds : the explicit cut points the fit was given (one list per feature), to
         re-derive a certificate's explicit thresholds instead of taking them on trust.
@@ -362,7 +365,6 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     given = None if thresholds is None else check_thresholds(thresholds, ds.d)
     checks: list[CheckResult] = []
     claims: list[ClaimBasis] = []
-    scale = max(1.0, abs(cert.risk)) if math.isfinite(cert.risk) else 1.0
 
     digest = ds.digest()
     checks.append(CheckResult(
