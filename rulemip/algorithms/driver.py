@@ -229,6 +229,22 @@ def decide(formulation: Formulation, built: BuiltModel, outcome: SearchOutcome, 
                            notes=tuple(notes), **common)
     ensemble, risk, decode_notes = formulation.decode_solution(built, x)
     notes.extend(decode_notes)
+    language = formulation_language(formulation, built)
+    bad = [] if language is None else language.violations(ensemble)
+    if language is not None and bad:
+        # not a model of the problem: the search's bound stays (it speaks about the
+        # language), its point is dropped for the start, or for nothing
+        notes.append("the decoded model is outside the problem's language ("
+                     + "; ".join(bad[:3]) + "): refused")
+        finished, limit = False, limit if limit is not None else Limit.OTHER
+        if start is None or x is start or \
+                language.violations(formulation.decode_solution(built, start)[0]):
+            return ExactResult(ensemble=None, risk=math.inf, lower_bound=outcome.lower_bound,
+                               gap=math.inf, termination=TerminationReason.NO_SOLUTION_FOUND,
+                               limit=limit, notes=tuple(notes), **common)
+        x = start
+        ensemble, risk, decode_notes = formulation.decode_solution(built, x)
+        notes.extend(decode_notes)
     if x is outcome.x and math.isfinite(outcome.objective) and \
             abs(float(risk) - outcome.objective) > 1e-7 * max(1.0, abs(float(risk))):
         notes.append(f"decoded risk {float(risk):.12g} differs from the search's "
@@ -240,6 +256,24 @@ def decide(formulation: Formulation, built: BuiltModel, outcome: SearchOutcome, 
     return ExactResult(ensemble=ensemble, risk=float(risk), lower_bound=verdict.lower_bound,
                        gap=verdict.gap, termination=verdict.termination,
                        limit=verdict.limit, notes=tuple(notes), **common)
+
+
+def formulation_language(formulation: Formulation, built: BuiltModel) -> Language | None:
+    """The language a formulation's bound speaks about (:mod:`rulemip.rules.language`),
+    read from its ``n_rules``, ``max_rule_length``, ``fit_intercept`` and thresholds (its
+    own, or its built model's cell reduction's); None for a formulation without
+    ``n_rules`` (one round of MIP-boosting, say), which declares none. Without known
+    thresholds only the size and the rule length are checked here; :func:`solve_exact`
+    checks the grid too."""
+    k = getattr(formulation, "n_rules", None)
+    if isinstance(k, bool) or not isinstance(k, int):
+        return None
+    thresholds = getattr(formulation, "thresholds", None)
+    if thresholds is None:
+        thresholds = getattr(getattr(built, "cells", None), "thresholds", None)
+    length = getattr(formulation, "max_rule_length", None)
+    return Language(k, thresholds, length if isinstance(length, int) else None,
+                    bool(getattr(formulation, "fit_intercept", True)))
 
 
 EXP_LOSSES = ("logistic", "poisson")
@@ -641,6 +675,7 @@ __all__ = [
     "checked",
     "choose_engine",
     "decide",
+    "formulation_language",
     "method_spec",
     "outcome_from_solve",
     "register_formulation",

@@ -239,3 +239,39 @@ def test_a_model_outside_the_language_is_never_the_result(edit: str) -> None:
     assert any("outside the problem's language" in n for n in res.notes)
     assert cold.ensemble is not None and len(cold.ensemble.rules) == 0  # intercept only
     assert cold.termination is not TerminationReason.OPTIMAL
+
+
+def test_decide_refuses_a_decoded_model_outside_the_language() -> None:
+    """Issue 30, item 1, at the one decode of every engine: a search whose point decodes
+    to a rule restricting two features under ``max_rule_length=1`` does not give the
+    result; the start (in the language) does, and the status is not optimal. Without a
+    start there is no model."""
+    from types import SimpleNamespace
+
+    from rulemip.algorithms.driver import decide
+    from rulemip.formulations.protocol import SearchOutcome
+
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 2)
+    t0, t1 = float(ths[0][0]), float(ths[1][0])
+    long_rule = RuleEnsemble([Rule([Condition(0, upper=t0), Condition(1, lower=t1)], 1.0)])
+    short = RuleEnsemble([Rule([Condition(0, upper=t0)], 1.0)])
+    point, start = np.array([1.0]), np.array([0.0])
+
+    class Fake:
+        engine = "fake"
+        n_rules, max_rule_length, fit_intercept, thresholds = 1, 1, True, ths
+
+        def decode_solution(self, built: Any, x: Any) -> Any:
+            ens = long_rule if x is point else short
+            return ens, float(ens.risk(ds.X, ds.y, reg=0.1)), []
+
+    built = SimpleNamespace(notes=[], bound_valid=True, safe_bound=0.0, n_cells=0,
+                            n_boxes=0)
+    risk = float(long_rule.risk(ds.X, ds.y, reg=0.1))
+    outcome = SearchOutcome(x=point, lower_bound=risk, finished=True)
+    res = decide(Fake(), built, outcome, wall_time=0.0, start=start)  # type: ignore[arg-type]
+    assert res.ensemble is short and res.termination is not TerminationReason.OPTIMAL
+    assert any("outside the problem's language" in n for n in res.notes)
+    none = decide(Fake(), built, outcome, wall_time=0.0)  # type: ignore[arg-type]
+    assert none.ensemble is None and none.termination is not TerminationReason.OPTIMAL
