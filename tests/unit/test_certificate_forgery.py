@@ -281,3 +281,13 @@ def test_forged_thresholds_and_language():
                1e6)
     forged = _recomputed(cert, ds, RuleEnsemble([off], ens.intercept, "squared", ds.encoder))
     assert "language" in {f.name for f in verify(forged, X, y).failures}
+
+
+def test_a_claimed_risk_off_by_more_than_tol_fails_even_with_huge_weights(one_rule):
+    """The risk claim: with one weight at 1e6 the claimed risk (about 1e11) must still be
+    the recomputed one to ``tol`` relative; a claim 1e-5 below it fails the risk check."""
+    X, y, ds, _, cert, _ = one_rule
+    forged = _recomputed(cert, ds, _huge_weight(cert), status="feasible")
+    assert verify(forged, X, y).ok  # true claims about a bad model: it verifies
+    lowered = dataclasses.replace(forged, risk=forged.risk * (1 - 1e-5))
+    assert "risk" in {f.name for f in verify(lowered, X, y).failures}
