@@ -185,7 +185,12 @@ class Certificate:
             raise CertificateError("malformed certificate: `solver.options` must be a JSON "
                                    f"object; got {opts!r}.")
         if "mip_gap" in opts:
-            schema.as_number(opts["mip_gap"], "solver.options.mip_gap", finite=True)
+            gap = schema.as_number(opts["mip_gap"], "solver.options.mip_gap", finite=True)
+            if not 0.0 <= gap < 1.0:
+                # a relative gap of 1 or more makes any model "optimal": an edited tolerance
+                raise CertificateError(
+                    "malformed certificate: `solver.options.mip_gap` must be in [0, 1) (the "
+                    f"relative gap at which 'optimal' was claimed); got {gap!r}.")
         notes = d.get("notes", [])
         try:
             ensemble = RuleEnsemble.from_dict(schema.section(d, "ensemble"))
@@ -448,7 +453,8 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         opt_ok = cert.bound_valid and gap <= opt_tol
         checks.append(CheckResult(
             "optimality", opt_ok,
-            f"gap {gap:.3g} within {opt_tol:.3g} under a valid bound" if opt_ok else
+            f"gap {gap:.3g} within {opt_tol:.3g} (the fit's mip_gap, as recorded) under a "
+            "valid bound" if opt_ok else
             f"status 'optimal' but gap {gap:.3g} (tolerance {opt_tol:.3g}), bound_valid="
             f"{cert.bound_valid}"))
 

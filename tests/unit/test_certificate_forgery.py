@@ -291,3 +291,14 @@ def test_a_claimed_risk_off_by_more_than_tol_fails_even_with_huge_weights(one_ru
     assert verify(forged, X, y).ok  # true claims about a bad model: it verifies
     lowered = dataclasses.replace(forged, risk=forged.risk * (1 - 1e-5))
     assert "risk" in {f.name for f in verify(lowered, X, y).failures}
+
+
+@pytest.mark.parametrize("value", [1.0, 5.0, -0.1])
+def test_an_edited_mip_gap_cannot_make_any_model_optimal(one_rule, value):
+    """``solver.options.mip_gap`` sets the gap at which 'optimal' was claimed; a value of 1
+    or more (any model within it) or below 0 is refused as malformed."""
+    cert = one_rule[4]
+    doc = cert.to_dict()
+    doc["solver"]["options"]["mip_gap"] = value
+    with pytest.raises(CertificateError, match=r"solver\.options\.mip_gap"):
+        Certificate.from_dict(doc)
