@@ -48,6 +48,7 @@ from rulemip.formulations.result import ExactResult
 from rulemip.model.standard_form import StandardForm
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.solvers.base import (
     Capability,
     SolverBackend,
@@ -230,6 +231,22 @@ def decide(formulation: Formulation, built: BuiltModel, outcome: SearchOutcome, 
                            notes=tuple(notes), **common)
     ensemble, risk, decode_notes = formulation.decode_solution(built, x)
     notes.extend(decode_notes)
+    language = formulation_language(formulation, built)
+    bad = [] if language is None else language.violations(ensemble)
+    if language is not None and bad:
+        # not a model of the problem: the search's bound stays (it speaks about the
+        # language), its point is dropped for the start, or for nothing
+        notes.append("the decoded model is outside the problem's language ("
+                     + "; ".join(bad[:3]) + "): refused")
+        finished, limit = False, limit if limit is not None else Limit.OTHER
+        if start is None or x is start or \
+                language.violations(formulation.decode_solution(built, start)[0]):
+            return ExactResult(ensemble=None, risk=math.inf, lower_bound=outcome.lower_bound,
+                               gap=math.inf, termination=TerminationReason.NO_SOLUTION_FOUND,
+                               limit=limit, notes=tuple(notes), **common)
+        x = start
+        ensemble, risk, decode_notes = formulation.decode_solution(built, x)
+        notes.extend(decode_notes)
     if x is outcome.x and math.isfinite(outcome.objective) and \
             abs(float(risk) - outcome.objective) > 1e-7 * max(1.0, abs(float(risk))):
         notes.append(f"decoded risk {float(risk):.12g} differs from the search's "
@@ -241,6 +258,24 @@ def decide(formulation: Formulation, built: BuiltModel, outcome: SearchOutcome, 
     return ExactResult(ensemble=ensemble, risk=float(risk), lower_bound=verdict.lower_bound,
                        gap=verdict.gap, termination=verdict.termination,
                        limit=verdict.limit, notes=tuple(notes), **common)
+
+
+def formulation_language(formulation: Formulation, built: BuiltModel) -> Language | None:
+    """The language a formulation's bound speaks about (:mod:`rulemip.rules.language`),
+    read from its ``n_rules``, ``max_rule_length``, ``fit_intercept`` and thresholds (its
+    own, or its built model's cell reduction's); None for a formulation without
+    ``n_rules`` (one round of MIP-boosting, say), which declares none. Without known
+    thresholds only the size and the rule length are checked here; :func:`solve_exact`
+    checks the grid too."""
+    k = getattr(formulation, "n_rules", None)
+    if isinstance(k, bool) or not isinstance(k, int):
+        return None
+    thresholds = getattr(formulation, "thresholds", None)
+    if thresholds is None:
+        thresholds = getattr(getattr(built, "cells", None), "thresholds", None)
+    length = getattr(formulation, "max_rule_length", None)
+    return Language(k, thresholds, length if isinstance(length, int) else None,
+                    bool(getattr(formulation, "fit_intercept", True)))
 
 
 EXP_LOSSES = ("logistic", "poisson")
@@ -521,7 +556,10 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     kwargs = offered if accepted is None else {k: v for k, v in offered.items()
                                                if k in accepted}
     result = spec.function(dataset, n_rules, **kwargs)
-    result = checked(result, dataset, reg=reg, mip_gap=mip_gap)
+    language = Language(n_rules, list(thresholds), max_rule_length, fit_intercept)
+    result = checked(result, dataset, reg=reg, mip_gap=mip_gap, language=language)
+    if warm_start is not None and not language.admits(warm_start):
+        warm_start = None  # not a model of this problem: never the incumbent
     result = at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
                                  loss=loss, fit_intercept=fit_intercept)
     return with_time_limit_named(result, clock)
@@ -624,12 +662,22 @@ def at_least_warm_start(result: ExactResult, dataset: Dataset,
 
 
 def checked(result: ExactResult, dataset: Dataset, *, reg: float,
-            mip_gap: float) -> ExactResult:
+            mip_gap: float, language: Language | None = None) -> ExactResult:
     """``result`` with its ensemble's risk recomputed from the data; a claim of
     optimality the recomputed risk refutes is withdrawn (:func:`promote`, fallback bound
-    0: :math:`R_\\lambda \\ge 0` for every loss)."""
+    0: :math:`R_\\lambda \\ge 0` for every loss). A model outside ``language``
+    (:mod:`rulemip.rules.language`) is not a model of the problem, whatever the engine
+    claims: it is dropped (the bound, proved over the language, stays) and the result is
+    not optimal; :func:`at_least_warm_start` then supplies the incumbent."""
     if result.ensemble is None:
         return result
+    bad = [] if language is None else language.violations(result.ensemble)
+    if bad:
+        return replace(result, ensemble=None, risk=math.inf, gap=math.inf,
+                       termination=TerminationReason.FEASIBLE,
+                       limit=result.limit or Limit.OTHER,
+                       notes=(*result.notes, "the engine's model is outside the problem's "
+                              "language (" + "; ".join(bad[:3]) + "): refused"))
     risk = float(result.ensemble.risk(dataset.X, dataset.y, reg=reg,
                                       sample_weight=dataset.sample_weight))
     same = abs(risk - result.risk) <= REFUTATION_TOL * max(1.0, abs(risk))
@@ -656,6 +704,7 @@ __all__ = [
     "checked",
     "choose_engine",
     "decide",
+    "formulation_language",
     "method_spec",
     "outcome_from_solve",
     "register_formulation",

@@ -28,11 +28,15 @@ afterwards only lowers it further.
 
 **1-swap optimal** means: for every j, a valid upper bound :math:`\bar G_j` of the search
 (its ``bound``; exact when it finished) satisfies :math:`(\bar G_j^2 - G_j(q_j)^2)/W \le
-\text{tol}\cdot\max(1, R)`. No model that differs from f in one rule — its box anywhere in
-the candidate language, its weight, the intercept *and the other weights held fixed* —
-has a lower risk by more than the tolerance. It is a statement about a neighbourhood, not
-the global optimum. A model with fewer than k rules has empty slots; a slot's current
-gain is 0 and its search asks whether one more rule helps.
+\text{tol}\cdot S` with the scale
+:math:`S = \max(R, 10^{-9} \sum_i w_i y_i^2 / W)`
+(:func:`tolerance_scale`: relative to the risk, floored by the data's second moment for
+rounding; no absolute unit, so rescaling y rescales the tolerance with it). No model that
+differs from f in one rule — its box anywhere in the candidate language, its weight, the
+intercept *and the other weights held fixed* — has a lower risk by more than the
+tolerance. It is a statement about a neighbourhood, not the global optimum. A model with
+fewer than k rules has empty slots; a slot's current gain is 0 and its search asks whether
+one more rule helps.
 """
 
 from __future__ import annotations
@@ -58,6 +62,7 @@ from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
 from rulemip.rules.rule import Rule
 
 __all__ = [
+    "SCALE_FLOOR",
     "SWAP_TOL",
     "SwapCheck",
     "SwapOutcome",
@@ -68,8 +73,23 @@ __all__ = [
 
 FloatArray = NDArray[np.float64]
 
-#: a swap counts only when it lowers the risk by more than SWAP_TOL * max(1, risk)
+#: a swap counts only when it lowers the risk by more than SWAP_TOL * tolerance_scale
 SWAP_TOL = 1e-9
+#: the tolerance scale's floor relative to the data's second moment (rounding of risks)
+SCALE_FLOOR = 1e-9
+
+
+def second_moment(dataset: Dataset) -> float:
+    r""":math:`\sum_i w_i y_i^2 / W`, the risk of the zero model: the data's scale."""
+    w = dataset.weights
+    y = np.asarray(dataset.y, dtype=float)
+    return float(w @ (y * y)) / float(w.sum())
+
+
+def tolerance_scale(risk: float, moment: float) -> float:
+    r"""What relative tolerances on risks multiply: :math:`\max(|R|, 10^{-9} m_2)` with
+    ``moment`` :math:`m_2` from :func:`second_moment` (and a positive floor)."""
+    return max(abs(float(risk)), SCALE_FLOOR * float(moment), 1e-300)
 
 
 @dataclass(frozen=True)
@@ -177,11 +197,14 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
 def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg: float,
                    fit_intercept: bool, thresholds: Sequence[FloatArray],
                    max_rule_length: int | None = None, tol: float = SWAP_TOL,
-                   time_limit: float | None = None) -> tuple[bool, tuple[SwapCheck, ...]]:
+                   time_limit: float | None = None, atol: float | None = None
+                   ) -> tuple[bool, tuple[SwapCheck, ...]]:
     """Replay the ``n_rules`` swap searches on ``ensemble`` *with its weights as given*
-    (nothing is refitted: a claim is checked about the model that was recorded). Returns
-    (every search proves that no swap lowers the risk by more than ``tol * max(1, R)``,
-    the checks). The first check that finds an improving swap ends the replay."""
+    (they must be the joint optimum of its boxes, as the module docstring's identity
+    assumes: :func:`rulemip.certify.verify` refits them first). Returns (every search
+    proves that no swap lowers the risk by more than ``tol *`` :func:`tolerance_scale`,
+    or by ``atol`` when given, the checks). The first check that finds an improving swap
+    ends the replay."""
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"1-swap optimality is proved for squared loss only; got loss={ensemble.loss!r}.")
@@ -190,7 +213,8 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
     space = SearchSpace.build(dataset.X, thresholds=list(thresholds))
     risk = float(ensemble.risk(dataset.X, dataset.y, reg=reg,
                                sample_weight=dataset.sample_weight))
-    atol = tol * max(1.0, abs(risk))
+    if atol is None:
+        atol = tol * tolerance_scale(risk, second_moment(dataset))
     clock = Budget.from_time_limit(time_limit)
     checks: list[SwapCheck] = []
     for slot in range(n_rules):
@@ -236,6 +260,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                                  template=ensemble)
     proved: dict[int, SwapCheck] = {}
     swaps = searches = 0
+    moment = second_moment(dataset)
     if check_empty_language(space, fit_intercept, max_rule_length):
         proved = {s: SwapCheck(s, 0.0, 0.0, 0.0, True, np.zeros(0), np.zeros(0), True)
                   for s in range(n_rules)}
@@ -251,7 +276,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
             new_rules.append(box)
         candidate, new_risk = refit_ensemble(dataset, new_rules, reg=reg,
                                              fit_intercept=fit_intercept, template=model)
-        if new_risk < risk - tol * max(1.0, abs(risk)):
+        if new_risk < risk - tol * tolerance_scale(risk, moment):
             model, risk = candidate, new_risk
             swaps += 1
             return True
@@ -271,7 +296,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                                 fit_intercept=fit_intercept, max_rule_length=max_rule_length,
                                 time_limit=None, search="beam", budget=budget)
             searches += 1
-            if check is not None and check.improves(tol * max(1.0, abs(risk))):
+            if check is not None and check.improves(tol * tolerance_scale(risk, moment)):
                 improved = apply(check) or improved
         if improved:
             continue
@@ -286,7 +311,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                                 fit_intercept=fit_intercept, max_rule_length=max_rule_length,
                                 time_limit=None, budget=budget)
             searches += 1
-            atol = tol * max(1.0, abs(risk))
+            atol = tol * tolerance_scale(risk, moment)
             if check is None:
                 continue
             if check.improves(atol):

@@ -32,7 +32,12 @@ At the root every row is undecided and bound 2 is the 4-levels bound; when every
 decided, bound 1 is the risk of the node's model. Best first over a pool of node slots of
 bounded memory; the global bound is the least open bound (or the incumbent when every node
 is pruned: then the incumbent is proved optimal over two-rule ensembles of the language).
-Boxes are not limited in length here, so the bound also holds for any ``max_rule_length``.
+With ``max_rule_length`` L a decided node whose model has a rule restricting more than L
+features (its *outer* box, the node's box with the fewest restricted features, covers the
+same rows as every box of the node) holds no model of the language: it is dropped, never
+an incumbent, and the bound speaks about the language of length L. Without it boxes are
+not limited in length, and the bound holds for any ``max_rule_length`` (issue 30, item 1:
+an incumbent of any length below the restricted optimum was returned as "optimal").
 """
 
 from __future__ import annotations
@@ -288,9 +293,34 @@ def _choose_split(node: np.ndarray, g: np.ndarray, w: np.ndarray, st: np.ndarray
 
 
 @njit(cache=True)
+def _within_length(node: np.ndarray, G: np.ndarray, st: np.ndarray, max_len: int) -> bool:
+    """A decided node's model is in the language of rules restricting at most ``max_len``
+    features (< 0: any): for each box covering a row, its outer box — the node's box with
+    the fewest restricted features, covering the same rows — restricts at most max_len."""
+    if max_len < 0:
+        return True
+    for b in range(2):
+        covers = False
+        for i in range(st.shape[1]):
+            if st[b, i] == _IN:
+                covers = True
+                break
+        if not covers:      # a box covering no row: a model with a rule fewer
+            continue
+        restricted = 0
+        for j in range(G.shape[0]):
+            if node[b, j, 0] > 0 or node[b, j, 3] < G[j] - 1:
+                restricted += 1
+        if restricted > max_len:
+            return False
+    return True
+
+
+@njit(cache=True)
 def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
          state: np.ndarray, g: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float,
-         intercept: bool, max_steps: int, best_nodes: np.ndarray) -> None:
+         intercept: bool, max_steps: int, best_nodes: np.ndarray, G: np.ndarray,
+         max_len: int) -> None:
     """Expand up to ``max_steps`` nodes. state = [n_heap, n_free, ub, nodes, decided]."""
     n_heap = int(state[0])
     n_free = int(state[1])
@@ -330,6 +360,8 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
                 val = parent
             if decided:
                 state[4] += 1.0
+                if not _within_length(c, G, st, max_len):
+                    continue    # no model of the language in this node
                 if val < ub:
                     ub = val
                     best_nodes[:, :, :] = c
@@ -368,37 +400,38 @@ class TwoRuleBound:
     boxes: tuple[tuple[FloatArray, FloatArray], ...] | None = None
 
 
-def _decode_node(node: IntArray, thresholds: tuple[FloatArray, ...]
+def _decode_node(node: IntArray, thresholds: tuple[FloatArray, ...], g: IntArray
                  ) -> tuple[tuple[FloatArray, FloatArray], ...]:
-    """The inner boxes of a node whose rows are all decided (every box of such a node
-    covers the same rows): group g of feature j is ``t[g-1] < x <= t[g]``; a box empty
-    on some feature is left out (a model with a rule fewer)."""
+    """The outer boxes of a node whose rows are all decided (every box of such a node
+    covers the same rows, and the outer box restricts the fewest features): group g of
+    feature j is ``t[g-1] < x <= t[g]``; a box covering no row is left out (a model with
+    a rule fewer)."""
+    st = np.empty((2, g.shape[0]), dtype=np.int8)
+    _statuses(node, g, st)
     out = []
     for b in range(node.shape[0]):
+        if not np.any(st[b] == _IN):
+            continue
         lower = np.full(len(thresholds), -np.inf)
         upper = np.full(len(thresholds), np.inf)
-        empty = False
         for j, t in enumerate(thresholds):
-            lo, hi = int(node[b, j, 1]), int(node[b, j, 2])
-            if lo > hi:
-                empty = True
-                break
+            lo, hi = int(node[b, j, 0]), int(node[b, j, 3])
             if lo > 0:
                 lower[j] = float(t[lo - 1])
             if hi < len(t):
                 upper[j] = float(t[hi])
-        if not empty:
-            out.append((lower, upper))
+        out.append((lower, upper))
     return tuple(out)
 
 
 def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper: float,
                    budget: Budget | None = None, max_memory: int = 256 << 20,
-                   chunk: int = 2000) -> TwoRuleBound:
+                   chunk: int = 2000, max_rule_length: int | None = None) -> TwoRuleBound:
     """Branch and bound over pairs of boxes (module docstring) until every node is pruned
     against ``upper`` (a two-rule model's :math:`R_\\lambda`), the budget ends or the pool of
     ``max_memory`` bytes is full (then the nodes that did not fit still count in the bound).
-    Squared loss only."""
+    With ``max_rule_length`` the bound and any model found are for rules restricting at
+    most that many features. Squared loss only."""
     if cells.loss != "squared":
         raise ValueError("two_rule_bound is for squared loss")
     W = float(cells.total_weight)
@@ -425,6 +458,7 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
         for j in range(d):
             root[b, j] = (0, G[j] - 1, 0, G[j] - 1)
     st = np.empty((2, len(y)), dtype=np.int8)
+    max_len = -1 if max_rule_length is None else int(max_rule_length)
     t0 = time.perf_counter()
     root_val, _ = _node_bound(root, g, y, w, float(reg), bool(fit_intercept), st)
     # state = [n_heap, n_free, ub, nodes, decided, pool_full, least dropped bound]
@@ -442,7 +476,7 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
             steps = max(1, min(chunk, work // 2))   # a step evaluates two children
         nodes_before = int(state[3])
         _run(pool, key, heap, free, state, g, y, w, float(reg), bool(fit_intercept),
-             steps, best_nodes)
+             steps, best_nodes, G, max_len)
         if budget is not None:
             budget.charge(max(int(state[3]) - nodes_before, 1))
         n_heap = int(state[0])
@@ -457,7 +491,7 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
     proved = n_heap == 0 or open_min >= ub - 1e-9 * max(1.0, abs(ub))
     proved = proved and not np.isfinite(state[6])
     better = ub < ub_sum - 1e-9 * max(1.0, abs(ub_sum))
-    found = _decode_node(best_nodes, cells.thresholds) if better else None
+    found = _decode_node(best_nodes, cells.thresholds, g) if better else None
     return TwoRuleBound((lb + cells.constant) / W, (ub + cells.constant) / W, bool(proved),
                         int(state[3]), n_heap, time.perf_counter() - t0, bool(state[5]),
                         found)

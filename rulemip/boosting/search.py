@@ -160,6 +160,17 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
         best, best_val = state.best, state.best_val
         bound, n_exp, n_ch, peak = max(root_bound, best_val), state.n_expanded, \
             state.n_children, 0
+    # one language with the compiled search: a box with propositions that covers every
+    # row is a candidate even when the empty query is not; the set enumeration never
+    # reaches it (a refinement keeping its parent's cover is pruned), so it is added here
+    full = None if allow_empty else full_cover_box(space)
+    if full is not None:
+        full_val = float(obj.value(everything))
+        bound = max(bound, full_val)
+        if best is None or full_val > best_val:
+            box = np.concatenate(full)
+            best = _Node(everything, box, int(np.sum(box >= 0)), full_val)
+            best_val = full_val
     if best is None:
         return None
     if status == "heuristic" and bound <= best_val * (1 + 1e-12):
@@ -170,6 +181,26 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     return SearchResult(lower, upper, q, float(best_val), int(best.length),
                         status == "optimal", n_exp, n_ch, float(bound), status,
                         time.perf_counter() - start, int(peak))
+
+
+def full_cover_box(space: SearchSpace) -> tuple[NDArray[np.int64], NDArray[np.int64]] | None:
+    """A box of one proposition covering every row (``x_j > t`` with ``t`` below every
+    value of feature j, or ``x_j <= t`` with ``t`` at or above every value), as threshold
+    indices (lower, upper; -1 = none), or None when the thresholds give none (cut points
+    made from the data never do)."""
+    d = space.d
+    for j, t in enumerate(space.thresholds):
+        if not len(t):
+            continue
+        lo = np.full(d, -1, np.int64)
+        hi = np.full(d, -1, np.int64)
+        if int(space.groups_t[j].min()) >= 1:   # every x_j > t[0]
+            lo[j] = 0
+            return lo, hi
+        if int(space.groups_t[j].max()) <= len(t) - 1:   # every x_j <= t[-1]
+            hi[j] = len(t) - 1
+            return lo, hi
+    return None
 
 
 #: rule lengths of the iterative-deepening stages before the full search

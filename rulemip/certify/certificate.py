@@ -202,7 +202,12 @@ class Certificate:
             raise CertificateError("malformed certificate: `solver.options` must be a JSON "
                                    f"object; got {opts!r}.")
         if "mip_gap" in opts:
-            schema.as_number(opts["mip_gap"], "solver.options.mip_gap", finite=True)
+            gap = schema.as_number(opts["mip_gap"], "solver.options.mip_gap", finite=True)
+            if not 0.0 <= gap < 1.0:
+                # a relative gap of 1 or more makes any model "optimal": an edited tolerance
+                raise CertificateError(
+                    "malformed certificate: `solver.options.mip_gap` must be in [0, 1) (the "
+                    f"relative gap at which 'optimal' was claimed); got {gap!r}.")
         notes = d.get("notes", [])
         try:
             ensemble = RuleEnsemble.from_dict(schema.section(d, "ensemble"))
@@ -355,7 +360,10 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     ----------
     certificate : a :class:`Certificate` or the path of its JSON file.
     X, y : the data it was computed on (numpy or pandas; labels as given to ``fit``).
-    tol : absolute tolerance on risks (relative to ``max(1, |risk|)``).
+    tol : relative tolerance on risks and bounds, times the data's scale (the refitted
+        risk of the recorded rules, floored by ``1e-9·Σw·y²/W``; never a claimed number:
+        docs/howto/certificates.md). The claimed risk may also differ from the recomputed
+        one by ``tol`` relative to the latter.
     raise_on_failure : raise :class:`CertificateError` listing the failed checks.
     thresholds : the explicit cut points the fit was given (one list per feature), to
         re-derive a certificate's explicit thresholds instead of taking them on trust.
@@ -380,7 +388,6 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     given = None if thresholds is None else check_thresholds(thresholds, ds.d)
     checks: list[CheckResult] = []
     claims: list[ClaimBasis] = []
-    scale = max(1.0, abs(cert.risk)) if math.isfinite(cert.risk) else 1.0
 
     digest = ds.digest()
     checks.append(CheckResult(
@@ -423,7 +430,18 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         "bounds not among the candidate thresholds: " + "; ".join(off_grid[:5])))
 
     risk = ens.risk(ds.X, ds.y, reg=cert.reg, sample_weight=ds.sample_weight)
-    risk_ok = abs(risk - cert.risk) <= tol * scale
+    refit = None
+    if ens.rules or cert.fit_intercept:
+        Q = ens.query_matrix(ds.X)
+        refit = fit_weights(Q, ds.y, cert.loss, reg=cert.reg, fit_intercept=cert.fit_intercept,
+                            sample_weight=ds.sample_weight)
+    # the verifier's tolerances are its own, scaled by what the data fix — the refitted
+    # risk of the recorded rules (>= the optimum, <= the model without rules) floored by
+    # the data's second moment — never by a claimed number (issue 30, item 3)
+    scale = _data_scale(ds, risk if refit is None else float(refit.risk))
+    slack = tol * scale
+    risk_slack = tol * max(scale, abs(risk)) if math.isfinite(risk) else slack
+    risk_ok = abs(risk - cert.risk) <= risk_slack
     checks.append(CheckResult(
         "risk", risk_ok,
         f"recomputed risk {risk:.10g} equals the claimed {cert.risk:.10g}" if risk_ok else
@@ -431,20 +449,18 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         f"{abs(risk - cert.risk):.3g} (a weight, rule or the claimed risk was changed)"))
 
     lb = cert.lower_bound
-    lb_ok = math.isnan(lb) is False and lb <= cert.risk + tol * scale
+    lb_ok = math.isnan(lb) is False and lb <= cert.risk + risk_slack
     checks.append(CheckResult("bounds order", lb_ok,
                               f"lower bound {lb:.10g} <= risk {cert.risk:.10g}" if lb_ok else
                               f"lower bound {lb:.10g} exceeds the risk {cert.risk:.10g}"))
-    if ens.rules or cert.fit_intercept:
-        Q = ens.query_matrix(ds.X)
-        refit = fit_weights(Q, ds.y, cert.loss, reg=cert.reg, fit_intercept=cert.fit_intercept,
-                            sample_weight=ds.sample_weight)
-        refit_ok = refit.risk >= lb - tol * scale
+    if refit is not None:
+        refit_ok = refit.risk >= lb - slack
         checks.append(CheckResult(
             "bound not refuted", refit_ok,
-            f"refitted weights reach {refit.risk:.10g} >= bound" if refit_ok else
+            f"the same rules with refitted weights reach {refit.risk:.10g} >= the lower "
+            f"bound {lb:.10g} (less the verifier's slack {slack:.3g})" if refit_ok else
             f"the same rules with refitted weights reach {refit.risk:.10g} < the claimed "
-            f"lower bound {lb:.10g}: the bound is false"))
+            f"lower bound {lb:.10g} (slack {slack:.3g}): the bound is false"))
 
     gap = relative_gap(cert.risk, lb)
     gap_ok = (math.isinf(gap) and math.isinf(cert.gap)) or abs(gap - cert.gap) <= 1e-9 + tol
@@ -455,42 +471,69 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         opt_ok = cert.bound_valid and gap <= opt_tol
         checks.append(CheckResult(
             "optimality", opt_ok,
-            f"gap {gap:.3g} within {opt_tol:.3g} under a valid bound" if opt_ok else
+            f"gap {gap:.3g} within {opt_tol:.3g} (the fit's mip_gap, as recorded) under a "
+            "valid bound" if opt_ok else
             f"status 'optimal' but gap {gap:.3g} (tolerance {opt_tol:.3g}), bound_valid="
             f"{cert.bound_valid}"))
 
-    claims.extend(_claims_after_thresholds(cert))
+    bound_claim = _bound_claim(cert)
     if cert.n_rules == 1 and cert.loss == "squared" and math.isfinite(lb):
-        proof = _replayed_proof(cert, ds, lb, tol * scale)
+        proof = _replayed_proof(cert, ds, lb, slack)
         checks.append(proof)
         if proof.ok and proof.message.startswith("replayed"):
-            claims = [ClaimBasis(c.claim, REDERIVED, "replayed: the exact box search "
-                                 "re-derived it from the data, no solver involved")
-                      if c.claim == "lower bound" else c for c in claims]
-    checks.extend(local_optimality_checks(cert, ds))
+            bound_claim = ClaimBasis("lower bound", REDERIVED, "replayed: the exact box "
+                                     "search re-derived it from the data, no solver involved")
+    claims.extend(_claims_after_thresholds(cert, bound_claim))
+    local_checks, local_claim = local_optimality_checks(cert, ds, scale)
+    checks.extend(local_checks)
+    if local_claim is not None:
+        claims.append(local_claim)
     return _report(checks, risk, raise_on_failure, claims)
 
 
-def _claims_after_thresholds(cert: Certificate) -> list[ClaimBasis]:
-    """How the model, risk, bound, gap and status claims are known (see :func:`verify`)."""
+def _data_scale(ds: Dataset, refit_risk: float) -> float:
+    """The scale of the verifier's tolerances: :func:`rulemip.algorithms.local_swap.
+    tolerance_scale` of the refitted risk of the recorded rules (a model of the language,
+    so at least the optimum; at most the model without rules) and of the data's second
+    moment. Only the data and the recorded boxes fix it: huge weights or a huge claimed
+    risk do not loosen it."""
+    from rulemip.algorithms.local_swap import second_moment, tolerance_scale
+
+    r = refit_risk if math.isfinite(refit_risk) else 0.0
+    return tolerance_scale(r, second_moment(ds))
+
+
+def _bound_claim(cert: Certificate) -> ClaimBasis:
+    """How the lower bound is known when verify cannot replay it: the solver's word."""
     run = ", ".join(p for p in (f"{cert.engine} engine" if cert.engine else "",
                                 f"{cert.backend} {cert.backend_version}".strip(),
                                 f"status {cert.status}") if p)
     if cert.bound_valid:
-        bound = (f"from the solver run ({run}); checked only to be <= the risk and not "
-                 "beaten by refitting the same rules; re-derive it by solving again with "
-                 "the recorded options")
+        return ClaimBasis("lower bound", TAKEN_ON_TRUST,
+                          f"from the solver run ({run}); checked only to be <= the risk and "
+                          "not beaten by refitting the same rules; re-derive it by solving "
+                          "again with the recorded options")
+    return ClaimBasis("lower bound", TAKEN_ON_TRUST,
+                      f"not claimed valid (bound_valid false; {run})")
+
+
+def _claims_after_thresholds(cert: Certificate, bound: ClaimBasis) -> list[ClaimBasis]:
+    """How the model, risk, bound, gap and status claims are known (see :func:`verify`).
+    A claim inherits the basis of what it rests on: the gap and an ``optimal`` status rest
+    on the lower bound, so they are re-derived only when the bound is."""
+    if cert.status == "optimal":
+        status = ClaimBasis("status", bound.basis,
+                            "from the gap under the lower bound, so it rests on the bound"
+                            + ("" if bound.rederived else " (taken on trust)"))
     else:
-        bound = f"not claimed valid (bound_valid false; {run})"
-    status = ("from the gap under the lower bound, so it rests on the bound"
-              if cert.status == "optimal" else "the solver's termination, as recorded")
+        status = ClaimBasis("status", TAKEN_ON_TRUST, "the solver's termination, as recorded")
     return [ClaimBasis("model", REDERIVED, "size, rule length and interval bounds on the "
                        "thresholds checked"),
             ClaimBasis("risk", REDERIVED, "recomputed from the data"),
-            ClaimBasis("lower bound", TAKEN_ON_TRUST, bound),
-            ClaimBasis("gap", REDERIVED, "recomputed from the risk and the lower bound"),
-            ClaimBasis("status", REDERIVED if cert.status == "optimal" else TAKEN_ON_TRUST,
-                       status)]
+            bound,
+            ClaimBasis("gap", bound.basis, "recomputed from the risk and the lower bound"
+                       + ("" if bound.rederived else ", so it rests on the bound")),
+            status]
 
 
 def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> CheckResult:
@@ -671,6 +714,14 @@ def _local_from_dict(value: Any) -> dict[str, Any] | None:
         raise CertificateError(
             "malformed certificate: `local_optimality` must be an object with kind "
             f"'1-swap' and a boolean `proved`; got {value!r}.")
+    if "tol" in value:
+        tol = schema.as_number(value["tol"], "local_optimality.tol", finite=True)
+        if tol < 0:
+            raise CertificateError(
+                f"malformed certificate: `local_optimality.tol` must be >= 0; got {tol!r}.")
+    if not isinstance(value.get("searches", []), list):
+        raise CertificateError("malformed certificate: `local_optimality.searches` must be "
+                               f"a list; got {value.get('searches')!r}.")
     return dict(value)
 
 
@@ -681,39 +732,65 @@ def local_summary(cert: Certificate) -> str:
     return "; local: 1-swap optimal" if rec is not None and rec.get("proved") else ""
 
 
-#: relative rounding allowed on top of a 1-swap claim's own tolerance when it is replayed
+#: relative rounding allowed on top of the verifier's swap tolerance
 SWAP_ROUNDING = 1e-12
 
 
-def local_optimality_checks(cert: Certificate, ds: Dataset) -> list[CheckResult]:
-    """Re-derive a claimed 1-swap optimality by replaying the k swap searches on the
-    recorded model (:func:`rulemip.algorithms.local_swap.check_one_swap`); no check when
-    nothing is claimed."""
+def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None = None
+                            ) -> tuple[list[CheckResult], ClaimBasis | None]:
+    """Re-derive a claimed 1-swap optimality (docs/explanation/local_optimality.md), and
+    how the claim is known; no check and no claim when nothing is claimed.
+
+    The replay trusts nothing of the record but its boxes: it refits the weights (and the
+    intercept) jointly itself — a model whose recorded weights are not that optimum is not
+    1-swap optimal, since re-weighting one rule and the intercept already gains — then
+    replays the k swap searches (:func:`rulemip.algorithms.local_swap.check_one_swap`) on
+    the refitted model at the verifier's tolerance: ``SWAP_TOL`` (or the certificate's
+    ``tol`` when smaller) times ``scale``, the data's tolerance scale (:func:`_data_scale`).
+    A certificate's looser ``tol`` is not honoured."""
     rec = cert.local_optimality
     if rec is None or not rec.get("proved"):
-        return []
+        return [], None
+    name = "1-swap optimality"
     if cert.loss != "squared":
-        return [CheckResult("1-swap optimality", False,
-                            f"claimed for loss {cert.loss!r}; it is defined for squared loss "
-                            "only")]
-    from rulemip.algorithms.local_swap import SWAP_TOL, check_one_swap
+        return [CheckResult(name, False, f"claimed for loss {cert.loss!r}; it is defined "
+                            "for squared loss only")], \
+            ClaimBasis("1-swap", TAKEN_ON_TRUST, "not defined for this loss")
+    from rulemip.algorithms.local_swap import SWAP_TOL, check_one_swap, refit_ensemble
 
-    # the claim is replayed at its own tolerance (plus rounding), not at verify's looser
-    # risk tolerance: a swap gaining more than the certificate allows refutes it
-    replay_tol = float(rec.get("tol", SWAP_TOL)) + SWAP_ROUNDING
-    ok, checks = check_one_swap(ds, cert.ensemble, cert.n_rules, reg=cert.reg,
+    refitted, refit_risk = refit_ensemble(ds, cert.ensemble.rules, reg=cert.reg,
+                                          fit_intercept=cert.fit_intercept,
+                                          template=cert.ensemble)
+    if scale is None:
+        scale = _data_scale(ds, refit_risk)
+    claimed_tol = float(rec.get("tol", SWAP_TOL))
+    atol = (min(claimed_tol, SWAP_TOL) + SWAP_ROUNDING) * scale
+    refuted = ClaimBasis("1-swap", TAKEN_ON_TRUST, "refuted by the replay")
+    risk = float(cert.ensemble.risk(ds.X, ds.y, reg=cert.reg,
+                                    sample_weight=ds.sample_weight))
+    if risk - refit_risk > atol:
+        return [CheckResult(
+            name, False, f"claimed 1-swap optimal, but the recorded weights are not the "
+            f"joint optimum of its rules: refitting them lowers the risk by "
+            f"{risk - refit_risk:.6g} > {atol:.3g} (re-weighting one rule and the "
+            "intercept is a swap that gains)")], refuted
+    ok, checks = check_one_swap(ds, refitted, cert.n_rules, reg=cert.reg,
                                 fit_intercept=cert.fit_intercept,
                                 thresholds=[np.asarray(t) for t in cert.thresholds],
-                                max_rule_length=cert.max_rule_length, tol=replay_tol)
+                                max_rule_length=cert.max_rule_length, atol=atol)
     if ok:
-        return [CheckResult("1-swap optimality", True,
-                            f"{len(checks)} replayed box search(es): no single rule swap "
-                            f"lowers the risk by more than {replay_tol:.2g}·max(1, R)")]
+        capped = "" if claimed_tol <= SWAP_TOL else \
+            f" (the certificate's tol {claimed_tol:.3g} capped at {SWAP_TOL:.3g})"
+        return [CheckResult(name, True, f"weights refitted, {len(checks)} replayed box "
+                            f"search(es): no single rule swap lowers the risk by more than "
+                            f"{atol:.3g}{capped}")], \
+            ClaimBasis("1-swap", REDERIVED, "weights refitted and the k swap searches "
+                       "replayed at the verifier's tolerance")
     last = checks[-1] if checks else None
     detail = "" if last is None else (
         f"slot {last.slot}: a box lowers the risk by {last.best - last.current:.6g}"
         if last.best - last.current > 0 else
         f"slot {last.slot}: the search could not exclude a better box (bound "
         f"{last.bound:.6g} > current {last.current:.6g})")
-    return [CheckResult("1-swap optimality", False,
-                        f"claimed 1-swap optimal, but the replay refutes it ({detail})")]
+    return [CheckResult(name, False,
+                        f"claimed 1-swap optimal, but the replay refutes it ({detail})")], refuted

@@ -20,7 +20,8 @@ def register(sub: Any) -> None:
                    help="check against the bundled diabetes_small data (what `rulemip fit` "
                         "uses without --data) instead of --data/--target")
     p.add_argument("--tol", type=float, default=1e-7,
-                   help="tolerance on risks, >= 0 (relative to max(1, |risk|))")
+                   help="relative tolerance on risks, >= 0 (times the data's scale: the refitted "
+                        "risk of the recorded rules)")
     p.add_argument("--thresholds", metavar="FILE.json",
                    help="the explicit cut points the fit was given (a JSON list with one list "
                         "per feature): re-derives a certificate's explicit thresholds "

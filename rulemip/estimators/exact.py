@@ -349,6 +349,8 @@ class _ExactBase(BaseEstimator):
         if found is None:
             return result, None
         best = found.best
+        if not self._admits(best.ensemble, thresholds, []):
+            return result, None
         note = (f"local phase: {len(found.starts)} start(s) "
                 + ", ".join(f"{n} {a:.8g} -> {b:.8g}{' (1-swap optimal)' if ok else ''}"
                             for n, a, b, ok in found.starts)
@@ -397,7 +399,8 @@ class _ExactBase(BaseEstimator):
         cells = BoxSelectionCIP(2, reg=self.reg, fit_intercept=self.fit_intercept,
                                 thresholds=thresholds).reduce(ds)
         found = two_rule_bound(cells, self.reg, self.fit_intercept, upper=result.risk,
-                               budget=budget, max_memory=TWO_RULE_POOL_BYTES)
+                               budget=budget, max_memory=TWO_RULE_POOL_BYTES,
+                               max_rule_length=self.max_rule_length)
         ensemble, risk = result.ensemble, result.risk
         notes = [f"two-rule branch and bound: bound {found.bound:.8g} after {found.nodes} "
                  f"nodes in {found.seconds:.3g} s ({found.open_nodes} open"
@@ -408,7 +411,7 @@ class _ExactBase(BaseEstimator):
             cand, cand_risk = refit_ensemble(ds, rules, reg=self.reg,
                                              fit_intercept=self.fit_intercept,
                                              template=result.ensemble)
-            if cand_risk < risk:
+            if cand_risk < risk and self._admits(cand, thresholds, notes):
                 ensemble, risk = cand, cand_risk
                 notes.append("the two-rule branch and bound found the better model returned")
         lower = max(result.lower_bound, found.bound) if result.bound_valid else found.bound
@@ -421,6 +424,20 @@ class _ExactBase(BaseEstimator):
             gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
             bound_valid=verdict.bound_valid, wall_time=budget.elapsed(),
             notes=(*result.notes, *notes, *verdict.notes))
+
+    def _admits(self, ensemble: Any, thresholds: list[np.ndarray], notes: list[str]) -> bool:
+        """A model another phase offers is a model of this fit only in the fit's language
+        (:mod:`rulemip.rules.language`: ``n_rules``, ``max_rule_length``, the candidate
+        thresholds); else it is refused, with a note."""
+        from rulemip.rules.language import language_violations
+
+        bad = language_violations(ensemble, thresholds, n_rules=self.n_rules,
+                                  max_rule_length=self.max_rule_length,
+                                  fit_intercept=self.fit_intercept)
+        if bad:
+            notes.append("a model outside the language was refused (" + "; ".join(bad[:3])
+                         + ")")
+        return not bad
 
     def _decision(self, X: Any) -> np.ndarray:
         """:math:`f(x)` on the link scale."""

@@ -15,6 +15,17 @@ between the incumbent and CBC's best bound (``Objective().BestBound()``) is with
 with ``Limit.TIME`` (``pywraplp`` reports only "feasible"/"not solved", so the limit is
 read from the elapsed time). ``primal`` is the objective of ``x`` recomputed exactly.
 
+**The best bound within CBC's cutoff increment.** CBC prunes a node whose bound lies within
+its *cutoff increment* of the incumbent — :data:`CUTOFF_INCREMENT`, 1e-5 absolute in the
+units of the objective it is given (CbcModel's default; OR-Tools cannot change it) — and
+then reports the incumbent's value as its best bound, which may thus lie above the optimum
+by up to that much (issue 30: a logistic master at risk 0.62 with its bound 3.6e-6 above
+the optimum HiGHS proved; the tangent-cut loop returned a model 1e-6 worse than the
+brute-force optimum as ``optimal``). The objective is therefore handed to CBC multiplied by
+``F = max(1, OBJECTIVE_TARGET / max|c|)`` (the increment shrinks to 1e-5/F in rulemip's
+units; the same master then comes out within 2e-8 of HiGHS's), and the dual bound reported
+is ``(best bound − CUTOFF_INCREMENT) / F``: valid whatever CBC pruned.
+
 What the wrapper cannot pass to this CBC build is recorded in ``SolveResult.notes``
 instead of being silently dropped: ``threads`` (the bundled CBC is built without threads),
 ``seed`` and ``extra`` (``SetSolverSpecificParametersAsString`` is not supported for CBC),
@@ -46,7 +57,23 @@ from rulemip.solvers._common import (
 from rulemip.solvers.base import Capability, check_supported, module_available
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
 
-__all__ = ["CbcBackend"]
+__all__ = ["CUTOFF_INCREMENT", "OBJECTIVE_TARGET", "CbcBackend", "objective_factor"]
+
+#: CBC's cutoff increment: a node whose bound is within this of the incumbent (absolute,
+#: in the units of the objective CBC is given) is pruned (module docstring)
+CUTOFF_INCREMENT = 1e-5
+#: the largest objective coefficient CBC is given (smaller objectives are scaled up to it)
+OBJECTIVE_TARGET = 1e3
+
+
+def objective_factor(c: NDArray[np.float64]) -> float:
+    """The factor ``F >= 1`` the objective is multiplied by before CBC sees it: its largest
+    coefficient becomes :data:`OBJECTIVE_TARGET` (1 for an objective already that large or
+    without coefficients)."""
+    cmax = float(np.max(np.abs(c))) if len(c) else 0.0
+    if not math.isfinite(cmax) or cmax <= 0.0:
+        return 1.0
+    return max(1.0, OBJECTIVE_TARGET / cmax)
 
 
 @functools.lru_cache(maxsize=1)
@@ -118,9 +145,10 @@ class CbcBackend:
             for j, a in zip(A.indices[s:e].tolist(), A.data[s:e].tolist()):
                 row.SetCoefficient(xs[j], row.GetCoefficient(xs[j]) + float(a))
         objective = solver.Objective()
+        factor = objective_factor(np.asarray(sf.c, dtype=float))
         for j in np.flatnonzero(sf.c).tolist():
-            objective.SetCoefficient(xs[j], float(sf.c[j]))
-        objective.SetOffset(float(sf.offset))
+            objective.SetCoefficient(xs[j], factor * float(sf.c[j]))
+        objective.SetOffset(factor * float(sf.offset))
         objective.SetMinimization()
         notes: list[str] = []
         if opts.verbose:
@@ -148,14 +176,14 @@ class CbcBackend:
         load = time.perf_counter() - t0
         status = solver.Solve(params)
         wall = time.perf_counter() - t0
-        result = self._result(sf, solver, xs, status, opts, wall, load, notes)
+        result = self._result(sf, solver, xs, status, opts, wall, load, notes, factor)
         if progress:
             progress.report(result.bounds.primal, result.bounds.dual, result.nodes, wall)
         return result
 
     def _result(self, sf: StandardForm, solver: Any, xs: list[Any], status: int,
-                opts: SolveOptions, wall: float, load: float, notes: list[str]
-                ) -> SolveResult:
+                opts: SolveOptions, wall: float, load: float, notes: list[str],
+                factor: float = 1.0) -> SolveResult:
         from ortools.linear_solver import pywraplp
 
         S = pywraplp.Solver
@@ -169,9 +197,12 @@ class CbcBackend:
         if has_sol:
             x = np.array([v.solution_value() for v in xs], dtype=float)
             primal = sf.objective_value(x)
-            bound = float(solver.Objective().BestBound()) if is_mip else primal
+            # CBC's best bound, in its objective's units, lowered by its cutoff increment
+            # (it may have pruned within it); back to rulemip's units
+            bound = (float(solver.Objective().BestBound()) - CUTOFF_INCREMENT) / factor \
+                if is_mip else primal
             if math.isfinite(bound):
-                dual = bound
+                dual = min(bound, primal)
         limit: Limit | None = None
         timed_out = opts.time_limit is not None and wall >= 0.95 * opts.time_limit
         if status == S.OPTIMAL:

@@ -198,3 +198,80 @@ def test_a_search_that_ran_out_of_time_says_limit_time(spend: bool) -> None:
     assert res.limit is (Limit.TIME if spend else Limit.GAP)
     assert any("time limit ended" in n for n in res.notes) is spend
     assert seen and seen[0]["gap"] == pytest.approx(0.5)  # not inf: both bounds finite
+
+
+@pytest.mark.filterwarnings("ignore::rulemip.solvers.status.RefutedBoundWarning")
+@pytest.mark.parametrize("edit", ["long rule", "off grid", "too many rules"])
+def test_a_model_outside_the_language_is_never_the_result(edit: str) -> None:
+    """Issue 30, item 1: whatever an engine returns is a model of the problem's language
+    (``n_rules``, ``max_rule_length``, the candidate thresholds) or is no model at all. An
+    engine claiming ``optimal`` for a model outside it (a risk below the language's
+    optimum) is refused by ``solve_exact``: the warm start is the incumbent, not optimal."""
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 2)
+    t0, t1 = float(ths[0][0]), float(ths[1][0])
+    outside = {
+        "long rule": [Rule([Condition(0, upper=t0), Condition(1, lower=t1)], 1.0)],
+        "off grid": [Rule([Condition(0, upper=t0 + 0.123)], 1.0)],
+        "too many rules": [Rule([Condition(0, upper=t0)], 1.0),
+                           Rule([Condition(1, upper=t1)], 1.0)],
+    }[edit]
+    from rulemip.algorithms.local_swap import refit_ensemble
+
+    forged, forged_risk = refit_ensemble(ds, outside, reg=0.1, fit_intercept=True)
+    warm, warm_risk = refit_ensemble(ds, [Rule([Condition(0, lower=t0)], 1.0)], reg=0.1,
+                                     fit_intercept=True)
+
+    def outside_engine(dataset: Dataset, n_rules: int, **kw: Any) -> ExactResult:
+        return ExactResult(ensemble=forged, risk=forged_risk, lower_bound=forged_risk,
+                           gap=0.0, termination=TerminationReason.OPTIMAL)
+
+    register_method("outside", outside_engine, replace=True)
+    try:
+        res = solve_exact(ds, 1, reg=0.1, thresholds=ths, max_rule_length=1,
+                          engine="outside", warm_start=warm)
+        cold = solve_exact(ds, 1, reg=0.1, thresholds=ths, max_rule_length=1,
+                           engine="outside")
+    finally:
+        driver._METHODS.pop("outside", None)
+    assert res.ensemble is warm and res.risk == pytest.approx(warm_risk, rel=1e-12)
+    assert res.termination is not TerminationReason.OPTIMAL
+    assert any("outside the problem's language" in n for n in res.notes)
+    assert cold.ensemble is not None and len(cold.ensemble.rules) == 0  # intercept only
+    assert cold.termination is not TerminationReason.OPTIMAL
+
+
+def test_decide_refuses_a_decoded_model_outside_the_language() -> None:
+    """Issue 30, item 1, at the one decode of every engine: a search whose point decodes
+    to a rule restricting two features under ``max_rule_length=1`` does not give the
+    result; the start (in the language) does, and the status is not optimal. Without a
+    start there is no model."""
+    from types import SimpleNamespace
+
+    from rulemip.algorithms.driver import decide
+    from rulemip.formulations.protocol import SearchOutcome
+
+    ds = _data()
+    ths = candidate_thresholds(ds.X, 2)
+    t0, t1 = float(ths[0][0]), float(ths[1][0])
+    long_rule = RuleEnsemble([Rule([Condition(0, upper=t0), Condition(1, lower=t1)], 1.0)])
+    short = RuleEnsemble([Rule([Condition(0, upper=t0)], 1.0)])
+    point, start = np.array([1.0]), np.array([0.0])
+
+    class Fake:
+        engine = "fake"
+        n_rules, max_rule_length, fit_intercept, thresholds = 1, 1, True, ths
+
+        def decode_solution(self, built: Any, x: Any) -> Any:
+            ens = long_rule if x is point else short
+            return ens, float(ens.risk(ds.X, ds.y, reg=0.1)), []
+
+    built = SimpleNamespace(notes=[], bound_valid=True, safe_bound=0.0, n_cells=0,
+                            n_boxes=0)
+    risk = float(long_rule.risk(ds.X, ds.y, reg=0.1))
+    outcome = SearchOutcome(x=point, lower_bound=risk, finished=True)
+    res = decide(Fake(), built, outcome, wall_time=0.0, start=start)  # type: ignore[arg-type]
+    assert res.ensemble is short and res.termination is not TerminationReason.OPTIMAL
+    assert any("outside the problem's language" in n for n in res.notes)
+    none = decide(Fake(), built, outcome, wall_time=0.0)  # type: ignore[arg-type]
+    assert none.ensemble is None and none.termination is not TerminationReason.OPTIMAL

@@ -162,3 +162,43 @@ def test_two_rule_bound_phase_proves_an_unproved_fit(fit_intercept):
     # a time limit that is already spent changes nothing
     spent = Budget.from_time_limit(0.0)
     assert est._two_rule_bound_phase(ds, est.thresholds_, spent, unproved) is unproved
+
+
+@pytest.mark.parametrize("seed", [0, 1, 4])
+def test_two_rule_phase_stays_in_the_language(seed):
+    """Issue 30, item 1: ``n_rules=2, max_rule_length=1`` (13 weighted rows, 3 features,
+    reg 10, no intercept). When the engine has not proved its model, the two-rule branch
+    and bound used to decode a two-feature model below the restricted optimum and report
+    it ``optimal``. Now the phase's model restricts one feature per rule, its risk is the
+    brute-force optimum of that language and the certificate verifies."""
+    import dataclasses
+
+    from rulemip.budget import Budget
+    from rulemip.data import Dataset, candidate_thresholds
+    from rulemip.solvers.result import Limit, TerminationReason
+
+    rng = np.random.default_rng(seed)
+    X = rng.integers(0, 4, (13, 3)).astype(float)
+    y = 3.0 * rng.normal(size=13) + X[:, 0] * X[:, 1]
+    w = rng.uniform(0.5, 2.0, 13)
+    ths = candidate_thresholds(X, 3, w)
+    bf = brute_force_optimum(X, y, 2, reg=10.0, fit_intercept=False, thresholds=ths,
+                             sample_weight=w, max_rule_length=1)
+    est = ExactRuleEnsembleRegressor(n_rules=2, reg=10.0, thresholds=ths, max_rule_length=1,
+                                     fit_intercept=False, engine="cip", time_limit=60)
+    est.fit(X, y, sample_weight=w)
+    assert est.result_.risk == pytest.approx(bf.risk, rel=1e-7)
+    worse = ExactRuleEnsembleRegressor(n_rules=1, reg=10.0, thresholds=ths, max_rule_length=1,
+                                       fit_intercept=False, engine="cip",
+                                       time_limit=60).fit(X, y, sample_weight=w)
+    unproved = dataclasses.replace(est.result_, ensemble=worse.result_.ensemble,
+                                   risk=worse.result_.risk, lower_bound=0.0, gap=1.0,
+                                   termination=TerminationReason.FEASIBLE, limit=Limit.TIME)
+    ds = Dataset.from_arrays(X, y, sample_weight=w)
+    out = est._two_rule_bound_phase(ds, est.thresholds_, Budget.from_time_limit(30),
+                                    unproved)
+    assert all(len({c.feature for c in r.conditions}) <= 1 for r in out.ensemble.rules)
+    assert out.risk >= bf.risk * (1 - 1e-9)
+    assert out.lower_bound <= bf.risk * (1 + 1e-9)
+    assert out.termination is TerminationReason.OPTIMAL
+    assert out.risk == pytest.approx(bf.risk, rel=1e-9)

@@ -239,3 +239,40 @@ def test_find_rule_equals_sequential_search(seed, search):
                                 allow_empty=allow_empty, grouped=True)
             assert grouped is not None
             assert grouped.value == pytest.approx(val, rel=1e-9, abs=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(8))
+@pytest.mark.parametrize("allow_empty", [False, True])
+def test_fallback_and_kernel_search_one_language(seed, allow_empty, monkeypatch):
+    """Issue 30, item 6: with cut points outside the data's range a box of one proposition
+    covers every row. The compiled search counts it as a candidate when the empty query is
+    not one; the set-enumeration fallback (forced here) never reached it and reported
+    ``optimal`` below it. Both now search one language: same value, same status, and a
+    brute force over every box of at most two propositions per feature agrees."""
+    import itertools
+
+    import rulemip.boosting.search as search_module
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(8, 2))
+    ths = [np.array([-5.0, 0.0, 5.0]), np.sort(rng.normal(size=2))]
+    space = SearchSpace.build(X, thresholds=ths)
+    obj = make_objective("gs", rng.normal(size=8) + 1.0)
+    out = {}
+    for kernel in (True, False):
+        monkeypatch.setattr(search_module, "USE_BOX_KERNEL", kernel)
+        out[kernel] = find_rule(space, obj, search="bnb", allow_empty=allow_empty)
+    a, b = out[True], out[False]
+    assert a.status == b.status == "optimal"
+    assert b.value == pytest.approx(a.value, rel=1e-12)
+    assert b.bound >= b.value * (1 - 1e-12)
+    best = -math.inf
+    cuts = [[-math.inf, *t.tolist(), math.inf] for t in ths]
+    for box in itertools.product(*[list(itertools.combinations(c, 2)) for c in cuts]):
+        q = np.ones(8, dtype=bool)
+        for j, (lo, hi) in enumerate(box):
+            q &= (X[:, j] > lo) & (X[:, j] <= hi)
+        empty_query = all(math.isinf(lo) and math.isinf(hi) for lo, hi in box)
+        if q.any() and (allow_empty or not empty_query):
+            best = max(best, float(obj.value(np.flatnonzero(q))))
+    assert a.value == pytest.approx(best, rel=1e-12)
