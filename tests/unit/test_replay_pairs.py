@@ -29,3 +29,37 @@ def test_replay_proves_the_optimum_and_refutes_a_higher_bound(seed, reg, fit_int
     forged = replay_two_rules(ds, th, lower_bound=opt * (1 + 1e-6) + 1e-9, **kw)
     assert forged.refuted and not forged.proved
     assert forged.best_risk == pytest.approx(opt, rel=1e-9)
+
+
+def test_verify_replays_a_two_rule_certificate_and_refutes_a_forged_one():
+    """A genuine k = 2 optimum of a capped language: verify lists its bound as
+    re-derived. A worse pair claimed optimal with its own risk as the bound is refuted by
+    the replay (a better pair exists)."""
+    from rulemip.algorithms.driver import solve_exact
+    from rulemip.certify import make_certificate, verify
+    from rulemip.rules import RuleEnsemble
+
+    rng = np.random.default_rng(4)
+    X = rng.integers(0, 5, size=(40, 3)).astype(float)
+    y = X[:, 0] * (X[:, 2] > 1.5) - (X[:, 1] < 2) + rng.normal(scale=0.5, size=40)
+    th = candidate_thresholds(X, 3)
+    ds = Dataset.from_arrays(X, y)
+    res = solve_exact(ds, 2, reg=0.01, thresholds=th, max_rule_length=2, engine="kbox")
+    assert res.is_optimal
+
+    def cert_of(ens, lb, status):
+        return make_certificate(ds, ens, loss="squared", reg=0.01, fit_intercept=True,
+                                n_rules=2, thresholds=th, risk=float(ens.risk(X, y, reg=0.01)),
+                                lower_bound=lb, status=status, bound_valid=True,
+                                max_rule_length=2, options={"max_thresholds": 3})
+
+    good = verify(cert_of(res.ensemble, res.lower_bound, "optimal"), X, y)
+    assert good.ok
+    basis = {c.claim: c.basis for c in good.claims}
+    assert basis["lower bound"] == "re-derived"
+    worse = RuleEnsemble(res.ensemble.rules[:1], res.ensemble.intercept, "squared")
+    worse_risk = float(worse.risk(X, y, reg=0.01))
+    assert worse_risk > res.risk
+    forged = verify(cert_of(worse, worse_risk, "optimal"), X, y)
+    assert not forged.ok
+    assert any("refutes" in c.message for c in forged.failures)
