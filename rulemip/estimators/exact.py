@@ -217,7 +217,9 @@ class _ExactBase(BaseEstimator):
         two_rules = local and self.n_rules == 2
         engine_share = TWO_RULE_ENGINE_SHARE if two_rules else ENGINE_SHARE
         self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
-        if local and self._init_preset() is not None:  # preset=None: the engine starts cold
+        # preset=None: the engine starts cold; the k-box search needs no local phase first
+        # (its scan meets the best pairs first; docs/explanation/kbox_search.md)
+        if local and self._init_preset() is not None and engine != "kbox":
             start = self._local_phase(ds, thresholds, budget, start, seed)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,
