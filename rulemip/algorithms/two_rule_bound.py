@@ -197,23 +197,63 @@ def _additive_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, reg: float,
     for gidx in range(4):
         if N[gidx] > 0.0:
             within += Q[gidx] - S[gidx] * S[gidx] / N[gidx]
-    # design rows sqrt(N_g)·[1, a_g, b_g] (target sqrt(N_g)·mean_g) and ridge rows
-    A = np.zeros((6, 3))
-    t = np.zeros(6)
+    # least squares of the group means with design rows sqrt(N_g)·[1, a_g, b_g] and the
+    # ridge rows sqrt(λ)·e_a, sqrt(λ)·e_b: normal equations M β = r (3×3, positive
+    # definite for λ > 0 unless the intercept column is 0: then β0 = 0), solved by
+    # Cholesky; the residual is summed at the solution (no LAPACK call: compiling
+    # np.linalg.lstsq took most of this module's compile time)
+    M = np.zeros((3, 3))
+    rhs = np.zeros(3)
     for gidx in range(4):
         if N[gidx] <= 0.0:
             continue
-        r = np.sqrt(N[gidx])
-        A[gidx, 0] = r if intercept else 0.0
-        A[gidx, 1] = r * (gidx % 2)
-        A[gidx, 2] = r * (gidx // 2)
-        t[gidx] = S[gidx] / r
-    sr = np.sqrt(reg)
-    A[4, 1] = sr
-    A[5, 2] = sr
-    beta = np.linalg.lstsq(A, t)[0]
-    res = t - A @ beta
-    return max(within, 0.0) + float(np.sum(res * res))
+        x0 = 1.0 if intercept else 0.0
+        xs = (x0, float(gidx % 2), float(gidx // 2))
+        for a in range(3):
+            rhs[a] += S[gidx] * xs[a]
+            for b in range(3):
+                M[a, b] += N[gidx] * xs[a] * xs[b]
+    M[1, 1] += reg
+    M[2, 2] += reg
+    beta = _spd_solve(M, rhs, 0 if M[0, 0] > 0.0 else 1)
+    res = reg * (beta[1] * beta[1] + beta[2] * beta[2])
+    for gidx in range(4):
+        if N[gidx] <= 0.0:
+            continue
+        fit = (beta[0] if intercept else 0.0) + beta[1] * (gidx % 2) + beta[2] * (gidx // 2)
+        r = S[gidx] / np.sqrt(N[gidx]) - np.sqrt(N[gidx]) * fit
+        res += r * r
+    return max(within, 0.0) + res
+
+
+@njit(cache=True)
+def _spd_solve(M: np.ndarray, rhs: np.ndarray, first: int) -> np.ndarray:
+    """The solution of ``M[first:, first:] x = rhs[first:]`` (``M`` symmetric positive
+    definite there) by Cholesky, with 0 in the first ``first`` entries."""
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    for i in range(first, n):
+        for j in range(first, i + 1):
+            acc = M[i, j]
+            for k in range(first, j):
+                acc -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, i] = np.sqrt(acc) if acc > 0.0 else 1e-300
+            else:
+                L[i, j] = acc / L[j, j]
+    z = np.zeros(n)
+    for i in range(first, n):
+        acc = rhs[i]
+        for k in range(first, i):
+            acc -= L[i, k] * z[k]
+        z[i] = acc / L[i, i]
+    x = np.zeros(n)
+    for i in range(n - 1, first - 1, -1):
+        acc = z[i]
+        for k in range(i + 1, n):
+            acc -= L[k, i] * x[k]
+        x[i] = acc / L[i, i]
+    return x
 
 
 @njit(cache=True)
