@@ -241,14 +241,14 @@ class _ExactBase(BaseEstimator):
             result = self._two_rule_bound_phase(ds, thresholds, budget, result)
             if result.ensemble is not swapped:
                 local_record = None  # the 1-swap proof was about the model it replaced
-        self.result_ = result
-        self.engine_ = engine
-        self.thresholds_ = thresholds
         if self.warm_start_limit_ is not None:
             result = dataclasses.replace(result, notes=(
                 *result.notes, f"the boosting warm start ({self._init_preset()}) was cut "
                 f"short by its share of the time limit ({self.warm_start_limit_}); "
                 "boosting_risk_ is the risk of the rules it found"))
+        self.result_ = result
+        self.engine_ = engine
+        self.thresholds_ = thresholds
         if result.ensemble is None:
             from rulemip.exceptions import SolverError
 
