@@ -328,6 +328,17 @@ def _choose_split(node: np.ndarray, g: np.ndarray, w: np.ndarray, st: np.ndarray
 
 
 @njit(cache=True)
+def _copy_node(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for two nodes (2, d, 4), element by element: numba compiles the
+    whole-array assignment ``pool[s] = c`` with its shape-error message formatting, which
+    took most of this module's compile time."""
+    for b in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            for e in range(src.shape[2]):
+                dst[b, j, e] = src[b, j, e]
+
+
+@njit(cache=True)
 def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
          state: np.ndarray, g: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float,
          intercept: bool, max_steps: int, best_nodes: np.ndarray) -> None:
@@ -372,7 +383,7 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
                 state[4] += 1.0
                 if val < ub:
                     ub = val
-                    best_nodes[:, :, :] = c
+                    _copy_node(best_nodes, c)
                     tol = 1e-9 * max(1.0, abs(ub))
                 continue
             if val >= ub - tol:
@@ -384,7 +395,7 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
                 continue
             n_free -= 1
             s = free[n_free]
-            pool[s] = c
+            _copy_node(pool[s], c)
             key[s] = -val
             n_heap = _heap_push(heap, n_heap, key, s)
     state[0] = n_heap
