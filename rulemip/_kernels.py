@@ -27,10 +27,10 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from types import ModuleType
 from typing import Any
 
 import numpy as np
+from numba.core import event
 
 __all__ = ["GROUPS", "CompileReport", "compile_kernels", "ensure_compiled", "groups_for_fit"]
 
@@ -86,9 +86,8 @@ def _tiny_data() -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _warm_box() -> list[ModuleType]:
+def _warm_box() -> None:
     """One box search (init_root, run, open_bound and every callee of evaluate)."""
-    from rulemip.boosting import box_kernel
     from rulemip.boosting.objectives import make_objective
     from rulemip.boosting.range_search import box_search
     from rulemip.boosting.space import SearchSpace
@@ -96,18 +95,16 @@ def _warm_box() -> list[ModuleType]:
     X, y = _tiny_data()
     space = SearchSpace.build(X, max_thresholds=4)
     box_search(space, make_objective("gs", y - y.mean()))
-    return [box_kernel]
 
 
-def _warm_levels() -> list[ModuleType]:
+def _warm_levels() -> None:
     from rulemip.formulations import levels
 
     v = np.linspace(-1.0, 1.0, 9)
     levels.levels_bound(v, np.ones_like(v), 4)
-    return [levels]
 
 
-def _warm_two_rule() -> list[ModuleType]:
+def _warm_two_rule() -> None:
     from rulemip.algorithms import two_rule_bound as trb
     from rulemip.data import Dataset, candidate_thresholds
     from rulemip.formulations.box_selection import BoxSelectionCIP
@@ -117,23 +114,24 @@ def _warm_two_rule() -> list[ModuleType]:
     thresholds = candidate_thresholds(ds.X, 3)
     cells = BoxSelectionCIP(2, reg=1.0, fit_intercept=True, thresholds=thresholds).reduce(ds)
     trb.two_rule_bound(cells, 1.0, True, upper=float(np.var(y)) + 1.0, max_memory=1 << 16)
-    return [trb]
 
 
-_WARM: dict[str, Callable[[], list[ModuleType]]] = {
+_WARM: dict[str, Callable[[], None]] = {
     "box": _warm_box, "levels": _warm_levels, "two_rule": _warm_two_rule}
 
 
-def _misses(modules: list[ModuleType]) -> int:
-    """Cache misses (compiles) of the numba dispatchers of ``modules`` so far."""
-    total = 0
-    for mod in modules:
-        for obj in vars(mod).values():
-            stats: Any = getattr(obj, "stats", None)
-            misses = getattr(stats, "cache_misses", None)
-            if misses is not None and getattr(obj, "py_func", None) is not None:
-                total += sum(misses.values())
-    return total
+class _Compiles(event.Listener):
+    """Counts numba's compile events: numba fires one only when a specialization is not
+    in its cache (also for a signature compiled when its module is imported)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def on_start(self, event: Any) -> None:
+        self.count += 1
+
+    def on_end(self, event: Any) -> None:
+        pass
 
 
 def ensure_compiled(*groups: str) -> CompileReport:
@@ -151,14 +149,10 @@ def ensure_compiled(*groups: str) -> CompileReport:
         for group in GROUPS:
             if group not in wanted or group in _READY:
                 continue
-            from rulemip.algorithms import two_rule_bound
-            from rulemip.boosting import box_kernel
-            from rulemip.formulations import levels
-
-            modules = [box_kernel, levels, two_rule_bound]
-            before = _misses(modules)
-            _WARM[group]()
-            (compiled if _misses(modules) > before else loaded).append(group)
+            seen = _Compiles()
+            with event.install_listener("numba:compile", seen):
+                _WARM[group]()
+            (compiled if seen.count else loaded).append(group)
             _READY.add(group)
     seconds = time.perf_counter() - start if compiled or loaded else 0.0
     return CompileReport(seconds, tuple(compiled), tuple(loaded))

@@ -55,6 +55,15 @@ IntArray = NDArray[np.int64]
 # node layout: node[b, j, 0..3] = lo_min, lo_max, hi_min, hi_max for box b, feature j
 _OUT, _IN, _UND = 0, 1, 2
 
+# explicit signatures of the helpers called with constant arguments (a box index, the
+# number of levels): without them numba compiles one copy per literal value, which
+# doubled their compile time; they compile when this module is imported
+_F, _I = "float64[::1]", "int64[::1]"
+_SIG_TWO_GROUP_BEST = f"float64({_F}, {_F}, {_I}, int64, float64, float64, float64, float64)"
+_SIG_TWO_LEVELS = f"float64({_F}, {_F}, {_I}, int64)"
+_SIG_LEVELS_OF = f"float64({_F}, {_F}, {_I}, int64, int64)"
+_SIG_PIVOT_BOUND = f"float64({_F}, {_F}, int8[:, ::1], int64, float64, {_I})"
+
 
 @njit(cache=True)
 def _statuses(node: np.ndarray, g: np.ndarray, st: np.ndarray) -> None:
@@ -73,7 +82,7 @@ def _statuses(node: np.ndarray, g: np.ndarray, st: np.ndarray) -> None:
             st[b, i] = _IN if (outer and inner) else (_UND if outer else _OUT)
 
 
-@njit(cache=True)
+@njit(_SIG_TWO_GROUP_BEST, cache=True)
 def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, n_in: float,
                     s_in: float, n_out: float, s_out: float) -> float:
     """max over the undecided rows ``sel[:cnt]`` (in y order) joining group in or out of
@@ -110,7 +119,7 @@ def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, n_i
     return best
 
 
-@njit(cache=True)
+@njit(_SIG_TWO_LEVELS, cache=True)
 def _two_levels(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int) -> float:
     """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most 2 levels:
     the one-rule zonotope maximum with no decided row (every split point, one scan)."""
@@ -122,7 +131,7 @@ def _two_levels(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int) -> floa
     return out if out > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(_SIG_LEVELS_OF, cache=True)
 def _levels_of(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, L: int) -> float:
     """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most L levels."""
     if cnt <= L:
@@ -135,7 +144,7 @@ def _levels_of(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, L: int) 
     return _levels_dc(vs, ws, L)
 
 
-@njit(cache=True)
+@njit(_SIG_PIVOT_BOUND, cache=True)
 def _pivot_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, p: int, both_und: float,
                  sel: np.ndarray) -> float:
     """Bound 2 (module docstring) with box ``p`` as the pivot; ``both_und`` is the 4-levels
