@@ -324,6 +324,9 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     import pandas as pd
 
     check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds)
+    from rulemip._kernels import ensure_compiled
+
+    ensure_compiled("box", "levels")  # compiled (first run) before the study's clock starts
     budget = Budget.from_time_limit(None if time_limit is None else time_limit * k_max)
     ds = Dataset.from_arrays(X, y, loss=loss)
     problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,
