@@ -25,9 +25,10 @@ def run(args: argparse.Namespace) -> int:
 
     report = compile_kernels()
     if report.compiled:
-        print(f"compiled kernels ({', '.join(report.compiled)}) in {report.seconds:.1f} s; "
-              "numba caches them for later runs")
-    if report.loaded:
-        print(f"kernels already compiled ({', '.join(report.loaded)}): loaded from numba's "
-              f"cache in {report.seconds:.1f} s")
+        cached = (f" ({', '.join(report.loaded)} already compiled)" if report.loaded else "")
+        print(f"compiled kernels ({', '.join(report.compiled)}) in {report.seconds:.1f} s"
+              f"{cached}; numba caches them for later runs")
+    else:
+        print(f"kernels already compiled ({', '.join(report.loaded) or 'all'}): loaded from "
+              f"numba's cache in {report.seconds:.1f} s")
     return 0

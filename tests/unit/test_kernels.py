@@ -76,3 +76,12 @@ def test_the_boosting_estimator_compiles_before_its_time_limit_starts(monkeypatc
     est = RuleBoostingRegressor(2, preset="COB", max_thresholds=2, time_limit=1.0).fit(X, y)
     assert est.limit_reached_ is None and est.certified_
     assert est.timings_["compile"] >= 1.5
+
+
+def test_rulemip_compile_prepares_every_group(capsys):
+    from rulemip.cli import main
+
+    assert main(["compile"]) == 0
+    out = capsys.readouterr().out
+    assert "kernels" in out and "numba" in out
+    assert set(_kernels.GROUPS) == _kernels._READY
