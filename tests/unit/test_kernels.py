@@ -35,7 +35,7 @@ def test_groups_for_fit():
     assert groups_for_fit(n_rules=1, loss="squared", box_search=False) == ("levels",)
 
 
-def test_every_group_compiles_or_loads_and_reports_misses():
+def test_every_group_is_compiled_or_loaded_once():
     report = ensure_compiled()               # the rest of the groups, if any
     assert set(report.compiled) | set(report.loaded) <= set(_kernels.GROUPS)
     assert set(_kernels.GROUPS) == _kernels._READY
