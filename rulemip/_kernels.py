@@ -66,13 +66,15 @@ class CompileReport:
         return f"compiling kernels, first run only: {self.seconds:.1f} s"
 
 
-def groups_for_fit(*, n_rules: int, loss: str, box_search: bool = True) -> tuple[str, ...]:
+def groups_for_fit(*, n_rules: int, loss: str, reg: float = 1.0,
+                   box_search: bool = True) -> tuple[str, ...]:
     """The kernel groups an exact fit of ``n_rules`` rules under ``loss`` may call: the
     box search (boosting warm starts, rule swaps, pricing), the levels bound (the
-    box-selection CIP), and for two squared-loss rules the two-rule branch and bound."""
+    box-selection CIP), and for two squared-loss rules at ``reg > 0`` the two-rule branch
+    and bound."""
     groups = ["box"] if box_search else []
     groups.append("levels")
-    if n_rules == 2 and loss == "squared":
+    if n_rules == 2 and loss == "squared" and reg > 0:
         groups.append("two_rule")
     return tuple(groups)
 

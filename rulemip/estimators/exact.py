@@ -197,7 +197,8 @@ class _ExactBase(BaseEstimator):
     def _fit_dataset(self, ds: Dataset) -> None:
         # parameters were validated by fit; the kernels are compiled (or loaded from
         # numba's cache) before the budget starts: a first run proves what a second does
-        kernels = ensure_compiled(*groups_for_fit(n_rules=self.n_rules, loss=self.loss))
+        kernels = ensure_compiled(*groups_for_fit(n_rules=self.n_rules, loss=self.loss,
+                                                   reg=self.reg))
         if kernels.message:
             say(self.verbose, kernels.message)
         # the backend is resolved once, here, and handed on (solve_exact and the driver

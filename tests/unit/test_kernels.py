@@ -32,6 +32,7 @@ def test_groups_for_fit():
     assert groups_for_fit(n_rules=3, loss="squared") == ("box", "levels")
     assert groups_for_fit(n_rules=2, loss="squared") == ("box", "levels", "two_rule")
     assert groups_for_fit(n_rules=2, loss="logistic") == ("box", "levels")
+    assert groups_for_fit(n_rules=2, loss="squared", reg=0.0) == ("box", "levels")
     assert groups_for_fit(n_rules=1, loss="squared", box_search=False) == ("levels",)
 
 
