@@ -110,7 +110,7 @@ def main(argv: list[str] | None = None) -> None:
               f"| {r['wall']:.2f} | {r['cpu']:.2f} "
               f"| {'ok' if r['verify_ok'] else 'REJECTED'}, bound {r['bound_basis']} "
               f"| {r['verify_s']:.2f} |", flush=True)
-    if args.gap or not args.quick and args.rows is None:
+    if args.gap or (not args.quick and args.rows is None):
         g = gap_row(args.time_limit)
         print(f"\ngap study (COB, k <= 3, L = 2), {g['wall']:.1f} s:\n")
         print(g["table"].to_string() if hasattr(g["table"], "to_string") else g["table"])

@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "RuleEnsemble": "rulemip.rules",
     "get_loss": "rulemip.losses",
     "load_bundled": "rulemip.data",
+    "compile_kernels": "rulemip._kernels",
     # boosting
     "RuleBooster": "rulemip.boosting",
     "RuleBoostingRegressor": "rulemip.estimators",

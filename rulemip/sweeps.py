@@ -68,6 +68,7 @@ class GapTask:
 
 def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
     """Run one task; returns ``{"task": ..., "rows": [...], "certificate": {...}}``."""
+    from rulemip._kernels import ensure_compiled
     from rulemip.budget import Budget
     from rulemip.certify.gap import (
         ProblemSpec,
@@ -80,6 +81,7 @@ def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
     )
     from rulemip.data import Dataset
 
+    ensure_compiled("box", "levels")  # on this worker, before the task's clock starts
     budget = Budget.from_time_limit(task.time_limit)  # every phase of the task
     X_arr, y_arr = _split(X, y, task.split, task.train_fraction)
     ds = Dataset.from_arrays(X_arr, y_arr, loss=task.loss)

@@ -60,6 +60,15 @@ IntArray = NDArray[np.int64]
 # node layout: node[b, j, 0..3] = lo_min, lo_max, hi_min, hi_max for box b, feature j
 _OUT, _IN, _UND = 0, 1, 2
 
+# explicit signatures of the helpers called with constant arguments (a box index, the
+# number of levels): without them numba compiles one copy per literal value, which
+# doubled their compile time; they compile when this module is imported
+_F, _I = "float64[::1]", "int64[::1]"
+_SIG_TWO_GROUP_BEST = f"float64({_F}, {_F}, {_I}, int64, float64, float64, float64, float64)"
+_SIG_TWO_LEVELS = f"float64({_F}, {_F}, {_I}, int64)"
+_SIG_LEVELS_OF = f"float64({_F}, {_F}, {_I}, int64, int64)"
+_SIG_PIVOT_BOUND = f"float64({_F}, {_F}, int8[:, ::1], int64, float64, {_I})"
+
 
 @njit(cache=True)
 def _statuses(node: np.ndarray, g: np.ndarray, st: np.ndarray) -> None:
@@ -78,7 +87,7 @@ def _statuses(node: np.ndarray, g: np.ndarray, st: np.ndarray) -> None:
             st[b, i] = _IN if (outer and inner) else (_UND if outer else _OUT)
 
 
-@njit(cache=True)
+@njit(_SIG_TWO_GROUP_BEST, cache=True)
 def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, n_in: float,
                     s_in: float, n_out: float, s_out: float) -> float:
     """max over the undecided rows ``sel[:cnt]`` (in y order) joining group in or out of
@@ -115,7 +124,7 @@ def _two_group_best(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, n_i
     return best
 
 
-@njit(cache=True)
+@njit(_SIG_TWO_LEVELS, cache=True)
 def _two_levels(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int) -> float:
     """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most 2 levels:
     the one-rule zonotope maximum with no decided row (every split point, one scan)."""
@@ -127,7 +136,7 @@ def _two_levels(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int) -> floa
     return out if out > 0.0 else 0.0
 
 
-@njit(cache=True)
+@njit(_SIG_LEVELS_OF, cache=True)
 def _levels_of(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, L: int) -> float:
     """Least weighted SSE of the rows ``sel[:cnt]`` (in y order) with at most L levels."""
     if cnt <= L:
@@ -140,7 +149,7 @@ def _levels_of(y: np.ndarray, w: np.ndarray, sel: np.ndarray, cnt: int, L: int) 
     return _levels_dc(vs, ws, L)
 
 
-@njit(cache=True)
+@njit(_SIG_PIVOT_BOUND, cache=True)
 def _pivot_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, p: int, both_und: float,
                  sel: np.ndarray) -> float:
     """Bound 2 (module docstring) with box ``p`` as the pivot; ``both_und`` is the 4-levels
@@ -202,23 +211,63 @@ def _additive_bound(y: np.ndarray, w: np.ndarray, st: np.ndarray, reg: float,
     for gidx in range(4):
         if N[gidx] > 0.0:
             within += Q[gidx] - S[gidx] * S[gidx] / N[gidx]
-    # design rows sqrt(N_g)·[1, a_g, b_g] (target sqrt(N_g)·mean_g) and ridge rows
-    A = np.zeros((6, 3))
-    t = np.zeros(6)
+    # least squares of the group means with design rows sqrt(N_g)·[1, a_g, b_g] and the
+    # ridge rows sqrt(λ)·e_a, sqrt(λ)·e_b: normal equations M β = r (3×3, positive
+    # definite for λ > 0 unless the intercept column is 0: then β0 = 0), solved by
+    # Cholesky; the residual is summed at the solution (no LAPACK call: compiling
+    # np.linalg.lstsq took most of this module's compile time)
+    M = np.zeros((3, 3))
+    rhs = np.zeros(3)
     for gidx in range(4):
         if N[gidx] <= 0.0:
             continue
-        r = np.sqrt(N[gidx])
-        A[gidx, 0] = r if intercept else 0.0
-        A[gidx, 1] = r * (gidx % 2)
-        A[gidx, 2] = r * (gidx // 2)
-        t[gidx] = S[gidx] / r
-    sr = np.sqrt(reg)
-    A[4, 1] = sr
-    A[5, 2] = sr
-    beta = np.linalg.lstsq(A, t)[0]
-    res = t - A @ beta
-    return max(within, 0.0) + float(np.sum(res * res))
+        x0 = 1.0 if intercept else 0.0
+        xs = (x0, float(gidx % 2), float(gidx // 2))
+        for a in range(3):
+            rhs[a] += S[gidx] * xs[a]
+            for b in range(3):
+                M[a, b] += N[gidx] * xs[a] * xs[b]
+    M[1, 1] += reg
+    M[2, 2] += reg
+    beta = _spd_solve(M, rhs, 0 if M[0, 0] > 0.0 else 1)
+    res = reg * (beta[1] * beta[1] + beta[2] * beta[2])
+    for gidx in range(4):
+        if N[gidx] <= 0.0:
+            continue
+        fit = (beta[0] if intercept else 0.0) + beta[1] * (gidx % 2) + beta[2] * (gidx // 2)
+        r = S[gidx] / np.sqrt(N[gidx]) - np.sqrt(N[gidx]) * fit
+        res += r * r
+    return max(within, 0.0) + res
+
+
+@njit(cache=True)
+def _spd_solve(M: np.ndarray, rhs: np.ndarray, first: int) -> np.ndarray:
+    """The solution of ``M[first:, first:] x = rhs[first:]`` (``M`` symmetric positive
+    definite there) by Cholesky, with 0 in the first ``first`` entries."""
+    n = M.shape[0]
+    L = np.zeros((n, n))
+    for i in range(first, n):
+        for j in range(first, i + 1):
+            acc = M[i, j]
+            for k in range(first, j):
+                acc -= L[i, k] * L[j, k]
+            if i == j:
+                L[i, i] = np.sqrt(acc) if acc > 0.0 else 1e-300
+            else:
+                L[i, j] = acc / L[j, j]
+    z = np.zeros(n)
+    for i in range(first, n):
+        acc = rhs[i]
+        for k in range(first, i):
+            acc -= L[i, k] * z[k]
+        z[i] = acc / L[i, i]
+    x = np.zeros(n)
+    for i in range(n - 1, first - 1, -1):
+        acc = z[i]
+        for k in range(i + 1, n):
+            acc -= L[k, i] * x[k]
+        x[i] = acc / L[i, i]
+    return x
 
 
 @njit(cache=True)
@@ -317,6 +366,17 @@ def _within_length(node: np.ndarray, G: np.ndarray, st: np.ndarray, max_len: int
 
 
 @njit(cache=True)
+def _copy_node(dst: np.ndarray, src: np.ndarray) -> None:
+    """``dst[...] = src`` for two nodes (2, d, 4), element by element: numba compiles the
+    whole-array assignment ``pool[s] = c`` with its shape-error message formatting, which
+    took most of this module's compile time."""
+    for b in range(src.shape[0]):
+        for j in range(src.shape[1]):
+            for e in range(src.shape[2]):
+                dst[b, j, e] = src[b, j, e]
+
+
+@njit(cache=True)
 def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
          state: np.ndarray, g: np.ndarray, y: np.ndarray, w: np.ndarray, reg: float,
          intercept: bool, max_steps: int, best_nodes: np.ndarray, G: np.ndarray,
@@ -364,7 +424,7 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
                     continue    # no model of the language in this node
                 if val < ub:
                     ub = val
-                    best_nodes[:, :, :] = c
+                    _copy_node(best_nodes, c)
                     tol = 1e-9 * max(1.0, abs(ub))
                 continue
             if val >= ub - tol:
@@ -376,7 +436,7 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
                 continue
             n_free -= 1
             s = free[n_free]
-            pool[s] = c
+            _copy_node(pool[s], c)
             key[s] = -val
             n_heap = _heap_push(heap, n_heap, key, s)
     state[0] = n_heap

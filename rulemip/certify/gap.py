@@ -333,12 +333,14 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     """
     import pandas as pd
 
+    from rulemip._kernels import ensure_compiled
     from rulemip._validation import seed_int
 
     check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds,
                          time_limit=time_limit, mip_boosting_time_limit=mip_boosting_time_limit,
                          mip_gap=mip_gap, seed=seed)
     seed = seed_int(seed, "seed")
+    ensure_compiled("box", "levels")  # compiled (first run) before the study's clock starts
     budget = Budget.from_time_limit(None if time_limit is None else float(time_limit) * k_max)
     ds = Dataset.from_arrays(X, y, loss=loss)
     problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,

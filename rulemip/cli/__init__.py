@@ -22,6 +22,7 @@ COMMANDS: dict[str, str] = {
     "verify": "rulemip.cli.verify",
     "gap": "rulemip.cli.gap",
     "prune": "rulemip.cli.prune",
+    "compile": "rulemip.cli.compile",
 }
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import sys
 from typing import Any
 
 from rulemip.boosting.booster import PRESETS, RuleBooster
@@ -101,7 +102,13 @@ def run(args: argparse.Namespace) -> int:
 
 def _fit_and_print(args: argparse.Namespace, X: Any, y: Any, max_thresholds: int | None,
                    choices: dict[str, Any]) -> int:
+    from rulemip._kernels import ensure_compiled
+
     ds = Dataset.from_arrays(X, y, loss=args.loss)
+    if choices.get("search") == "bnb":  # compiled before the time limit starts
+        kernels = ensure_compiled("box")
+        if kernels.message and not args.quiet:
+            print(kernels.message, file=sys.stderr)
     booster = RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
                           max_rule_length=args.max_rule_length,
                           max_propositions=args.max_propositions,

@@ -4,17 +4,20 @@ Poisson loss) and binary classification (logistic loss)."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
+from rulemip._kernels import CompileReport, ensure_compiled
 from rulemip._validation import check_choice, check_seed
 from rulemip.boosting.booster import PRESETS, RuleBooster
 from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
+from rulemip.estimators._progress import say
 from rulemip.exceptions import InvalidParameterError
 from rulemip.rules import RuleEnsemble
 
@@ -146,7 +149,14 @@ class _RuleBoostingBase(BaseEstimator):
     def _fit_dataset(self, ds: Dataset, booster: RuleBooster) -> None:
         if self.thresholds is not None:
             booster.thresholds = check_thresholds(self.thresholds, ds.d)
+        # the box search's kernels compile (first run) or load before the time limit
+        # starts: a first fit searches as many nodes as a second
+        kernels = ensure_compiled("box") if booster.search == "bnb" else CompileReport()
+        if kernels.message:
+            say(self.verbose, kernels.message)
+        start = time.perf_counter()
         booster.fit(ds)
+        self.timings_ = {"compile": kernels.seconds, "fit": time.perf_counter() - start}
         self.booster_ = booster
         self.rules_: RuleEnsemble = booster.rules_
         self.ensembles_: list[RuleEnsemble] = booster.ensembles_
@@ -186,6 +196,10 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
     limit_reached_ : str or None
         ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped a
         rule search, else None.
+    timings_ : dict
+        Wall seconds: ``"compile"`` — compiling (first run only) or loading the box
+        search's numba kernels, before ``time_limit`` started (:mod:`rulemip._kernels`)
+        — and ``"fit"``.
     n_features_in_ : int
     feature_names_in_ : ndarray of str (only when X has string column names)
     """)

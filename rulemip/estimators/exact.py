@@ -23,6 +23,7 @@ moderate, column generation over boxes (``"cg"``) when it is not, and the MIP at
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from typing import Any
@@ -30,6 +31,7 @@ from typing import Any
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
+from rulemip._kernels import ensure_compiled, groups_for_fit
 from rulemip._validation import (
     DEPRECATED,
     check_bool,
@@ -44,7 +46,7 @@ from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solv
 from rulemip.budget import Budget, check_work_limit
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
-from rulemip.estimators._progress import progress_printer
+from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.losses import get_loss
 from rulemip.rules.canonical import canonical_ensemble
@@ -192,19 +194,29 @@ class _ExactBase(BaseEstimator):
             booster.fit(ds, budget=budget.fraction(WARM_START_SHARE))
         self.warm_start_limited_ = bool(getattr(booster, "limit_reached_", False)) or any(
             issubclass(w.category, SolveLimitWarning) for w in caught)
+        self.warm_start_limit_: str | None = (
+            _warm_start_limit(booster) if self.warm_start_limited_ else None)
         self.boosting_risk_ = float(booster.risk_path_[-1])
         return booster.ensembles_[-1]
 
     def _fit_dataset(self, ds: Dataset) -> None:
-        # parameters were validated by fit; the backend is resolved once, here, and handed
-        # on (solve_exact and the driver only check its capabilities)
+        # parameters were validated by fit; the kernels are compiled (or loaded from
+        # numba's cache) before the budget starts: a first run proves what a second does
+        kernels = ensure_compiled(*groups_for_fit(n_rules=self.n_rules, loss=self.loss,
+                                                   reg=self.reg))
+        if kernels.message:
+            say(self.verbose, kernels.message)
+        # the backend is resolved once, here, and handed on (solve_exact and the driver
+        # only check its capabilities)
         budget = Budget.from_time_limit(self.time_limit, work_limit=self.work_limit)
+        self.timings_ = {"compile": kernels.seconds, "fit": 0.0}
         thresholds = self._thresholds_for(ds)
         engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
                                n_rules=self.n_rules, loss=self.loss, n_samples=ds.X.shape[0])
         backend = check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
         self.boosting_risk_ = math.nan
         self.warm_start_limited_ = False
+        self.warm_start_limit_ = None
         previous = self._previous_fit(ds, thresholds)
         start = self._warm_start_model(ds, thresholds, budget)
         self.init_source_ = None if start is None else self._init_preset()
@@ -237,6 +249,11 @@ class _ExactBase(BaseEstimator):
             result = self._two_rule_bound_phase(ds, thresholds, budget, result)
             if result.ensemble is not swapped:
                 local_record = None  # the 1-swap proof was about the model it replaced
+        if self.warm_start_limit_ is not None:
+            result = dataclasses.replace(result, notes=(
+                *result.notes, f"the boosting warm start ({self._init_preset()}) was cut "
+                f"short by its share of the time limit ({self.warm_start_limit_}); "
+                "boosting_risk_ is the risk of the rules it found"))
         self.result_ = result
         self.engine_ = engine
         self.thresholds_ = thresholds
@@ -275,10 +292,9 @@ class _ExactBase(BaseEstimator):
             wall_time=result.wall_time, max_rule_length=self.max_rule_length,
             notes=tuple(result.notes))
         if local_record is not None:
-            import dataclasses
-
             self.certificate_ = dataclasses.replace(self.certificate_,
                                                     local_optimality=local_record)
+        self.timings_["fit"] = budget.elapsed()
 
     def _local_starts(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
                       start: Any) -> list[tuple[str, Any]]:
@@ -332,8 +348,6 @@ class _ExactBase(BaseEstimator):
         engine's model (and the start), then kicks; a better model replaces the engine's
         (the engine's bound holds for every model of the language). Returns the result and
         the certificate's 1-swap record (None when nothing was proved)."""
-        import dataclasses
-
         from rulemip.algorithms.local_swap import local_optimality_record
         from rulemip.algorithms.multi_start import best_local_model
         from rulemip.solvers.result import Limit, budget_limit
@@ -386,8 +400,6 @@ class _ExactBase(BaseEstimator):
         and bound over both boxes (:mod:`rulemip.algorithms.two_rule_bound`). Its bound
         replaces the engine's when higher; a better model it meets replaces the incumbent;
         when it prunes every node the incumbent is optimal. Status through ``promote``."""
-        import dataclasses
-
         from rulemip.algorithms.local_swap import refit_ensemble
         from rulemip.algorithms.two_rule_bound import two_rule_bound
         from rulemip.formulations.box_selection import BoxSelectionCIP
@@ -451,6 +463,15 @@ class _ExactBase(BaseEstimator):
         tags.input_tags.allow_nan = False
         tags.input_tags.categorical = True  # DataFrame columns are one-hot encoded
         return tags
+
+
+def _warm_start_limit(booster: Any) -> str:
+    """How a boosting warm start was cut short: the limit and how many of its rule
+    searches it stopped (e.g. ``"time limit: 2 of 3 rule searches stopped"``)."""
+    limit = str(getattr(booster, "limit_reached_", None) or "time_limit").replace("_", " ")
+    rounds = getattr(booster, "rounds_", [])
+    stopped = sum(1 for r in rounds if getattr(r.search, "limit_reached", False))
+    return f"{limit}: {stopped} of {booster.n_rules} rule searches stopped"
 
 
 def _risk(ensemble: Any, ds: Dataset, reg: float) -> float:
@@ -542,6 +563,15 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     certificate_ : Certificate
     boosting_risk_ : float
         Training risk of the ``preset`` boosting model (nan without one).
+    warm_start_limit_ : str or None
+        How the boosting warm start was cut short by its share of the time limit (e.g.
+        ``"time limit: 2 of 3 rule searches stopped"``; then ``boosting_risk_`` is that
+        of the rules it found, not of boosting run to its end, and the result's notes say
+        so), or None when it ran to its end.
+    timings_ : dict
+        Wall seconds: ``"compile"`` — compiling (first run only) or loading the numba
+        kernels, before the fit's time limit started (:mod:`rulemip._kernels`) — and
+        ``"fit"``, the fit within its time limit.
     init_source_ : str or None
         Where the first incumbent came from: the ``preset``, ``"previous fit"``
         (``warm_start=True``) or None.

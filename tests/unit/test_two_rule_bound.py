@@ -157,3 +157,30 @@ def test_max_rule_length_keeps_incumbents_and_bound_in_the_language(seed):
         rules = [Rule(conditions_from_box(lo, hi), 1.0) for lo, hi in res.boxes]
         _, risk = refit_ensemble(ds, rules, reg=10.0, fit_intercept=fit_intercept)
         assert risk == pytest.approx(bf.risk, rel=1e-9)
+
+
+@pytest.mark.parametrize("intercept", [True, False])
+def test_additive_bound_is_the_ridge_least_squares_of_the_decided_rows(intercept):
+    """The closed-form (Cholesky) ridge fit of the decided rows' additive model equals
+    numpy's least squares of the same design (it replaced np.linalg.lstsq in the kernel)."""
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        m = int(rng.integers(1, 30))
+        y = rng.normal(size=m)
+        w = rng.uniform(0.5, 2.0, size=m)
+        st = rng.integers(0, 3, size=(2, m)).astype(np.int8)
+        reg = float(rng.choice([1e-3, 0.1, 1.0, 10.0]))
+        got = trb._additive_bound(y, w, st, reg, intercept)
+        dec = (st[0] != trb._UND) & (st[1] != trb._UND)
+        a = (st[0, dec] == trb._IN).astype(float)
+        b = (st[1, dec] == trb._IN).astype(float)
+        sw = np.sqrt(w[dec])
+        cols = [np.ones(dec.sum())] if intercept else []
+        A = np.column_stack([*cols, a, b]) * sw[:, None]
+        ridge = np.zeros((2, A.shape[1]))
+        ridge[0, -2] = ridge[1, -1] = np.sqrt(reg)
+        A = np.vstack([A, ridge])
+        t = np.concatenate([y[dec] * sw, [0.0, 0.0]])
+        beta = np.linalg.lstsq(A, t, rcond=None)[0]
+        want = float(np.sum((t - A @ beta) ** 2))
+        assert got == pytest.approx(want, rel=1e-9, abs=1e-9)
