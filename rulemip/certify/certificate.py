@@ -488,8 +488,13 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         proof = _replayed_pair_proof(cert, ds, lb, slack)
         checks.append(proof)
         if proof.ok and proof.message.startswith("replayed"):
-            bound_claim = ClaimBasis("lower bound", REDERIVED, "replayed: the k-box search "
-                                     "re-derived it from the data, no solver involved")
+            # the replay searched the recorded thresholds' language: the bound is known no
+            # better than they are
+            bound_claim = ClaimBasis(
+                "lower bound", threshold_claim.basis,
+                "replayed: the k-box search re-derived it from the data, no solver involved"
+                + ("" if threshold_claim.basis == REDERIVED else
+                   ", over the recorded thresholds (taken on trust)"))
     claims.extend(_claims_after_thresholds(cert, bound_claim))
     local_checks, local_claim = local_optimality_checks(cert, ds, scale)
     checks.extend(local_checks)

@@ -164,9 +164,10 @@ def fitted_certificate():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(40, 2))
     y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
-    # two rules: a one-rule squared-loss bound is re-derived by replaying the box search
-    # (test_one_rule_lower_bound_is_rederived)
-    est = ExactRuleEnsembleRegressor(2, max_thresholds=4, preset=None, time_limit=20).fit(X, y)
+    # three rules: one- and two-rule squared-loss bounds are re-derived by replaying the
+    # box search and the k-box search (test_one_rule_lower_bound_is_rederived,
+    # tests/unit/test_replay_pairs.py); a three-rule bound is the solver's word
+    est = ExactRuleEnsembleRegressor(3, max_thresholds=4, preset=None, time_limit=20).fit(X, y)
     assert est.certificate_.threshold_rule == 4
     assert est.certificate_.options["threshold_source"] == "data"
     return X, y, est.certificate_
