@@ -14,7 +14,10 @@ Markers (an HTML comment, invisible on the rendered page):
   but every non-blank line of it must occur in PATH in the same order (indentation
   aside), so the excerpt cannot drift from the code it quotes;
 * ``<!-- snippet: requires MODULE -->`` — runs when MODULE is installed, else the page's
-  remaining blocks are skipped.
+  remaining blocks are skipped;
+* ``<!-- snippet: output rulemip ARGS -->`` — before a block of printed output: the
+  command runs and every non-blank line of the block must occur in what it prints, in
+  order (wall times such as ``1.53 s`` match any time).
 """
 
 from __future__ import annotations
@@ -35,7 +38,8 @@ PAGES = [ROOT / "README.md", ROOT / "docs" / "tutorial.md",
          *sorted((ROOT / "docs" / "howto").glob("*.md"))]
 
 FENCE = re.compile(r"^```(\w*)\s*$")
-MARKER = re.compile(r"^<!--\s*snippet:\s*(skip|excerpt|requires)\b\s*(.*?)\s*-->\s*$")
+MARKER = re.compile(r"^<!--\s*snippet:\s*(skip|excerpt|requires|output)\b\s*(.*?)\s*-->\s*$")
+WALL_TIME = re.compile(r"\b\d+(?:\.\d+)? s\b")
 
 
 @dataclass(frozen=True)
@@ -43,8 +47,8 @@ class Block:
     lang: str
     code: str
     line: int               # 1-based line of the opening fence
-    marker: str | None      # "skip", "excerpt", "requires" or None
-    argument: str           # the marker's reason, path or module
+    marker: str | None      # "skip", "excerpt", "requires", "output" or None
+    argument: str           # the marker's reason, path, module or command
 
 
 def blocks(page: Path) -> list[Block]:
@@ -97,9 +101,40 @@ def _check_excerpt(block: Block, where: str) -> None:
                         f"{ln.strip()!r}")
 
 
-def _run_bash(block: Block, namespace: dict, where: str) -> None:
+def _run_cli(raw: str, words: list[str], where: str, ran: dict[str, str]) -> str:
+    """``rulemip ARGS`` through the entry point in this process; what it printed (kept in
+    ``ran``, so that an output block after the same command on the page does not rerun
+    it)."""
     from rulemip.cli import main
 
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(words[1:])
+    assert code == 0, f"{where}: {raw!r} exited {code}:\n{err.getvalue()}"
+    ran[shlex.join(words)] = out.getvalue()
+    return out.getvalue()
+
+
+def _check_output(block: Block, where: str, ran: dict[str, str]) -> None:
+    words = shlex.split(block.argument)
+    assert words[:1] == ["rulemip"], f"{where}: an output marker names a rulemip command"
+    text = ran.get(shlex.join(words))
+    if text is None:
+        text = _run_cli(block.argument, words, where, ran)
+    printed = [WALL_TIME.sub("<t> s", ln.rstrip()) for ln in text.splitlines()]
+    pos = 0
+    for ln in block.code.splitlines():
+        if not ln.strip():
+            continue
+        want = WALL_TIME.sub("<t> s", ln.rstrip())
+        try:
+            pos = printed.index(want, pos) + 1
+        except ValueError:
+            pytest.fail(f"{where}: {block.argument!r} no longer prints {ln.strip()!r} "
+                        "(in this order); it printed:\n" + "\n".join(printed))
+
+
+def _run_bash(block: Block, where: str, ran: dict[str, str]) -> None:
     for raw in block.code.splitlines():
         words = shlex.split(raw, comments=True)
         if not words:
@@ -110,10 +145,7 @@ def _run_bash(block: Block, namespace: dict, where: str) -> None:
         if words[0] == "pip":
             continue  # the test environment is the installation
         if words[0] == "rulemip":
-            out, err = io.StringIO(), io.StringIO()
-            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-                code = main(words[1:])
-            assert code == 0, f"{where}: {raw!r} exited {code}:\n{err.getvalue()}"
+            _run_cli(raw, words, where, ran)
         elif words[:2] == ["python", "-c"] and len(words) == 3:
             with contextlib.redirect_stdout(io.StringIO()):
                 exec(compile(words[2], where, "exec"), {"__name__": "__main__"})
@@ -127,6 +159,7 @@ def test_page_snippets_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("MPLBACKEND", "Agg")
     namespace: dict = {"__name__": "__main__"}
+    ran: dict[str, str] = {}  # command -> what it printed
     rel = page.relative_to(ROOT).as_posix()
     for block in blocks(page):
         where = f"{rel}:{block.line}"
@@ -134,6 +167,9 @@ def test_page_snippets_run(page, tmp_path, monkeypatch):
             continue
         if block.marker == "excerpt":
             _check_excerpt(block, where)
+            continue
+        if block.marker == "output":
+            _check_output(block, where, ran)
             continue
         if block.marker == "requires" and importlib.util.find_spec(block.argument) is None:
             pytest.skip(f"{where}: needs {block.argument}")
@@ -144,4 +180,4 @@ def test_page_snippets_run(page, tmp_path, monkeypatch):
                 # padded so that a traceback names the page's own line numbers
                 exec(compile("\n" * block.line + block.code, str(page), "exec"), namespace)
         elif block.lang == "bash":
-            _run_bash(block, namespace, where)
+            _run_bash(block, where, ran)
