@@ -88,12 +88,15 @@ class GapStudy:
 
     Attributes
     ----------
-    table : pandas.DataFrame, one row per (k, variant), columns ``k, variant, risk_boost,
-        incumbent, bound, gap_lo, gap_hi, gap_lo_norm, gap_hi_norm, status``.
-    summary : pandas.DataFrame indexed by variant with ``diff_max``, ``diff_max_norm`` and
-        ``k_star``.
-    null_risk : :math:`R(f_\\emptyset)` used for normalizing.
-    certificates : the exact solve's certificate per k.
+    table : pandas.DataFrame
+        One row per (k, variant), columns ``k, variant, risk_boost, incumbent, bound,
+        gap_lo, gap_hi, gap_lo_norm, gap_hi_norm, status``.
+    summary : pandas.DataFrame
+        Indexed by variant, with ``diff_max``, ``diff_max_norm`` and ``k_star``.
+    null_risk : float
+        :math:`R(f_\\emptyset)`, used for normalizing.
+    certificates : dict
+        The exact solve's certificate per k.
     """
 
     table: Any

@@ -5,7 +5,7 @@ run [RGB] Algorithm 1 as implemented in :mod:`rulemip.boosting.rgb`; the math is
 ``docs/explanation/rgb.md``.
 
 Reading a fitted model as a tree ensemble (for tree pruning / rule extraction)
------------------------------------------------------------------------------
+------------------------------------------------------------------------------
 :math:`F(x) = \text{intercept\_} + \sum_t \text{coefs\_}[t]\cdot
 \text{estimators\_}[t]\text{.predict}(x)`, where
 

@@ -45,14 +45,14 @@ class Capability(StrEnum):
 
 
 EXP_LOSS_SAFE_RANGE = 30.0
-"""Largest |linear predictor| a backend's own handling of the logistic or Poisson loss is
-trusted with. Beyond it, terms such as :math:`e^{u-\theta}` span more than 26 orders of
-magnitude over the variable box and SCIP's native relaxation was measured to return a dual
-bound 5e-6 (relative) *above* the optimum (a logistic instance at ``reg=1e-6`` whose weight
-box reaches 3 090, prediction box 18 544; docs/explanation/solving.md). Such models need
-:data:`Capability.WIDE_EXP_LOSS`, which only the tangent-cut driver declares: its cuts are
-computed by rulemip in double precision at each master point, so its bound is that of a
-MILP."""
+"""Largest absolute value of the linear predictor that a backend's own handling of the logistic
+or Poisson loss is trusted with. Beyond it, terms such as :math:`e^{u-\theta}` span more
+than 26 orders of magnitude over the variable box and SCIP's native relaxation was measured
+to return a dual bound 5e-6 (relative) *above* the optimum (a logistic instance at
+``reg=1e-6`` whose weight box reaches 3 090, prediction box 18 544;
+docs/explanation/solving.md). Such models need :data:`Capability.WIDE_EXP_LOSS`, which only
+the tangent-cut driver declares: its cuts are computed by rulemip in double precision at
+each master point, so its bound is that of a MILP."""
 
 
 def required_capabilities(model: StandardForm) -> set[Capability]:
