@@ -14,8 +14,10 @@ once per process; that load is not in the figures):
   length, every midpoint) with five rules on diabetes: per rule its status, value, bound,
   nodes and seconds; the process's peak RSS.
 
-Run:  python benchmarks/box_search.py [--quick] [--parts fit search cob] [--time-limit S]
-      (--quick: search and cob capped at 10 s and 60 s instead of 120 s and 900 s)
+Run:  python benchmarks/box_search.py [--quick] [--parts fit search cob] [--cob] [--time-limit S]
+      (--quick: search and cob capped at 10 s and 60 s instead of 120 s and 900 s;
+      --cob: the cob part alone, the issue-31 workload; every part prints the load average
+      when it starts and ends — the machine is shared, compare node counts and bounds)
 """
 
 from __future__ import annotations
@@ -108,7 +110,8 @@ def part_cob(time_limit: float) -> list[str]:
                                               time_limit=time_limit).fit(X, y)
     dt = time.perf_counter() - t
     rows = [f"COB, 5 rules, unlimited length, every midpoint, diabetes: {dt:.1f} s in all, "
-            f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
+            f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
+            f"load {os.getloadavg()[0]:.1f} at the end",
             "", "| rule | status | value | bound | nodes | seconds | length |",
             "|---|---|---|---|---|---|---|"]
     for i, rnd in enumerate(model.booster_.rounds_, 1):
@@ -124,9 +127,12 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", nargs="+", default=["fit", "search", "cob"],
                     choices=["fit", "search", "cob"])
+    ap.add_argument("--cob", action="store_true", help="the cob part alone")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="seconds per search (search part) and per COB fit")
     args = ap.parse_args()
+    if args.cob:
+        args.parts = ["cob"]
     search_limit = args.time_limit or (10.0 if args.quick else 120.0)
     cob_limit = args.time_limit or (60.0 if args.quick else 900.0)
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "

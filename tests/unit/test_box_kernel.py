@@ -181,10 +181,70 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
                     vals.append(max(g, 0.0) / (math.sqrt(max(r_lo, 0.0)) + eps))
             b2 = min(b2, max(vals) * (1 + 1e-9))
         c0b = eps ** 2 - C
-        if min(c0b + w - cint * w * w for w in (w_in, w_out)) <= 0:
-            return b2, R, split
-        return min(b2, scan(c0b, 1.0, -cint, 0.0) * (1 + 1e-9)), R, split
+        if min(c0b + w - cint * w * w for w in (w_in, w_out)) > 0:
+            b2 = min(b2, scan(c0b, 1.0, -cint, 0.0) * (1 + 1e-9))
+        return min(b2, _reference_chord(S, inner, und, params, C)), R, split
     return max(F(s_in), v_out, scan(c0, c1, c2, tiny)), R, split
+
+
+def _chord_terms(S, inner, und, params):
+    """The chord bound's pieces (box_kernel._ogb_chord_bound): the constant ``K``, the
+    statistic ``h`` of the inner cover and of every undecided row, the chord coefficients
+    and the rounding slack."""
+    eps, cint = params[4], params[7]
+    s_in = S[inner].sum(axis=0)
+    lo = s_in[2:] + np.minimum(S[und, 2:], 0.0).sum(axis=0)
+    hi = s_in[2:] + np.maximum(S[und, 2:], 0.0).sum(axis=0)
+    w_in, w_out = s_in[1], s_in[1] + S[und, 1].sum()
+    alpha = 1.0 - cint * (w_in + w_out)
+    coef = lo + hi
+    k0 = eps * eps + cint * w_in * w_out + float(np.sum(lo * hi))
+    slack = 1e-10 * (w_out * (1.0 + cint * w_out) + float(np.sum((abs(lo) + abs(hi)) ** 2))
+                     + 1.0)
+    h_in = alpha * w_in - float(coef @ s_in[2:])
+    h = alpha * S[und, 1] - S[und, 2:] @ coef
+    return k0, h_in, h, coef, float(np.sum(lo * hi)), slack
+
+
+def _zonotope_max(g0, h0, g, h):
+    """max of (g0 + G)² / (h0 + H) over the 2-d zonotope (g0, h0) + Σ [0, 1] (g_i, h_i),
+    by its vertices: the half-plane sets {i : <u, (g_i, h_i)> > 0} for the directions u
+    next to the normal of every generator (independent of the kernel's sort)."""
+    best = max(g0 * g0 / h0, (g0 + g.sum()) ** 2 / (h0 + h.sum()))
+    for gi, hi in zip(g, h, strict=True):
+        for rot in (1e-7, -1e-7):
+            base = math.atan2(gi, -hi) + rot       # normal of the generator, turned
+            for u in ((math.cos(base), math.sin(base)), (-math.cos(base), -math.sin(base))):
+                sel = u[0] * g + u[1] * h > 0
+                best = max(best, (g0 + g[sel].sum()) ** 2 / (h0 + h[sel].sum()))
+    return best
+
+
+def _reference_chord(S, inner, und, params, C):
+    """Orthogonal boosting's chord bound (iv) in plain numpy."""
+    eps, cint, w0 = params[4], params[7], params[8]
+    k0, h_in, h, coef, klh, slack = _chord_terms(S, inner, und, params)
+    g = S[und, 0]
+    s_in = S[inner].sum(axis=0)
+    den0 = k0 + h_in + h[h < 0].sum() - slack
+    per_p = math.inf
+    if w0 > 0:
+        lev = (S[:, 2:] ** 2).sum(axis=1) / w0 ** 2
+        t_in, tau_max = float((w0 * lev[inner]).sum()), float(lev[und].max(initial=0.0))
+        top = np.concatenate([[0.0], np.cumsum(np.sort(S[und, 2:] @ coef)[::-1])])
+        vals = []
+        for order, sign in ((und, 1.0), (und[::-1], -1.0)):
+            for p in range(len(und) + 1):
+                gp = sign * (s_in[0] + S[order[:p], 0].sum())
+                wp = s_in[1] + p * w0
+                base = wp - cint * wp * wp
+                r_lo = max(wp * (1 - cint * wp - t_in - p * w0 * tau_max), base - C,
+                           base + klh - slack - float(coef @ s_in[2:]) - top[p])
+                vals.append(max(gp, 0.0) / (math.sqrt(max(r_lo, 0.0)) + eps))
+        per_p = max(vals) * (1 + 1e-9)
+    if not den0 > 0:
+        return per_p
+    return min(per_p, math.sqrt(_zonotope_max(s_in[0], k0 + h_in - slack, g, h)) * (1 + 1e-9))
 
 
 class _Kernel:
@@ -335,3 +395,80 @@ def test_length_in_features_against_brute_force(seed, max_len):
     res = box_search(space, obj, max_rule_length=max_len, length_counts="features")
     assert res.value == pytest.approx(want, rel=1e-9, abs=1e-12)
     assert int((np.isfinite(res.lower) | np.isfinite(res.upper)).sum()) <= max_len
+
+
+# ------------------------------------------------------------------ the chord bound (iv)
+def _later_round_objectives(seed: int, n: int):
+    """Orthogonal boosting at later rounds: an intercept and 1–3 rule columns (COB's basis,
+    constant on the cells of the previous rules), a basis of continuous columns, and
+    unequal row weights."""
+    rng = np.random.default_rng(seed)
+    g = rng.normal(size=n)
+    out = {}
+    for t in (1, 2, 3):
+        basis = OrthonormalBasis(n)
+        basis.add(np.ones(n))
+        for _ in range(t):
+            basis.add((rng.random(n) < rng.uniform(0.2, 0.7)).astype(float))
+        out[f"rules-{t}"] = make_objective("ogb", g, basis=basis, epsilon=1e-3)
+    dense = OrthonormalBasis(n)
+    for _ in range(2):
+        dense.add(rng.normal(size=n))
+    out["dense"] = make_objective("ogb", g, basis=dense, epsilon=0.05)
+    w = rng.uniform(0.3, 2.0, n)
+    weighted = OrthonormalBasis(n, w)
+    weighted.add(np.ones(n))
+    weighted.add((rng.random(n) < 0.4).astype(float))
+    out["weighted"] = make_objective("ogb", g, weights=w, basis=weighted, epsilon=1e-3)
+    return out
+
+
+def _bits(mask: np.ndarray) -> np.ndarray:
+    words = np.zeros((len(mask) + 63) // 64, np.uint64)
+    for r in np.flatnonzero(mask):
+        words[r >> 6] |= np.uint64(1) << np.uint64(r & 63)
+    return words
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("name", ["rules-1", "rules-2", "rules-3", "dense", "weighted"])
+def test_chord_bound_is_never_below_the_best_row_set(seed, name):
+    """Bound (iv) alone, on random nodes of small random tables with random basis columns:
+    never below the largest value of any row set between the inner and the outer cover
+    (brute force over the undecided rows), and finite (applicable) on many nodes."""
+    space, _ = _space(seed, n=14, d=2, cuts=3)
+    obj = _later_round_objectives(seed, space.n)[name]
+    kern = _Kernel(space, obj, allow_empty=True)
+    S, params, G, m = kern.prob.S, kern.prob.params, kern.G, kern.m
+    c = S.shape[1]
+    rng = np.random.default_rng(seed + 7)
+    finite = tight = 0
+    for _ in range(120):
+        R = _random_node(rng, m)
+        if np.any(R[0] > R[3]):
+            continue
+        outer = np.all((R[0] <= G) & (R[3] >= G), axis=1)
+        inner = outer & np.all((R[1] <= G) & (R[2] >= G), axis=1)
+        und = np.flatnonzero(outer & ~inner)
+        if len(und) == 0 or len(und) > 11:
+            continue
+        s_in = S[inner].sum(axis=0)
+        s_un = np.concatenate([S[und].sum(axis=0), np.maximum(S[und], 0.0).sum(axis=0),
+                               np.minimum(S[und], 0.0).sum(axis=0)])
+        C = sum(max(s_in[k] + s_un[c + k], -(s_in[k] + s_un[2 * c + k])) ** 2
+                for k in range(2, c))
+        b = K._ogb_chord_bound(_bits(outer), _bits(inner), S, s_in, s_un, params, C, -np.inf)
+        best = -math.inf
+        for mask in range(1 << len(und)):
+            sel = inner.copy()
+            sel[und[[k for k in range(len(und)) if mask >> k & 1]]] = True
+            q = np.zeros(space.n, bool)
+            q[kern.prob.perm[sel]] = True
+            best = max(best, obj.value(q))
+        assert b >= best - 1e-9 * max(1.0, best)
+        assert b == pytest.approx(_reference_chord(S, inner, und, params, C), rel=1e-9)
+        if np.isfinite(b):
+            finite += 1
+            tight += b <= 3.0 * best
+    assert finite >= 10
+    assert tight >= 1
