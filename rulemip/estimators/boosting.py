@@ -12,6 +12,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from rulemip._validation import check_choice
 from rulemip.boosting.booster import PRESETS, RuleBooster
+from rulemip.boosting.range_search import search_workers
+from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
@@ -71,6 +73,12 @@ _PARAM_DOC = """
         Unused (the learners are deterministic); accepted for API uniformity.
     verbose : bool, default=False
         Print the progress of long rule searches (nodes, best value, bound) to stderr.
+    n_jobs : int or None, default=1
+        Threads of the branch-and-bound rule search (``search="bnb"``): its open subtrees
+        are searched in parallel (docs/explanation/box_search.md, "Every core, then a
+        cluster"); -1: one per core. A finished search returns the same rule and bound.
+    scheduler : str, dask.distributed.Client or None, default=None
+        A Dask scheduler address or client: the same split on a cluster.
     preset : {"SGS", "SGB", "SXB", "CGB", "COB"} or None, default=None
         Named variant filling in ``objective``, ``weight_update`` and ``search``
         (docs/explanation/boosting.md). Explicit values of those three take precedence only when
@@ -106,8 +114,11 @@ class _RuleBoostingBase(BaseEstimator):
                  fit_intercept: bool = True, time_limit: float | None = None,
                  node_limit: int | None = None, max_memory: int | None = None,
                  random_state: Any = None, verbose: bool = False,
-                 preset: str | None = None, thresholds: Any = None) -> None:
+                 preset: str | None = None, thresholds: Any = None,
+                 n_jobs: int | None = 1, scheduler: Any = None) -> None:
         self.n_rules = n_rules
+        self.n_jobs = n_jobs
+        self.scheduler = scheduler
         self.thresholds = thresholds
         self.time_limit = time_limit
         self.node_limit = node_limit
@@ -126,6 +137,7 @@ class _RuleBoostingBase(BaseEstimator):
         self.preset = preset
 
     def _booster(self, loss: str) -> RuleBooster:
+        resolve_n_jobs(self.n_jobs)
         choices: dict[str, Any] = dict(_resolve(self))
         return RuleBooster(
             n_rules=self.n_rules, beam_width=self.beam_width,
@@ -137,7 +149,8 @@ class _RuleBoostingBase(BaseEstimator):
     def _fit_dataset(self, ds: Dataset, booster: RuleBooster) -> None:
         if self.thresholds is not None:
             booster.thresholds = check_thresholds(self.thresholds, ds.d)
-        booster.fit(ds)
+        with search_workers(resolve_n_jobs(self.n_jobs), self.scheduler):
+            booster.fit(ds)
         self.booster_ = booster
         self.rules_: RuleEnsemble = booster.rules_
         self.ensembles_: list[RuleEnsemble] = booster.ensembles_
@@ -189,14 +202,16 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
                  time_limit: float | None = None, node_limit: int | None = None,
                  max_memory: int | None = None, random_state: Any = None,
                  verbose: bool = False, preset: str | None = None,
-                 thresholds: Any = None) -> None:
+                 thresholds: Any = None, n_jobs: int | None = 1,
+                 scheduler: Any = None) -> None:
         super().__init__(n_rules, objective=objective, weight_update=weight_update,
                          search=search, beam_width=beam_width,
                          max_rule_length=max_rule_length, max_thresholds=max_thresholds,
                          reg=reg, epsilon=epsilon, fit_intercept=fit_intercept,
                          time_limit=time_limit, node_limit=node_limit,
                          max_memory=max_memory, random_state=random_state,
-                         verbose=verbose, preset=preset, thresholds=thresholds)
+                         verbose=verbose, preset=preset, thresholds=thresholds,
+                         n_jobs=n_jobs, scheduler=scheduler)
         self.loss = loss
 
     def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:

@@ -95,3 +95,23 @@ def test_bad_n_jobs_is_refused():
     space, r = _problem(0, n=30)
     with pytest.raises(Exception, match="n_jobs"):
         box_search(space, ridge_gain_objective(r), n_jobs=0)
+
+
+def test_estimators_take_n_jobs_and_return_the_same_model():
+    import rulemip
+
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(150, 4))
+    y = 2.0 * (X[:, 0] > 0.3) * (X[:, 1] < 0.5) + 0.2 * rng.normal(size=150)
+    fits = [rulemip.ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=12, preset=None,
+                                               n_jobs=j).fit(X, y) for j in (1, 2)]
+    assert fits[0].rules_.to_text() == fits[1].rules_.to_text()
+    assert fits[1].certificate_.status == "optimal"
+    assert fits[1].certificate_.risk == pytest.approx(fits[0].certificate_.risk, rel=1e-12)
+    assert fits[1].certificate_.lower_bound == pytest.approx(
+        fits[0].certificate_.lower_bound, rel=1e-9)
+    boost = [rulemip.RuleBoostingRegressor(3, preset="COB", max_thresholds=10,
+                                           n_jobs=j).fit(X, y) for j in (1, 2)]
+    assert boost[0].rules_.to_text() == boost[1].rules_.to_text()
+    with pytest.raises(Exception, match="n_jobs"):
+        rulemip.RuleBoostingRegressor(2, n_jobs=0).fit(X, y)
