@@ -182,10 +182,10 @@ class _Task:
         return new
 
 
-def _remote_round(problem: Problem, task: _Task, evals: int, incumbent: float,
-                  initial_slots: int) -> _Task:
-    """One round of one task on a Dask worker; returns it compacted."""
-    return task.run(problem, evals, incumbent).compact(initial_slots)
+def _round(problem: Problem, task: _Task, evals: int, incumbent: float) -> _Task:
+    """One round of one task, returned compacted — on a thread or a Dask worker alike, so
+    that the order of equal bounds in its heap, and with it the search, is the same."""
+    return task.run(problem, evals, incumbent).compact(0)
 
 
 class _Runner:
@@ -207,18 +207,17 @@ class _Runner:
         elif n_jobs > 1:
             self.pool = ThreadPoolExecutor(max_workers=n_jobs)
 
-    def round(self, tasks: list[_Task], evals: list[int], incumbent: float,
-              initial_slots: int) -> list[_Task]:
+    def round(self, tasks: list[_Task], evals: list[int], incumbent: float) -> list[_Task]:
         if self.client is not None:
-            futures = [self.client.submit(_remote_round, self.remote_problem, t, e, incumbent,
-                                          initial_slots, pure=False)
+            futures = [self.client.submit(_round, self.remote_problem, t, e, incumbent,
+                                          pure=False)
                        for t, e in zip(tasks, evals, strict=True)]
             return list(self.client.gather(futures))
         if self.pool is not None:
-            jobs = [self.pool.submit(t.run, self.problem, e, incumbent)
+            jobs = [self.pool.submit(_round, self.problem, t, e, incumbent)
                     for t, e in zip(tasks, evals, strict=True)]
             return [j.result() for j in jobs]
-        return [t.run(self.problem, e, incumbent) for t, e in zip(tasks, evals, strict=True)]
+        return [_round(self.problem, t, e, incumbent) for t, e in zip(tasks, evals, strict=True)]
 
     def close(self) -> None:
         if self.pool is not None:
@@ -280,8 +279,7 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
             evals = _allowances(tasks, total)
             order = sorted(range(len(tasks)), key=lambda i: -evals[i])   # largest first
             run = [i for i in order if evals[i] > 0]
-            done_round = runner.round([tasks[i] for i in run], [evals[i] for i in run], best,
-                                      initial_slots)
+            done_round = runner.round([tasks[i] for i in run], [evals[i] for i in run], best)
             for i, t in zip(run, done_round, strict=True):
                 tasks[i] = t
             for i in range(len(tasks)):
