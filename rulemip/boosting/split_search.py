@@ -132,6 +132,7 @@ class _Task:
     @classmethod
     def from_nodes(cls, pool: Any, slots: Sequence[int], max_slots: int, reserve: int,
                    iparams: NDArray[np.int64], initial_slots: int) -> _Task:
+        """A task of the nodes in ``slots``, given in the order of decreasing bounds."""
         idx = np.asarray(slots, np.int64)
         return cls(pool.pool[idx], pool.bound[idx], pool.splits[idx], max_slots, reserve,
                    iparams, initial_slots)
@@ -171,9 +172,17 @@ class _Task:
         return self
 
     def compact(self, initial_slots: int) -> _Task:
-        """The same task in a pool holding only its open nodes (to travel to a worker)."""
-        new = _Task.from_nodes(self.pool, self.open_slots(), self.max_slots, self.reserve,
-                               self.iparams, initial_slots)
+        """The same task in a pool holding only its open nodes (to travel to a worker): the
+        heap keeps its layout (slot ``i`` is heap position ``i``) and the depth-first stack
+        its order, so the compacted task searches exactly as the original would."""
+        c = self.ctr
+        nh, nd = int(c[K.C_HEAP]), int(c[K.C_DFS])
+        idx = np.concatenate([self.pool.heap[:nh], self.pool.dfs[:nd]])
+        new = _Task(self.pool.pool[idx], self.pool.bound[idx], self.pool.splits[idx],
+                    self.max_slots, self.reserve, self.iparams, initial_slots)
+        new.ctr[K.C_HEAP] = nh
+        new.ctr[K.C_DFS] = nd
+        new.pool.dfs[:nd] = np.arange(nh, nh + nd)
         new.ctr[[K.C_EVALS, K.C_EXPANDED]] = self.ctr[[K.C_EVALS, K.C_EXPANDED]]
         new.ctr[K.C_PEAK] = self.ctr[K.C_PEAK]
         new.fstate[:] = self.fstate
@@ -182,9 +191,9 @@ class _Task:
         return new
 
 
-def _round(problem: Problem, task: _Task, evals: int, incumbent: float) -> _Task:
-    """One round of one task, returned compacted — on a thread or a Dask worker alike, so
-    that the order of equal bounds in its heap, and with it the search, is the same."""
+def _remote_round(problem: Problem, task: _Task, evals: int, incumbent: float) -> _Task:
+    """One round of one task on a Dask worker, returned compacted (which changes nothing
+    in its search: :meth:`_Task.compact`)."""
     return task.run(problem, evals, incumbent).compact(0)
 
 
@@ -209,15 +218,15 @@ class _Runner:
 
     def round(self, tasks: list[_Task], evals: list[int], incumbent: float) -> list[_Task]:
         if self.client is not None:
-            futures = [self.client.submit(_round, self.remote_problem, t, e, incumbent,
+            futures = [self.client.submit(_remote_round, self.remote_problem, t, e, incumbent,
                                           pure=False)
                        for t, e in zip(tasks, evals, strict=True)]
             return list(self.client.gather(futures))
         if self.pool is not None:
-            jobs = [self.pool.submit(_round, self.problem, t, e, incumbent)
+            jobs = [self.pool.submit(t.run, self.problem, e, incumbent)
                     for t, e in zip(tasks, evals, strict=True)]
             return [j.result() for j in jobs]
-        return [_round(self.problem, t, e, incumbent) for t, e in zip(tasks, evals, strict=True)]
+        return [t.run(self.problem, e, incumbent) for t, e in zip(tasks, evals, strict=True)]
 
     def close(self) -> None:
         if self.pool is not None:
@@ -275,8 +284,7 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
                     status = "node_limit"
                     break
                 total = int(min(total, 2 * left))
-            tasks = _rebalance(tasks, initial_slots, total)
-            evals = _allowances(tasks, total)
+            tasks, evals = _rebalance(tasks, initial_slots, total)
             order = sorted(range(len(tasks)), key=lambda i: -evals[i])   # largest first
             run = [i for i in order if evals[i] > 0]
             done_round = runner.round([tasks[i] for i in run], [evals[i] for i in run], best)
@@ -319,26 +327,32 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
     return status, bound, expanded, evaluated, peak
 
 
-def _allowances(tasks: list[_Task], total: int) -> list[int]:
-    """Evaluations of each task in a round of ``total``: twice its open nodes among the
-    ``total / 2`` best open nodes of all tasks (the nodes a best-first search of the whole
-    tree would expand next; ties at the threshold count for every task holding one)."""
+def _threshold(tasks: list[_Task], total: int) -> float:
+    """The bound of the ``total / 2``-th best open node of all tasks (-inf: fewer)."""
     bounds = [t.open_bounds() for t in tasks]
     every = np.concatenate(bounds) if bounds else np.zeros(0)
     k = max(1, total // 2)
     if len(every) <= k:
-        return [2 * len(b) for b in bounds]
-    theta = float(np.partition(every, len(every) - k)[len(every) - k])
-    return [2 * int((b >= theta).sum()) for b in bounds]
+        return -np.inf
+    return float(np.partition(every, len(every) - k)[len(every) - k])
 
 
-def _rebalance(tasks: list[_Task], initial_slots: int, total: int) -> list[_Task]:
+def _allowance(task: _Task, theta: float) -> int:
+    """Evaluations of a task in a round: twice its open nodes with bounds at least
+    ``theta`` — its share of the nodes a best-first search of the whole tree would expand
+    next (ties at the threshold count for every task holding one)."""
+    return 2 * int((task.open_bounds() >= theta).sum())
+
+
+def _rebalance(tasks: list[_Task], initial_slots: int, total: int
+               ) -> tuple[list[_Task], list[int]]:
     """Split a task in two (its open nodes dealt alternately in the order of their bounds)
     while it holds more than ``1/MIN_LIVE`` of the round's evaluations, or fewer than
     MIN_LIVE tasks are live — and it has two nodes and room to halve its memory share.
     Depends on the tasks only, never on the number of workers."""
+    theta = _threshold(tasks, total)
+    evals = [_allowance(t, theta) for t in tasks]
     while tasks:
-        evals = _allowances(tasks, total)
         i = int(np.argmax(evals))          # ties: the first
         if len(tasks) >= MIN_LIVE and evals[i] <= total // MIN_LIVE:
             break
@@ -354,7 +368,8 @@ def _rebalance(tasks: list[_Task], initial_slots: int, total: int) -> list[_Task
         for p in parts:
             p.fstate[K.F_PRUNED] = t.fstate[K.F_PRUNED]
         tasks = tasks[:i] + parts + tasks[i + 1:]
-    return tasks
+        evals = evals[:i] + [_allowance(p, theta) for p in parts] + evals[i + 1:]
+    return tasks, evals
 
 
 def _bound(best: float, pruned: float, tasks: list[_Task]) -> float:
