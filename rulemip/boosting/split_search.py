@@ -212,7 +212,9 @@ class _Runner:
                     "`scheduler` needs Dask's distributed scheduler, which is not installed; "
                     "install it with `pip install 'dask[distributed]'` or use `n_jobs`.") from None
             self.client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
-            self.remote_problem = self.client.scatter(problem, broadcast=True)
+            # a key of its own (hash=False): an equal problem scattered by an earlier search
+            # would share its key and vanish with that search's future
+            self.remote_problem = self.client.scatter(problem, broadcast=True, hash=False)
         elif n_jobs > 1:
             self.pool = ThreadPoolExecutor(max_workers=n_jobs)
 
