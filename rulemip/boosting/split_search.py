@@ -4,8 +4,9 @@ r"""The one-rule box search split into independent subtrees: every core, then a 
 :func:`rulemip.boosting.range_search.box_search` with ``n_jobs != 1`` or a ``scheduler``
 runs :func:`split_search` after its root:
 
-1. **Ramp-up.** The serial best-first search runs, :data:`RAMP_EVALS` evaluations at a
-   time, until :data:`N_TASKS` nodes are open (or it is done).
+1. **Ramp-up.** The serial best-first search runs for at least :data:`RAMP_MIN_EVALS`
+   evaluations and until :data:`N_TASKS` nodes are open (or it is done: small searches
+   never split).
 2. **Tasks.** The open nodes, in the order of their bounds (ties: the order the search
    holds them in, itself deterministic), are dealt round-robin to :data:`N_TASKS` tasks; a
    task is a node pool of its own — a best-first search of its subtrees.
@@ -63,6 +64,9 @@ MIN_LIVE: int = 8
 ROUND_EVALS: int = 32768
 #: evaluations of one step of the ramp-up
 RAMP_EVALS: int = 64
+#: the ramp-up runs at least this many evaluations: a search that finishes within them
+#: (the many small searches of a fit) pays nothing for the split
+RAMP_MIN_EVALS: int = 16384
 #: seconds between two progress reports
 PROGRESS_EVERY: float = 2.0
 
@@ -248,13 +252,17 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
     status = "optimal"
     # ---- ramp-up: serial best first until N_TASKS nodes are open
     st = K.ST_EVALS
-    while ctr[K.C_HEAP] + ctr[K.C_DFS] < N_TASKS:
+    while ctr[K.C_HEAP] + ctr[K.C_DFS] < N_TASKS or ctr[K.C_EVALS] < RAMP_MIN_EVALS:
         if clock.expired():
             return _stopped("time_limit", pool, ctr, fstate, per_node)
         if node_limit is not None and ctr[K.C_EXPANDED] >= node_limit:
             return _stopped("node_limit", pool, ctr, fstate, per_node)
+        step = RAMP_EVALS if ctr[K.C_EVALS] >= RAMP_MIN_EVALS else \
+            int(min(4096, RAMP_MIN_EVALS - ctr[K.C_EVALS]))
+        if node_limit is not None:
+            step = int(min(step, max(2, 2 * (node_limit - ctr[K.C_EXPANDED]))))
         st = K.run(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, pool.dfs, ctr,
-                   fstate, best_box, LE, off, m, valid, S, params, iparams, RAMP_EVALS)
+                   fstate, best_box, LE, off, m, valid, S, params, iparams, step)
         if st == K.ST_DONE:
             return _stopped("optimal", pool, ctr, fstate, per_node)
         if st == K.ST_GROW:

@@ -26,6 +26,7 @@ def _small_rounds(monkeypatch):
     monkeypatch.setattr(SS, "N_TASKS", 6)
     monkeypatch.setattr(SS, "MIN_LIVE", 4)
     monkeypatch.setattr(SS, "ROUND_EVALS", 64)
+    monkeypatch.setattr(SS, "RAMP_MIN_EVALS", 0)
 
 
 def _same(a, b):
