@@ -273,7 +273,8 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
     slots = np.concatenate([pool.heap[:c[K.C_HEAP]], pool.dfs[:c[K.C_DFS]]])
     slots = slots[np.argsort(-pool.bound[slots], kind="stable")]
     n_tasks = int(min(N_TASKS, len(slots)))
-    share = max(reserve + 16, max_slots // n_tasks)
+    # the ramp-up's pool stays allocated: the tasks share what it leaves of the budget
+    share = max(reserve + 16, (max_slots - pool.slots) // n_tasks)
     tasks = [_Task.from_nodes(pool, [int(s) for s in slots[i::n_tasks]], share, reserve,
                               iparams, initial_slots) for i in range(n_tasks)]
     expanded, evaluated = int(ctr[K.C_EXPANDED]), int(ctr[K.C_EVALS])
