@@ -10,12 +10,16 @@ once per process; that load is not in the figures):
 * ``search``: the one-rule ridge-gain search alone, compiled range search against the
   set-enumeration branch and bound (``rulemip.boosting.search.USE_BOX_KERNEL = False``)
   under the same time limit: seconds, nodes, value and bound.
+* ``jobs`` (issue 31, not in the default parts): the one-rule fit with every midpoint on
+  ``n_jobs`` 1 and 2 threads and on a Dask ``LocalCluster`` of two processes.
 * ``cob``: COB (``RuleBoostingRegressor(preset="COB")``, branch and bound, unlimited rule
   length, every midpoint) with five rules on diabetes: per rule its status, value, bound,
   nodes and seconds; the process's peak RSS.
 
-Run:  python benchmarks/box_search.py [--quick] [--parts fit search cob] [--time-limit S]
-      (--quick: search and cob capped at 10 s and 60 s instead of 120 s and 900 s)
+Run:  python benchmarks/box_search.py [--quick] [--parts fit search cob] [--cob] [--time-limit S]
+      (--quick: search and cob capped at 10 s and 60 s instead of 120 s and 900 s;
+      --cob: the cob part alone, the issue-31 workload; every part prints the load average
+      when it starts and ends — the machine is shared, compare node counts and bounds)
 """
 
 from __future__ import annotations
@@ -108,7 +112,8 @@ def part_cob(time_limit: float) -> list[str]:
                                               time_limit=time_limit).fit(X, y)
     dt = time.perf_counter() - t
     rows = [f"COB, 5 rules, unlimited length, every midpoint, diabetes: {dt:.1f} s in all, "
-            f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB",
+            f"peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB, "
+            f"load {os.getloadavg()[0]:.1f} at the end",
             "", "| rule | status | value | bound | nodes | seconds | length |",
             "|---|---|---|---|---|---|---|"]
     for i, rnd in enumerate(model.booster_.rounds_, 1):
@@ -119,14 +124,71 @@ def part_cob(time_limit: float) -> list[str]:
     return rows
 
 
+def part_jobs(repeats: int = 3) -> list[str]:
+    """``ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=None)`` on diabetes with
+    ``n_jobs`` 1 and 2 (alternating, best of ``repeats`` each), and the same proof on a Dask
+    ``LocalCluster`` of two worker processes (when dask is installed)."""
+    import rulemip
+
+    X, y = _diabetes()
+    rows = ["| run | seconds (best) | load before | status | risk | lower bound |",
+            "|---|---|---|---|---|---|"]
+    best: dict[str, float] = {}
+    info: dict[str, tuple[float, object]] = {}
+    for _ in range(repeats):
+        for jobs in (1, 2):
+            load = os.getloadavg()[0]
+            t = time.perf_counter()
+            m = rulemip.ExactRuleEnsembleRegressor(n_rules=1, max_thresholds=None,
+                                                   n_jobs=jobs).fit(X, y)
+            dt = time.perf_counter() - t
+            key = f"n_jobs={jobs}"
+            if dt < best.get(key, np.inf):
+                best[key], info[key] = dt, (load, m.certificate_)
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        Client = None
+    if Client is not None:      # the one-rule search itself (the fit's proof) on two processes
+        from rulemip.boosting.objectives import ridge_gain_objective
+        from rulemip.boosting.range_search import box_search
+        from rulemip.boosting.space import SearchSpace
+
+        space = SearchSpace.build(X, None)
+        obj = ridge_gain_objective(y - y.mean(), reg=1e-3, fit_intercept=True)
+        with LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None) as lc, \
+                Client(lc) as client:
+            for label, kw in (("search alone, n_jobs=2", {"n_jobs": 2}),
+                              ("search alone, Dask LocalCluster(n_workers=2)",
+                               {"scheduler": client})):
+                load = os.getloadavg()[0]
+                t = time.perf_counter()
+                r = box_search(space, obj, **kw)
+                rows.append(f"| {label} | {time.perf_counter() - t:.2f} | {load:.1f} "
+                            f"| {r.status} | value {r.value!r} | bound {r.bound!r}, "
+                            f"{r.n_expanded} nodes |")
+                print(rows[-1], flush=True)
+    for key, dt in best.items():
+        load, c = info[key]
+        rows.append(f"| {key} | {dt:.2f} | {load:.1f} | {c.status} | {c.risk!r} "
+                    f"| {c.lower_bound!r} |")
+        print(rows[-1], flush=True)
+    if "n_jobs=1" in best:
+        rows.append(f"speed-up n_jobs=2: {best['n_jobs=1'] / best['n_jobs=2']:.2f}x")
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--parts", nargs="+", default=["fit", "search", "cob"],
-                    choices=["fit", "search", "cob"])
+                    choices=["fit", "search", "cob", "jobs"])
+    ap.add_argument("--cob", action="store_true", help="the cob part alone")
     ap.add_argument("--time-limit", type=float, default=None,
                     help="seconds per search (search part) and per COB fit")
     args = ap.parse_args()
+    if args.cob:
+        args.parts = ["cob"]
     search_limit = args.time_limit or (10.0 if args.quick else 120.0)
     cob_limit = args.time_limit or (60.0 if args.quick else 900.0)
     print(f"# {platform.processor() or platform.machine()}, {os.cpu_count()} cores, "
@@ -138,6 +200,8 @@ def main() -> None:
         print("\n".join(part_search(search_limit)))
     if "cob" in args.parts:
         print("\n".join(part_cob(cob_limit)))
+    if "jobs" in args.parts:
+        print("\n".join(part_jobs(2 if args.quick else 5)))
 
 
 if __name__ == "__main__":

@@ -335,7 +335,7 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
         return v_out if cand[2] > 0 else -1.0
     # ---- bound
     if mode == MODE_OGB:
-        return _ogb_bound(outer, inner, S, s_in, s_un, params)
+        return _ogb_bound(outer, inner, S, s_in, s_un, params, thr)
     # the one-signed sums over the smallest D (D is concave: at an end of the weight
     # range) bound every row set; exact for the gradient sum (D constant)
     w_in = s_in[1]
@@ -351,7 +351,7 @@ def evaluate(R: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
 
 @njit(cache=True)
 def _ogb_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
-               s_un: np.ndarray, params: np.ndarray) -> float:
+               s_un: np.ndarray, params: np.ndarray, thr: float) -> float:
     r"""A valid bound of orthogonal boosting's value over the row sets between the covers.
 
     Two bounds, the smaller is returned. (i) ``AG/(A + εG)`` with ``A`` the largest
@@ -363,7 +363,9 @@ def _ogb_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
     the zonotope scan of the ratio family with ``c0 = ε² - C, c1 = 1, c2 = -c_int``
     bounds the value. At the first round of a model with an intercept (``C = 0``) this is
     the exact ridge-gain bound with ``λ = ε²``. (iii) With equal row weights,
-    :func:`_ogb_size_bound` (tight for small row sets, where (ii) fails)."""
+    :func:`_ogb_size_bound` (tight for small row sets, where (ii) fails). (iv) The chord
+    bound :func:`_ogb_chord_bound` (tight where the basis sums vary little over the node),
+    computed only when (i)–(iii) leave the node above the pruning threshold ``thr``."""
     c = S.shape[1]
     eps = params[P_EPS]
     A = max(s_in[0] + s_un[c], -(s_in[0] + s_un[2 * c]), 0.0)
@@ -381,12 +383,216 @@ def _ogb_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
     w_out = s_in[1] + s_un[1]
     if params[P_W0] > 0.0:
         b2 = min(b2, _ogb_size_bound(outer, inner, S, s_in, s_un, params, C))
-    if min(c0 + w_in - cint * w_in * w_in, c0 + w_out - cint * w_out * w_out) <= 0.0:
+    if min(c0 + w_in - cint * w_in * w_in, c0 + w_out - cint * w_out * w_out) > 0.0:
+        b1 = _scan(outer, inner, S, s_in, s_un, c0, 1.0, -cint, 0.0)
+        b1 = max(b1, _ratio_value(s_in[0], w_in, c0, 1.0, -cint, 0.0),
+                 _ratio_value(s_in[0] + s_un[0], w_out, c0, 1.0, -cint, 0.0)) * (1.0 + 1e-9)
+        b2 = min(b1, b2)
+    if b2 <= thr:
         return b2
-    b1 = _scan(outer, inner, S, s_in, s_un, c0, 1.0, -cint, 0.0)
-    b1 = max(b1, _ratio_value(s_in[0], w_in, c0, 1.0, -cint, 0.0),
-             _ratio_value(s_in[0] + s_un[0], w_out, c0, 1.0, -cint, 0.0)) * (1.0 + 1e-9)
-    return min(b1, b2)
+    return min(b2, _ogb_chord_bound(outer, inner, S, s_in, s_un, params, C, thr))
+
+
+@njit(cache=True)
+def _ogb_chord_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
+                     s_un: np.ndarray, params: np.ndarray, C: float, thr: float) -> float:
+    r"""Orthogonal boosting's chord bound over the row sets between the covers (``inf``
+    where it does not apply).
+
+    Over the node every basis sum lies in its range, ``N_k ∈ [lo_k, hi_k]`` (the one-signed
+    sums between the covers), and the weight ``W ∈ [W_in, W_out]``. A square lies below
+    its chord on an interval: ``N_k² ≤ (lo_k + hi_k) N_k − lo_k hi_k`` and
+    ``c_int W² ≤ c_int ((W_in + W_out) W − W_in W_out)``. So
+    ``‖q_⊥‖² + ε² ≥ K + H`` with the constant ``K = ε² + c_int W_in W_out + Σ_k lo_k hi_k``
+    and the additive statistic ``H = Σ_{i∈S} h_i``,
+    ``h_i = (1 − c_int (W_in + W_out)) w_i − Σ_k (lo_k + hi_k) w_i o_{k,i}``.
+    Where ``K + H > 0`` on the whole zonotope ``Z`` of the sums ``(G, H)`` of the row sets
+    between the covers, the value is at most ``|G| / sqrt(K + H)`` (as
+    ``(sqrt(R) + ε)² ≥ R + ε²``), and ``G² / (K + H)`` is convex there, so its maximum
+    over ``Z`` is at a vertex. The rows whose ``h_i`` is negative (or zero with
+    ``g_i < 0``) are moved into the base point with their generator negated; then every
+    generator has ``h ≥ 0`` and the vertices are the base point plus the prefixes and
+    suffixes of the generators sorted by ``g/h`` decreasing. ``K + H`` is smallest at the
+    base point: where it is positive there, the bound is the largest value over those
+    ``2u + 2`` points (``u`` undecided rows, one sort).
+
+    With equal row weights ``w0`` the chord also sharpens the size bound
+    (:func:`_ogb_size_bound`): for sets with ``p`` undecided rows ``W = W_in + p w0`` is
+    exact, ``Σ_k (lo_k + hi_k) N_k ≤ V_in + (the p largest undecided v_i)`` with
+    ``v_i = Σ_k (lo_k + hi_k) w_i o_{k,i}``, so ``‖q_⊥‖² ≥ W − c_int W² + Σ_k lo_k hi_k −
+    V_in − top_p(v)``; the denominator at ``p`` is the largest of this, the leverage and
+    the (ii) lower bounds (a second sort, computed only where the first chord bound does
+    not apply or leaves the node above ``thr``). The smaller of the two is returned."""
+    c = S.shape[1]
+    W = outer.shape[0]
+    eps = params[P_EPS]
+    cint = params[P_CINT]
+    w_in = s_in[1]
+    w_out = s_in[1] + s_un[1]
+    alpha = 1.0 - cint * (w_in + w_out)
+    k0 = eps * eps + cint * w_in * w_out
+    h0 = alpha * w_in
+    scale = w_out * (1.0 + cint * w_out)
+    coef = np.zeros(c)
+    for k in range(2, c):
+        lo = s_in[k] + s_un[2 * c + k]
+        hi = s_in[k] + s_un[c + k]
+        coef[k] = lo + hi
+        k0 += lo * hi
+        h0 -= coef[k] * s_in[k]
+        scale += (abs(lo) + abs(hi)) ** 2
+    u = 0
+    for w in range(W):
+        u += _popcount(outer[w] & ~inner[w])
+    gv = np.empty(u)
+    hv = np.empty(u)
+    key = np.empty(u)
+    bg = s_in[0]
+    bh = h0
+    i = 0
+    for w in range(W):
+        x = outer[w] & ~inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            g = S[r, 0]
+            h = alpha * S[r, 1]
+            for k in range(2, c):
+                h -= coef[k] * S[r, k]
+            if h < 0.0 or (h == 0.0 and g < 0.0):
+                bg += g
+                bh += h
+                g = -g
+                h = -h
+            gv[i] = g
+            hv[i] = h
+            key[i] = -g / h if h > 0.0 else -np.inf
+            i += 1
+    # rounding: the sums above carry errors far below 1e-10 of their magnitudes
+    slack = 1e-10 * (scale + 1.0)
+    den0 = k0 + bh - slack
+    kn = k0 - eps * eps - cint * w_in * w_out - slack
+    if not den0 > 0.0:
+        if params[P_W0] > 0.0:
+            return _chord_size_bound(outer, inner, S, s_in, params, C, coef, kn)
+        return np.inf
+    order = np.argsort(key)
+    tg = 0.0
+    th = 0.0
+    for i in range(u):
+        tg += gv[i]
+        th += hv[i]
+    best2 = max(bg * bg / den0, (bg + tg) * (bg + tg) / (den0 + th))
+    pg = 0.0
+    ph = 0.0
+    for t in range(u):
+        i = order[t]
+        pg += gv[i]
+        ph += hv[i]
+        g = bg + pg
+        v = g * g / (den0 + ph)
+        if v > best2:
+            best2 = v
+        g = bg + tg - pg
+        v = g * g / (den0 + th - ph)
+        if v > best2:
+            best2 = v
+    b = np.sqrt(best2) * (1.0 + 1e-9)
+    if b <= thr or not params[P_W0] > 0.0:
+        return b
+    return min(b, _chord_size_bound(outer, inner, S, s_in, params, C, coef, kn))
+
+
+@njit(cache=True)
+def _chord_size_bound(outer: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.ndarray,
+                      params: np.ndarray, C: float, coef: np.ndarray, kn: float) -> float:
+    """The size bound of :func:`_ogb_size_bound` with the chord lower bound
+    ``W − c_int W² + kn − V_in − top_p(v)`` (``kn = Σ_k lo_k hi_k`` less the rounding
+    slack) as a third denominator (:func:`_ogb_chord_bound`)."""
+    c = S.shape[1]
+    W = outer.shape[0]
+    eps = params[P_EPS]
+    cint = params[P_CINT]
+    w0 = params[P_W0]
+    t_in = 0.0
+    tau_max = 0.0
+    v_in = 0.0
+    u = 0
+    for w in range(W):
+        u += _popcount(outer[w] & ~inner[w])
+        x = inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            for k in range(2, c):
+                t_in += S[r, k] * S[r, k] / w0
+                v_in += coef[k] * S[r, k]
+    vv = np.empty(u)
+    i = 0
+    for w in range(W):
+        x = outer[w] & ~inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            tau = 0.0
+            v = 0.0
+            for k in range(2, c):
+                tau += S[r, k] * S[r, k]
+                v += coef[k] * S[r, k]
+            tau /= w0 * w0
+            if tau > tau_max:
+                tau_max = tau
+            vv[i] = -v
+            i += 1
+    vv.sort()                      # -v increasing: v decreasing
+    top = np.empty(u + 1)          # top[p]: the sum of the p largest v
+    top[0] = 0.0
+    for p in range(u):
+        top[p + 1] = top[p] - vv[p]
+    w_in = s_in[1]
+    best = max(_chord_size_value(s_in[0], w_in, 0, t_in, tau_max, w0, cint, C, eps,
+                                 kn - v_in - top[0]),
+               _chord_size_value(-s_in[0], w_in, 0, t_in, tau_max, w0, cint, C, eps,
+                                 kn - v_in - top[0]))
+    g = s_in[0]
+    p = 0
+    for w in range(W):
+        x = outer[w] & ~inner[w]
+        while x:
+            r = (w << 6) + np.int64(_cttz(x))
+            x &= x - np.uint64(1)
+            g += S[r, 0]
+            p += 1
+            v = _chord_size_value(g, w_in + p * w0, p, t_in, tau_max, w0, cint, C, eps,
+                                  kn - v_in - top[p])
+            if v > best:
+                best = v
+    g = -s_in[0]
+    p = 0
+    for w in range(W - 1, -1, -1):
+        x = outer[w] & ~inner[w]
+        while x:
+            b = np.int64(63) - np.int64(_ctlz(x))
+            r = (w << 6) + b
+            x &= ~(np.uint64(1) << np.uint64(b))
+            g -= S[r, 0]
+            p += 1
+            v = _chord_size_value(g, w_in + p * w0, p, t_in, tau_max, w0, cint, C, eps,
+                                  kn - v_in - top[p])
+            if v > best:
+                best = v
+    return best * (1.0 + 1e-9)
+
+
+@njit(cache=True, inline="always")
+def _chord_size_value(g: float, wp: float, p: int, t_in: float, tau_max: float, w0: float,
+                      cint: float, C: float, eps: float, chord: float) -> float:
+    """:func:`_size_value` with the chord denominator ``wp − c_int wp² + chord`` too."""
+    if g <= 0.0:
+        return 0.0
+    base = wp - cint * wp * wp
+    r_lo = max(wp * (1.0 - cint * wp - t_in - p * w0 * tau_max), base - C, base + chord)
+    return g / (np.sqrt(max(r_lo, 0.0)) + eps)
 
 
 @njit(cache=True)

@@ -18,8 +18,11 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,7 +43,7 @@ from rulemip.exceptions import InvalidParameterError
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-__all__ = ["KernelProblem", "box_search", "kernel_problem", "mask_bytes"]
+__all__ = ["KernelProblem", "box_search", "kernel_problem", "mask_bytes", "search_workers"]
 
 #: relative pruning tolerance: a node is closed when its bound is at most
 #: ``best (1 + RTOL)`` — the reported bound includes it
@@ -54,6 +57,25 @@ CALL_SECONDS: float = 0.05
 PROGRESS_EVERY: float = 2.0
 
 ProgressCallback = Callable[[int, float, float], None]
+
+#: ``(n_jobs, scheduler)`` of the box searches that do not name their own
+#: (:func:`search_workers`; the estimators set it for the duration of a fit)
+_WORKERS: ContextVar[tuple[int | None, Any]] = ContextVar("rulemip_search_workers",
+                                                          default=(1, None))
+
+
+@contextmanager
+def search_workers(n_jobs: int | None = 1, scheduler: Any = None) -> Iterator[None]:
+    """Within the block, box searches without their own ``n_jobs``/``scheduler`` split
+    their subtrees over ``n_jobs`` threads or the Dask ``scheduler`` (an address or a
+    ``Client``; :mod:`rulemip.boosting.split_search`). The estimators' ``n_jobs`` and
+    ``scheduler`` parameters work through it, so every exact path that searches one rule
+    (boosting rounds, the one-rule fit, pricing, the swap step) uses them."""
+    token = _WORKERS.set((n_jobs, scheduler))
+    try:
+        yield
+    finally:
+        _WORKERS.reset(token)
 
 
 @dataclass(frozen=True)
@@ -162,7 +184,8 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                incumbent: float | None = None,
                length_counts: str = "features",
                max_propositions: int | None = None,
-               budget: Budget | None = None) -> SearchResult | None:
+               budget: Budget | None = None, n_jobs: int | None = None,
+               scheduler: Any = None) -> SearchResult | None:
     """The box maximizing ``obj`` over ``space``, with a valid bound on every box.
 
     Parameters
@@ -184,6 +207,12 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     incumbent : a value known to be reached (a claimed optimum to re-check): nodes whose
         bound does not exceed it are closed, and the returned ``bound`` is at least it.
         The returned box beats it when one does (else it is the best box with one bound).
+    n_jobs : threads that search independent subtrees (-1: one per core; None: the
+        enclosing :func:`search_workers`, else 1). With ``n_jobs != 1`` or a ``scheduler``
+        the search is split (:mod:`rulemip.boosting.split_search`): the result does not
+        depend on the number of workers, and a finished search returns the serial
+        search's optimum and bound.
+    scheduler : a Dask scheduler address or ``Client``: the same split on a cluster.
 
     Returns
     -------
@@ -223,6 +252,24 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         fstate[K.F_BEST] = float(incumbent)
     K.init_root(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, ctr, fstate,
                 best_box, LE, off, m, valid, prob.S, prob.params, iparams)
+    if n_jobs is None and scheduler is None:
+        n_jobs, scheduler = _WORKERS.get()
+    from rulemip.boosting.split_search import resolve_n_jobs, split_search
+
+    workers = resolve_n_jobs(n_jobs)
+    if workers != 1 or scheduler is not None:
+        status, bound, n_exp, n_ev, peak = split_search(
+            pool, ctr, fstate, best_box, (LE, off, m, valid, prob.S, prob.params), iparams,
+            max_slots=int(max_slots), reserve=reserve, initial_slots=INITIAL_SLOTS,
+            per_node=per_node, clock=clock, node_limit=node_limit, n_jobs=workers,
+            scheduler=scheduler, progress=progress)
+        if not np.isfinite(fstate[K.F_BEST]):
+            return None
+        lower, upper, q, length = _decode(space, best_box, m)
+        value = float(obj.value(q)) if q.any() or allow_empty else 0.0
+        return SearchResult(lower, upper, q, value, length, status == "optimal", n_exp, n_ev,
+                            max(bound, value), status, time.perf_counter() - start,
+                            peak + LE.nbytes)
     status = "optimal"
     evals = 256
     last_report = time.perf_counter()

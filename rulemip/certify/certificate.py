@@ -568,18 +568,23 @@ def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> C
 
 
 #: seconds the two-rule replay may take before the bound is taken on trust
-PAIR_REPLAY_SECONDS = 120.0
+PAIR_REPLAY_SECONDS = 60.0
+#: languages of more candidate boxes than this are not replayed (the bound is taken on
+#: trust): the scan's cost per first box makes a replay of millions of boxes take minutes
+#: (diabetes, rules of 3 features: 6 M boxes) while 10⁵ take seconds
+PAIR_REPLAY_MAX_BOXES = 500_000
 
 
 def _pair_replay_fits(cert: Certificate, ds: Dataset) -> bool:
-    """Whether the k-box table of the certificate's language fits the search's memory
-    budget (the replay builds it)."""
+    """Whether the certificate's language is small enough to replay
+    (:data:`PAIR_REPLAY_MAX_BOXES`) and its k-box table fits the search's memory budget."""
     from rulemip.budget import default_max_memory
     from rulemip.formulations.engines import count_boxes, kbox_table_bytes
 
     ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
-    return kbox_table_bytes(count_boxes(ths, cert.max_rule_length), ds.n) \
-        <= default_max_memory()
+    n_boxes = count_boxes(ths, cert.max_rule_length)
+    return n_boxes <= PAIR_REPLAY_MAX_BOXES and \
+        kbox_table_bytes(n_boxes, ds.n) <= default_max_memory()
 
 
 def _replayed_pair_proof(cert: Certificate, ds: Dataset, lb: float, atol: float

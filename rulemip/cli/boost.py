@@ -9,7 +9,9 @@ from typing import Any
 
 from rulemip.boosting.booster import PRESETS, RuleBooster
 from rulemip.boosting.objectives import OBJECTIVES
+from rulemip.boosting.range_search import search_workers
 from rulemip.boosting.search import SEARCHES
+from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.boosting.weights import WEIGHT_UPDATES
 from rulemip.cli._common import (
     add_categorical_argument,
@@ -64,6 +66,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("--max-memory", type=float, default=None, metavar="MB",
                    help="memory for the open nodes of one branch-and-bound search, in MB "
                         "(default 512).")
+    p.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                   help="threads of each branch-and-bound rule search (-1: one per core); "
+                        "the rules are the same as with 1.")
     p.add_argument("--quiet", action="store_true",
                    help="no progress lines for long rule searches.")
     p.add_argument("--json", metavar="OUT", help="write the ensemble and risk path here.")
@@ -109,16 +114,8 @@ def _fit_and_print(args: argparse.Namespace, X: Any, y: Any, max_thresholds: int
         kernels = ensure_compiled("box")
         if kernels.message and not args.quiet:
             print(kernels.message, file=sys.stderr)
-    booster = RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
-                          max_rule_length=args.max_rule_length,
-                          max_propositions=args.max_propositions,
-                          max_thresholds=max_thresholds, reg=args.reg,
-                          epsilon=args.epsilon, fit_intercept=not args.no_intercept,
-                          loss=args.loss, time_limit=args.time_limit,
-                          node_limit=args.node_limit,
-                          max_memory=None if args.max_memory is None
-                          else max(1, int(args.max_memory * 2**20)),
-                          verbose=not args.quiet, **choices).fit(ds)
+    with search_workers(resolve_n_jobs(args.n_jobs)):
+        booster = _boost(args, ds, max_thresholds, choices)
     print(booster.rules_.to_text())
     print()
     print("round  rules  complexity  risk        rule value  bound       status")
@@ -145,3 +142,17 @@ def _fit_and_print(args: argparse.Namespace, X: Any, y: Any, max_thresholds: int
                                            "nodes": r.search.n_expanded}
                                           for r in booster.rounds_]})
     return 0
+
+
+def _boost(args: argparse.Namespace, ds: Any, max_thresholds: int | None,
+           choices: dict[str, Any]) -> RuleBooster:
+    return RuleBooster(n_rules=args.n_rules, beam_width=args.beam_width,
+                       max_rule_length=args.max_rule_length,
+                       max_propositions=args.max_propositions,
+                       max_thresholds=max_thresholds, reg=args.reg,
+                       epsilon=args.epsilon, fit_intercept=not args.no_intercept,
+                       loss=args.loss, time_limit=args.time_limit,
+                       node_limit=args.node_limit,
+                       max_memory=None if args.max_memory is None
+                       else max(1, int(args.max_memory * 2**20)),
+                       verbose=not args.quiet, **choices).fit(ds)

@@ -67,6 +67,9 @@ def register(sub: Any) -> None:
     p.add_argument("--certificate", metavar="OUT.json", default=None,
                    help="write the certificate (re-check with `rulemip verify`)")
     p.add_argument("--seed", type=int, default=0, help="solver random seed")
+    p.add_argument("--n-jobs", type=int, default=1, metavar="N",
+                   help="threads of the one-rule box search (-1: one per core); the "
+                        "result is the same as with 1")
     p.add_argument("--progress", action="store_true",
                    help="show live progress on stderr (phase, elapsed, incumbent, bound, "
                         "gap) even when stderr is not a terminal")
@@ -101,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
         max_thresholds=max_thresholds,
         max_rule_length=args.max_rule_length, engine=args.engine, solver=args.solver,
         time_limit=args.time_limit, mip_gap=args.mip_gap, preset=warm,
-        random_state=args.seed, verbose=False, work_limit=args.work_limit)
+        random_state=args.seed, verbose=False, work_limit=args.work_limit,
+        n_jobs=args.n_jobs)
     est: Any = (ExactRuleEnsembleClassifier(**kwargs) if args.loss == "logistic"
                 else ExactRuleEnsembleRegressor(loss=args.loss, **kwargs))
     print(f"data: {source}")

@@ -14,6 +14,8 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from rulemip._kernels import CompileReport, ensure_compiled
 from rulemip._validation import check_choice, check_seed
 from rulemip.boosting.booster import PRESETS, RuleBooster
+from rulemip.boosting.range_search import search_workers
+from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
@@ -79,6 +81,12 @@ _PARAM_DOC = """
         Unused (the learners are deterministic); accepted for API uniformity.
     verbose : bool, default=False
         Print the progress of long rule searches (nodes, best value, bound) to stderr.
+    n_jobs : int or None, default=1
+        Threads of the branch-and-bound rule search (``search="bnb"``): its open subtrees
+        are searched in parallel (docs/explanation/box_search.md, "Every core, then a
+        cluster"); -1: one per core. A finished search returns the same rule and bound.
+    scheduler : str, dask.distributed.Client or None, default=None
+        A Dask scheduler address or client: the same split on a cluster.
     preset : {"SGS", "SGB", "SXB", "CGB", "COB"} or None, default=None
         Named variant filling in ``objective``, ``weight_update`` and ``search``
         (docs/explanation/boosting.md). Explicit values of those three take precedence only when
@@ -115,9 +123,12 @@ class _RuleBoostingBase(BaseEstimator):
                  node_limit: int | None = None, max_memory: int | None = None,
                  random_state: Any = None, verbose: bool = False,
                  preset: str | None = None, thresholds: Any = None,
-                 max_propositions: int | None = None) -> None:
+                 max_propositions: int | None = None, n_jobs: int | None = 1,
+                 scheduler: Any = None) -> None:
         self.n_rules = n_rules
         self.max_propositions = max_propositions
+        self.n_jobs = n_jobs
+        self.scheduler = scheduler
         self.thresholds = thresholds
         self.time_limit = time_limit
         self.node_limit = node_limit
@@ -137,6 +148,7 @@ class _RuleBoostingBase(BaseEstimator):
 
     def _booster(self, loss: str) -> RuleBooster:
         check_seed(self.random_state)
+        resolve_n_jobs(self.n_jobs)
         choices: dict[str, Any] = dict(_resolve(self))
         return RuleBooster(
             n_rules=self.n_rules, beam_width=self.beam_width,
@@ -155,7 +167,8 @@ class _RuleBoostingBase(BaseEstimator):
         if kernels.message:
             say(self.verbose, kernels.message)
         start = time.perf_counter()
-        booster.fit(ds)
+        with search_workers(resolve_n_jobs(self.n_jobs), self.scheduler):
+            booster.fit(ds)
         self.timings_ = {"compile": kernels.seconds, "fit": time.perf_counter() - start}
         self.booster_ = booster
         self.rules_: RuleEnsemble = booster.rules_
@@ -212,7 +225,8 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
                  time_limit: float | None = None, node_limit: int | None = None,
                  max_memory: int | None = None, random_state: Any = None,
                  verbose: bool = False, preset: str | None = None,
-                 thresholds: Any = None, max_propositions: int | None = None) -> None:
+                 thresholds: Any = None, max_propositions: int | None = None,
+                 n_jobs: int | None = 1, scheduler: Any = None) -> None:
         super().__init__(n_rules, objective=objective, weight_update=weight_update,
                          search=search, beam_width=beam_width,
                          max_rule_length=max_rule_length, max_thresholds=max_thresholds,
@@ -220,7 +234,8 @@ class RuleBoostingRegressor(RegressorMixin, _RuleBoostingBase):
                          time_limit=time_limit, node_limit=node_limit,
                          max_memory=max_memory, random_state=random_state,
                          verbose=verbose, preset=preset, thresholds=thresholds,
-                         max_propositions=max_propositions)
+                         max_propositions=max_propositions, n_jobs=n_jobs,
+                         scheduler=scheduler)
         self.loss = loss
 
     def fit(self, X: Any, y: Any) -> RuleBoostingRegressor:

@@ -43,6 +43,8 @@ from rulemip._validation import (
     seed_int,
 )
 from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
+from rulemip.boosting.range_search import search_workers
+from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.budget import Budget, check_work_limit
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
@@ -85,9 +87,12 @@ class _ExactBase(BaseEstimator):
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
                  mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False,
-                 init: Any = DEPRECATED, work_limit: int | None = None) -> None:
+                 init: Any = DEPRECATED, work_limit: int | None = None,
+                 n_jobs: int | None = 1, scheduler: Any = None) -> None:
         self.n_rules = n_rules
         self.work_limit = work_limit
+        self.n_jobs = n_jobs
+        self.scheduler = scheduler
         self.loss = loss
         self.reg = reg
         self.fit_intercept = fit_intercept
@@ -118,6 +123,7 @@ class _ExactBase(BaseEstimator):
         check_nonneg_float(self.mip_gap, "mip_gap")
         check_seed(self.random_state)
         check_work_limit(self.work_limit)
+        resolve_n_jobs(self.n_jobs)
         self._init_preset()
         if not isinstance(self.solver, str):
             raise InvalidParameterError(f"`solver` must be a backend name; got {self.solver!r}.")
@@ -200,6 +206,12 @@ class _ExactBase(BaseEstimator):
         return booster.ensembles_[-1]
 
     def _fit_dataset(self, ds: Dataset) -> None:
+        # every one-rule box search of the fit (the one-rule fit, the warm start's rounds,
+        # pricing, the swap step) splits over ``n_jobs`` threads or ``scheduler``
+        with search_workers(self.n_jobs, self.scheduler):
+            self._fit_dataset_searched(ds)
+
+    def _fit_dataset_searched(self, ds: Dataset) -> None:
         # parameters were validated by fit; the kernels are compiled (or loaded from
         # numba's cache) before the budget starts: a first run proves what a second does
         kernels = ensure_compiled(*groups_for_fit(n_rules=self.n_rules, loss=self.loss,
@@ -555,6 +567,13 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Print incumbent, bound and gap while solving.
     init : deprecated
         The name of ``preset`` in 0.3; still accepted with a ``FutureWarning`` at fit.
+    n_jobs : int or None, default 1
+        Threads of the compiled one-rule box search (the one-rule fit, the warm start's
+        rounds, pricing, the swap step): its open subtrees are searched in parallel
+        (docs/explanation/box_search.md, "Every core, then a cluster"); -1: one per core.
+        A finished search returns the same rule and bound as with 1.
+    scheduler : str, dask.distributed.Client or None
+        A Dask scheduler address or client: the same split on a cluster.
 
     Attributes
     ----------
@@ -615,13 +634,15 @@ class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
                  mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False,
-                 init: Any = DEPRECATED, work_limit: int | None = None) -> None:
+                 init: Any = DEPRECATED, work_limit: int | None = None,
+                 n_jobs: int | None = 1, scheduler: Any = None) -> None:
         super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                          max_thresholds=max_thresholds, thresholds=thresholds,
                          max_rule_length=max_rule_length, engine=engine, solver=solver,
                          time_limit=time_limit, mip_gap=mip_gap, preset=preset,
                          warm_start=warm_start, random_state=random_state,
-                         verbose=verbose, init=init, work_limit=work_limit)
+                         verbose=verbose, init=init, work_limit=work_limit, n_jobs=n_jobs,
+                         scheduler=scheduler)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleClassifier:
         self._validate_params_()

@@ -181,10 +181,70 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
                     vals.append(max(g, 0.0) / (math.sqrt(max(r_lo, 0.0)) + eps))
             b2 = min(b2, max(vals) * (1 + 1e-9))
         c0b = eps ** 2 - C
-        if min(c0b + w - cint * w * w for w in (w_in, w_out)) <= 0:
-            return b2, R, split
-        return min(b2, scan(c0b, 1.0, -cint, 0.0) * (1 + 1e-9)), R, split
+        if min(c0b + w - cint * w * w for w in (w_in, w_out)) > 0:
+            b2 = min(b2, scan(c0b, 1.0, -cint, 0.0) * (1 + 1e-9))
+        return min(b2, _reference_chord(S, inner, und, params, C)), R, split
     return max(F(s_in), v_out, scan(c0, c1, c2, tiny)), R, split
+
+
+def _chord_terms(S, inner, und, params):
+    """The chord bound's pieces (box_kernel._ogb_chord_bound): the constant ``K``, the
+    statistic ``h`` of the inner cover and of every undecided row, the chord coefficients
+    and the rounding slack."""
+    eps, cint = params[4], params[7]
+    s_in = S[inner].sum(axis=0)
+    lo = s_in[2:] + np.minimum(S[und, 2:], 0.0).sum(axis=0)
+    hi = s_in[2:] + np.maximum(S[und, 2:], 0.0).sum(axis=0)
+    w_in, w_out = s_in[1], s_in[1] + S[und, 1].sum()
+    alpha = 1.0 - cint * (w_in + w_out)
+    coef = lo + hi
+    k0 = eps * eps + cint * w_in * w_out + float(np.sum(lo * hi))
+    slack = 1e-10 * (w_out * (1.0 + cint * w_out) + float(np.sum((abs(lo) + abs(hi)) ** 2))
+                     + 1.0)
+    h_in = alpha * w_in - float(coef @ s_in[2:])
+    h = alpha * S[und, 1] - S[und, 2:] @ coef
+    return k0, h_in, h, coef, float(np.sum(lo * hi)), slack
+
+
+def _zonotope_max(g0, h0, g, h):
+    """max of (g0 + G)² / (h0 + H) over the 2-d zonotope (g0, h0) + Σ [0, 1] (g_i, h_i),
+    by its vertices: the half-plane sets {i : <u, (g_i, h_i)> > 0} for the directions u
+    next to the normal of every generator (independent of the kernel's sort)."""
+    best = max(g0 * g0 / h0, (g0 + g.sum()) ** 2 / (h0 + h.sum()))
+    for gi, hi in zip(g, h, strict=True):
+        for rot in (1e-7, -1e-7):
+            base = math.atan2(gi, -hi) + rot       # normal of the generator, turned
+            for u in ((math.cos(base), math.sin(base)), (-math.cos(base), -math.sin(base))):
+                sel = u[0] * g + u[1] * h > 0
+                best = max(best, (g0 + g[sel].sum()) ** 2 / (h0 + h[sel].sum()))
+    return best
+
+
+def _reference_chord(S, inner, und, params, C):
+    """Orthogonal boosting's chord bound (iv) in plain numpy."""
+    eps, cint, w0 = params[4], params[7], params[8]
+    k0, h_in, h, coef, klh, slack = _chord_terms(S, inner, und, params)
+    g = S[und, 0]
+    s_in = S[inner].sum(axis=0)
+    den0 = k0 + h_in + h[h < 0].sum() - slack
+    per_p = math.inf
+    if w0 > 0:
+        lev = (S[:, 2:] ** 2).sum(axis=1) / w0 ** 2
+        t_in, tau_max = float((w0 * lev[inner]).sum()), float(lev[und].max(initial=0.0))
+        top = np.concatenate([[0.0], np.cumsum(np.sort(S[und, 2:] @ coef)[::-1])])
+        vals = []
+        for order, sign in ((und, 1.0), (und[::-1], -1.0)):
+            for p in range(len(und) + 1):
+                gp = sign * (s_in[0] + S[order[:p], 0].sum())
+                wp = s_in[1] + p * w0
+                base = wp - cint * wp * wp
+                r_lo = max(wp * (1 - cint * wp - t_in - p * w0 * tau_max), base - C,
+                           base + klh - slack - float(coef @ s_in[2:]) - top[p])
+                vals.append(max(gp, 0.0) / (math.sqrt(max(r_lo, 0.0)) + eps))
+        per_p = max(vals) * (1 + 1e-9)
+    if not den0 > 0:
+        return per_p
+    return min(per_p, math.sqrt(_zonotope_max(s_in[0], k0 + h_in - slack, g, h)) * (1 + 1e-9))
 
 
 class _Kernel:
