@@ -16,7 +16,6 @@ the 2^k-levels bound, which holds for every model.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -28,6 +27,8 @@ from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.driver import register_formulation, solve
 from rulemip.algorithms.kbox_pairs import pair_search
 from rulemip.algorithms.kbox_table import BoxTable, build_box_table, language_size
+from rulemip.boosting.range_search import current_workers
+from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.budget import Budget, default_max_memory
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
@@ -108,12 +109,11 @@ class KBoxProblem:
         return inside
 
 
-def available_cores() -> int:
-    """Cores this process may run on (the scan's default number of threads)."""
-    try:
-        return max(len(os.sched_getaffinity(0)), 1)
-    except AttributeError:  # pragma: no cover - platforms without affinity
-        return max(os.cpu_count() or 1, 1)
+def scan_threads() -> int:
+    """Threads of the pair scan: the fit's ``n_jobs`` (the estimators' parameter, set for
+    the fit by :func:`rulemip.boosting.range_search.search_workers`; ``-1``: one per
+    core)."""
+    return resolve_n_jobs(current_workers()[0])
 
 
 class KBoxSearch:
@@ -255,8 +255,8 @@ class KBoxSearch:
                threads: int | None = None,
                callback: Callable[[dict[str, Any]], Any] | None = None) -> SearchOutcome:
         """Scan every single box (k = 1) or pair of boxes (k = 2) its bounds cannot
-        exclude (module docstring), with ``threads`` workers (default: every core this
-        process may use; the optimum does not depend on it)."""
+        exclude (module docstring), with ``threads`` workers (default: the fit's
+        ``n_jobs``, :func:`scan_threads`; the optimum does not depend on it)."""
         table = built.table
         w = built.cells.cell_weight
         if table.n_boxes == 0:
@@ -278,7 +278,7 @@ class KBoxSearch:
             pair = (s0, s1) if min(s0, s1) >= 0 else (max(s0, s1), max(s0, s1))
         res = pair_search(table, self.reg, unit=built.unit, weight=w, start=pair,
                           budget=budget, callback=callback,
-                          threads=threads if threads is not None else available_cores())
+                          threads=threads if threads is not None else scan_threads())
         risk = built.risk_of_gain(res.gain)
         x = np.array(res.boxes, dtype=float)
         notes = (f"pair scan: {res.scored} pairs scored, {res.buckets} trie nodes, "

@@ -64,6 +64,12 @@ _WORKERS: ContextVar[tuple[int | None, Any]] = ContextVar("rulemip_search_worker
                                                           default=(1, None))
 
 
+def current_workers() -> tuple[int | None, Any]:
+    """``(n_jobs, scheduler)`` set by the innermost :func:`search_workers` block (the
+    estimators' parameters), or the default ``(1, None)``."""
+    return _WORKERS.get()
+
+
 @contextmanager
 def search_workers(n_jobs: int | None = 1, scheduler: Any = None) -> Iterator[None]:
     """Within the block, box searches without their own ``n_jobs``/``scheduler`` split

@@ -67,9 +67,9 @@ def register(sub: Any) -> None:
     p.add_argument("--certificate", metavar="OUT.json", default=None,
                    help="write the certificate (re-check with `rulemip verify`)")
     p.add_argument("--seed", type=int, default=0, help="solver random seed")
-    p.add_argument("--n-jobs", type=int, default=1, metavar="N",
-                   help="threads of the one-rule box search (-1: one per core); the "
-                        "result is the same as with 1")
+    p.add_argument("--n-jobs", type=int, default=-1, metavar="N",
+                   help="threads of the compiled searches (-1, the default: one per core; "
+                        "1: serial); the result is the same as with 1")
     p.add_argument("--progress", action="store_true",
                    help="show live progress on stderr (phase, elapsed, incumbent, bound, "
                         "gap) even when stderr is not a terminal")

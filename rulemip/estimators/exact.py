@@ -88,7 +88,7 @@ class _ExactBase(BaseEstimator):
                  mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False,
                  init: Any = DEPRECATED, work_limit: int | None = None,
-                 n_jobs: int | None = 1, scheduler: Any = None) -> None:
+                 n_jobs: int | None = -1, scheduler: Any = None) -> None:
         self.n_rules = n_rules
         self.work_limit = work_limit
         self.n_jobs = n_jobs
@@ -567,11 +567,13 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Print incumbent, bound and gap while solving.
     init : deprecated
         The name of ``preset`` in 0.3; still accepted with a ``FutureWarning`` at fit.
-    n_jobs : int or None, default 1
-        Threads of the compiled one-rule box search (the one-rule fit, the warm start's
-        rounds, pricing, the swap step): its open subtrees are searched in parallel
-        (docs/explanation/box_search.md, "Every core, then a cluster"); -1: one per core.
-        A finished search returns the same rule and bound as with 1.
+    n_jobs : int or None, default -1
+        Threads of the compiled searches of the fit: the one-rule box search (the one-rule
+        fit, the warm start's rounds, pricing, the swap step), whose open subtrees are
+        searched in parallel (docs/explanation/box_search.md, "Every core, then a
+        cluster"), and the k-box search's pair scan (docs/explanation/kbox_search.md);
+        -1: one per core (the default: every core), 1: serial. A finished search returns
+        the same model and bound as with 1.
     scheduler : str, dask.distributed.Client or None
         A Dask scheduler address or client: the same split on a cluster.
 
@@ -635,7 +637,7 @@ class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
                  mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
                  random_state: int | None = None, verbose: bool = False,
                  init: Any = DEPRECATED, work_limit: int | None = None,
-                 n_jobs: int | None = 1, scheduler: Any = None) -> None:
+                 n_jobs: int | None = -1, scheduler: Any = None) -> None:
         super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                          max_thresholds=max_thresholds, thresholds=thresholds,
                          max_rule_length=max_rule_length, engine=engine, solver=solver,
