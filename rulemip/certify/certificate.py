@@ -556,15 +556,24 @@ def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> C
     rep = replay_one_rule(ds.X, ds.y, ds.weights, cert.thresholds, reg=cert.reg,
                           fit_intercept=cert.fit_intercept,
                           max_rule_length=cert.max_rule_length, lower_bound=lb - atol)
-    if rep.proved:
-        return CheckResult("proof", True, f"replayed: the exact box search re-derived the "
-                           f"lower bound {lb:.10g} from the data ({rep.nodes} nodes, "
-                           f"{rep.seconds:.2f} s)")
-    if rep.refuted:
-        return CheckResult("proof", False, f"replay refutes the lower bound: a rule reaches "
-                           f"risk {rep.best_risk:.10g} < {lb:.10g}")
-    return CheckResult("proof", True, "lower bound taken on trust: the replay did not "
-                       "finish")
+    return _proof_check(rep.proved, rep.refuted, rep.best_risk, lb,
+                        "the exact box search", f"{rep.nodes} nodes, {rep.seconds:.2f} s",
+                        "a rule", "")
+
+
+def _proof_check(proved: bool, refuted: bool, best_risk: float, lb: float, search: str,
+                 effort: str, witness: str, unfinished: str) -> CheckResult:
+    """The ``proof`` check of a replay: re-derived, refuted by a better model (the
+    ``witness``), or taken on trust when the replay did not finish."""
+    if proved:
+        return CheckResult("proof", True, f"replayed: {search} re-derived the lower bound "
+                           f"{lb:.10g} from the data ({effort})")
+    if refuted:
+        return CheckResult("proof", False, f"replay refutes the lower bound: {witness} "
+                           f"reach{'es' if witness == 'a rule' else ''} risk "
+                           f"{best_risk:.10g} < {lb:.10g}")
+    return CheckResult("proof", True, f"lower bound taken on trust: the replay did not "
+                       f"finish{unfinished}")
 
 
 #: seconds the two-rule replay may take before the bound is taken on trust
@@ -597,15 +606,9 @@ def _replayed_pair_proof(cert: Certificate, ds: Dataset, lb: float, atol: float
                            fit_intercept=cert.fit_intercept,
                            max_rule_length=cert.max_rule_length, lower_bound=lb - atol,
                            time_limit=PAIR_REPLAY_SECONDS)
-    if rep.proved:
-        return CheckResult("proof", True, f"replayed: the k-box search re-derived the "
-                           f"lower bound {lb:.10g} from the data ({rep.scored} pairs scored, "
-                           f"{rep.seconds:.2f} s)")
-    if rep.refuted:
-        return CheckResult("proof", False, f"replay refutes the lower bound: two rules reach "
-                           f"risk {rep.best_risk:.10g} < {lb:.10g}")
-    return CheckResult("proof", True, "lower bound taken on trust: the replay did not "
-                       f"finish in {PAIR_REPLAY_SECONDS:g} s")
+    return _proof_check(rep.proved, rep.refuted, rep.best_risk, lb, "the k-box search",
+                        f"{rep.scored} pairs scored, {rep.seconds:.2f} s", "two rules",
+                        f" in {PAIR_REPLAY_SECONDS:g} s")
 
 
 def _report(checks: list[CheckResult], risk: float, raise_on_failure: bool,
