@@ -281,7 +281,8 @@ class KBoxSearch:
                           threads=threads if threads is not None else scan_threads())
         risk = built.risk_of_gain(res.gain)
         x = np.array(res.boxes, dtype=float)
-        notes = (f"pair scan: {res.scored} pairs scored, {res.buckets} trie nodes, "
+        notes = (f"pair scan: {res.scored} pairs scored, {res.nodes} trie nodes, "
+                 f"{res.checked} partners checked, "
                  f"{res.boxes_done}/{table.n_boxes} first boxes in {res.seconds:.3g} s",)
         if res.finished:
             lower = risk - PROOF_SLACK * max(abs(risk), 1e-12)

@@ -409,7 +409,8 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     ``state = [G*, margin]``: the incumbent's gain and an absolute slack: a partner stays a
     candidate while its bound reaches :math:`G^*(1 - 10^{-9}) - \mathrm{margin}` (round-off
     never prunes a pair that beats the incumbent); updated in place with ``best = [a, b]``
-    and ``counts = [scored pairs, nodes visited]``.
+    and ``counts = [scored pairs, nodes visited, run members checked by their own
+    slabs]``.
     """
     n_nodes = node_iv.shape[0]
     max_depth = 0

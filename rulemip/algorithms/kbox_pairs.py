@@ -46,15 +46,16 @@ CHUNK_SECONDS = 0.25
 
 @dataclass(frozen=True)
 class PairSearchResult:
-    """The best pair ``(a, b)`` (``a == b``: one box, two copies), its gain and exact
-    weighted risk numerator, whether every pair was ruled out or scored (``finished``),
-    and the effort."""
+    """The best pair ``(a, b)`` (``a == b``: one box, two copies) and its gain, whether
+    every pair was ruled out or scored (``finished``), and the effort: pairs scored
+    exactly, trie nodes tested, partners checked by their own slabs, first boxes done."""
 
     boxes: tuple[int, int]
     gain: float
     finished: bool
     scored: int
-    buckets: int
+    nodes: int
+    checked: int
     boxes_done: int
     seconds: float
 
@@ -202,7 +203,7 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     counts = scan.counts
     found = pair0 if best[0] < 0 else (int(perm[best[0]]), int(perm[best[1]]))
     return PairSearchResult(found, gain, scan.finished, int(counts[0]), int(counts[1]),
-                            scan.done, time.perf_counter() - t0)
+                            int(counts[2]), scan.done, time.perf_counter() - t0)
 
 
 class _Scan:
