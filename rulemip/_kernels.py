@@ -121,7 +121,8 @@ def _warm_two_rule() -> None:
 
 
 def _warm_kbox() -> None:
-    """The k-box table (enumeration, duplicates, sums) and the pair scan, one thread."""
+    """The k-box table (enumeration, duplicates, sums), a start pair's gain and the pair
+    scan, one thread."""
     from rulemip.algorithms.kbox import KBoxSearch
     from rulemip.budget import Budget
     from rulemip.data import Dataset
@@ -129,7 +130,7 @@ def _warm_kbox() -> None:
     X, y = _tiny_data()
     search = KBoxSearch(2, reg=1.0, max_thresholds=3, max_rule_length=2)
     built = search.build_model(Dataset.from_arrays(X, y))
-    search.search(built, budget=Budget.unlimited(), threads=1)
+    search.search(built, budget=Budget.unlimited(), threads=1, start=np.array([0.0, 1.0]))
 
 
 _WARM: dict[str, Callable[[], None]] = {

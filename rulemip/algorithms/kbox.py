@@ -26,7 +26,7 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.driver import register_formulation, solve
 from rulemip.algorithms.kbox_pairs import pair_search
-from rulemip.algorithms.kbox_table import BoxTable, build_box_table, language_size
+from rulemip.algorithms.kbox_table import BoxTable, build_box_table
 from rulemip.boosting.range_search import current_workers
 from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.budget import Budget, default_max_memory
@@ -182,20 +182,14 @@ class KBoxSearch:
         table = build_box_table(cells, self.max_rule_length, self.fit_intercept,
                                 max_bytes=limit)
         w = cells.cell_weight
-        ybar = np.bincount(cells.point_cell, weights=cells.weight * cells.y,
-                           minlength=cells.n_cells) / np.where(w > 0, w, 1.0)
-        W = float(w.sum())
-        centre = float(w @ ybar) / W if self.fit_intercept else 0.0
-        base = float(w @ (ybar - centre) ** 2)
         unit = float(w[0]) if len(w) and np.all(w == w[0]) else 0.0
-        sse = levels_bound(ybar, w, 2 ** self.n_rules) if len(w) else 0.0
+        sse = levels_bound(table.ybar, w, 2 ** self.n_rules) if len(w) else 0.0
         levels = (max(sse, 0.0) + cells.constant) / cells.total_weight
-        n_raw, _ = language_size(cells, self.max_rule_length, self.fit_intercept)
         notes = [f"{cells.n_cells} occupied cells, {table.n_boxes} distinct boxes of at most "
-                 f"{self.max_rule_length or dataset.d} features ({n_raw} before merging "
-                 "equal covers)"]
+                 f"{self.max_rule_length or dataset.d} features ({table.n_raw} before "
+                 "merging equal covers)"]
         return KBoxProblem(dataset, cells, table, self.n_rules, self.reg,
-                           self.fit_intercept, base, unit, levels, notes=notes)
+                           self.fit_intercept, table.base, unit, levels, notes=notes)
 
     def encode_start(self, built: Any, ensemble: RuleEnsemble) -> FloatArray | None:
         """The warm start's boxes as table indices (``x``: k entries, −1 unused; stored as
@@ -225,7 +219,7 @@ class KBoxSearch:
                         ) -> tuple[RuleEnsemble, float, list[str]]:
         """The boxes ``x`` (−1: unused) with weights refitted on the original data (copies
         of a box share its weight, the ridge optimum) and the recomputed risk."""
-        ds = self.dataset_of(built)
+        ds = built.dataset
         bodies = []
         for b in np.rint(np.asarray(x, dtype=float)).astype(np.int64):
             if b < 0:
@@ -240,10 +234,6 @@ class KBoxSearch:
         ens = RuleEnsemble(rules, res.intercept if self.fit_intercept else 0.0, "squared",
                            ds.encoder, ds.classes)
         return ens, float(res.risk), []
-
-    @staticmethod
-    def dataset_of(built: KBoxProblem) -> Dataset:
-        return built.dataset
 
     def polish(self, built: Any, x: FloatArray) -> FloatArray | None:
         """No master point to repair."""

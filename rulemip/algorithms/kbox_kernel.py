@@ -24,7 +24,7 @@ from numba import njit
 from rulemip.boosting.box_kernel import _cttz, _popcount
 
 __all__ = ["box_bits", "box_stats", "build_trie", "confirm_duplicates", "pair_gain",
-           "raw_hashes", "scan_pairs", "slab_overlaps"]
+           "pair_value", "raw_hashes", "scan_pairs", "slab_overlaps"]
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -200,6 +200,14 @@ def pair_gain(Sa: float, Ka: float, Sb: float, Kb: float, c: float) -> float:
         gb = Sb * Sb / Kb
         return ga if ga > gb else gb
     return (Sa * Sa * Kb - 2.0 * Sa * Sb * c + Sb * Sb * Ka) / det
+
+
+@njit(cache=True)
+def pair_value(bits: np.ndarray, S: np.ndarray, K: np.ndarray, N: np.ndarray, a: int,
+               b: int, W: float, centred: bool, unit: float, weight: np.ndarray) -> float:
+    """Gain of the pair of distinct boxes (a, b) (the scan's own scoring, for one pair)."""
+    nab = _inter(bits, a, b, unit, weight)
+    return pair_gain(S[a], K[a], S[b], K[b], _cross(nab, N[a], N[b], W, centred))
 
 
 @njit(cache=True, inline="always")

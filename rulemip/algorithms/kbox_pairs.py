@@ -282,22 +282,15 @@ class _Scan:
 
 def _pair_value(table: BoxTable, reg: float, a: int, b: int, unit: float,
                 weight: FloatArray, W: float) -> float:
-    """Gain of the pair (a, b) (``a == b``: two copies of one box)."""
+    """Gain of the pair (a, b) (``a == b``: two copies of one box, ridge λ/2)."""
     if a == b:
-        return float(table.S[a] ** 2 / (table.V[a] + reg / 2)) if table.V[a] + reg / 2 > 0 \
-            else 0.0
-    both = table.bits[a] & table.bits[b]
-    if unit > 0:
-        nab = unit * float(sum(int(x).bit_count() for x in both))
-    else:
-        cov = np.unpackbits(both.view(np.uint8), bitorder="little")[:len(weight)]
-        nab = float(weight[cov.astype(bool)].sum())
-    c = nab - table.N[a] * table.N[b] / W if table.centred else nab
-    Ka, Kb = table.V[a] + reg, table.V[b] + reg
-    if Ka <= 0 or Kb <= 0:
+        k2 = table.V[a] + reg / 2
+        return float(table.S[a] ** 2 / k2) if k2 > 0 else 0.0
+    K = table.V + reg
+    if K[a] <= 0 or K[b] <= 0:
         return 0.0
-    return float(kk.pair_gain(float(table.S[a]), float(Ka), float(table.S[b]), float(Kb),
-                              float(c)))
+    return float(kk.pair_value(table.bits, table.S, K, table.N, a, b, W, table.centred,
+                               unit, weight))
 
 
 def risk_of_gain(gain: float, base: float, constant: float, total_weight: float) -> float:

@@ -143,6 +143,11 @@ class BoxTable:
     V: FloatArray
     n_raw: int
     centred: bool
+    #: cell means :math:`\bar y_c`, and :math:`\sum_c W_c(\bar y_c - \bar y)^2` (or
+    #: :math:`\sum_c W_c \bar y_c^2` without intercept): the risk of no rule, before the
+    #: within-cell constant
+    ybar: FloatArray
+    base: float
 
     @property
     def n_boxes(self) -> int:
@@ -233,5 +238,6 @@ def build_box_table(cells: CellReduction, max_rule_length: int | None, fit_inter
     N, S = kk.box_stats(bits, weight, weight * (ybar - centre))
     V = N * (W - N) / W if fit_intercept else N.copy()
     slab_weight, _ = kk.box_stats(iv.bits, weight, weight)
+    base = float(weight @ (ybar - centre) ** 2)
     return BoxTable(bits, features, lo, hi, slab, iv.bits, slab_weight, N, S, V, n_raw,
-                    fit_intercept)
+                    fit_intercept, ybar, base)
