@@ -328,6 +328,10 @@ class MethodSpec:
     #: ``fits(thresholds, max_rule_length, n_rules=, n_samples=)`` refuses, before any
     #: work, a problem whose size the engine cannot hold (:func:`check_engine_fits`)
     fits: SizeCheck | None = None
+    #: the engine profits from the estimator's local phase before it (rule swaps from
+    #: several starts, its best model the warm start); an exhaustive search that meets the
+    #: best models first by itself (``"kbox"``) declares False and saves that time
+    wants_local_start: bool = True
 
     def accepted(self) -> set[str] | None:
         """Keyword names the function takes (``None``: it takes ``**kwargs``)."""
@@ -344,7 +348,7 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
                     losses: Sequence[str] | None = None, description: str = "",
                     solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
                     | None = None, fits: SizeCheck | None = None,
-                    replace: bool = False) -> None:
+                    wants_local_start: bool = True, replace: bool = False) -> None:
     """Make ``function`` available as ``engine=name`` in :func:`solve_exact`.
 
     ``function(dataset, n_rules, *, loss, reg, fit_intercept, thresholds, max_rule_length,
@@ -354,7 +358,9 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
     ``losses`` are checked before it is called, and ``solver_needs(loss, reg) -> (needs,
     outer_approximation)`` lets :func:`check_solver` refuse an unable solver up front;
     ``fits(thresholds, max_rule_length, n_rules=, n_samples=)`` refuses a problem the
-    engine cannot hold, before any work (:func:`check_engine_fits`).
+    engine cannot hold, before any work (:func:`check_engine_fits`);
+    ``wants_local_start=False`` tells the exact estimators to skip their local phase before
+    the engine (:attr:`MethodSpec.wants_local_start`).
     """
     if not isinstance(name, str) or not name or name == "auto":
         raise InvalidParameterError(
@@ -366,14 +372,16 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
         raise InvalidParameterError(f"`function` must be callable; got {function!r}.")
     _METHODS[name] = MethodSpec(name, function, needs_positive_reg,
                                 None if losses is None else tuple(losses), description,
-                                solver_needs, fits)
+                                solver_needs, fits, bool(wants_local_start))
 
 
 def register_formulation(name: str, factory: Callable[..., Formulation], *,
                          needs_positive_reg: bool = False,
                          losses: Sequence[str] | None = None, description: str = "",
-                         fits: SizeCheck | None = None, replace: bool = False) -> None:
-    """Make a formulation available as ``engine=name``, solved by :func:`solve`.
+                         fits: SizeCheck | None = None, wants_local_start: bool = True,
+                         replace: bool = False) -> None:
+    """Make a formulation available as ``engine=name``, solved by :func:`solve`
+    (the keywords as for :func:`register_method`).
 
     ``factory(n_rules, loss=, reg=, fit_intercept=, thresholds=, max_rule_length=)``
     returns the formulation (a formulation class with that constructor qualifies);
@@ -397,7 +405,8 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
 
     register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
                     description=description or f"formulation {name!r} solved by the driver",
-                    solver_needs=solver_needs, fits=fits, replace=replace)
+                    solver_needs=solver_needs, fits=fits,
+                    wants_local_start=wants_local_start, replace=replace)
 
 
 def method_spec(name: str) -> MethodSpec:

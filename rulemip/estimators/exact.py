@@ -42,7 +42,13 @@ from rulemip._validation import (
     renamed_param,
     seed_int,
 )
-from rulemip.algorithms.driver import ENGINES, check_solver, choose_engine, solve_exact
+from rulemip.algorithms.driver import (
+    ENGINES,
+    check_solver,
+    choose_engine,
+    method_spec,
+    solve_exact,
+)
 from rulemip.boosting.range_search import search_workers
 from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.budget import Budget, check_work_limit
@@ -241,9 +247,10 @@ class _ExactBase(BaseEstimator):
         two_rules = local and self.n_rules == 2
         engine_share = TWO_RULE_ENGINE_SHARE if two_rules else ENGINE_SHARE
         self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
-        # preset=None: the engine starts cold; the k-box search needs no local phase first
-        # (its scan meets the best pairs first; docs/explanation/kbox_search.md)
-        if local and self._init_preset() is not None and engine != "kbox":
+        # preset=None: the engine starts cold; an engine that meets the best models first by
+        # itself declares so when it registers (MethodSpec.wants_local_start)
+        if local and self._init_preset() is not None and \
+                method_spec(engine).wants_local_start:
             start = self._local_phase(ds, thresholds, budget, start, seed)
         result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
                              fit_intercept=self.fit_intercept, thresholds=thresholds,

@@ -164,3 +164,20 @@ def test_threads_find_the_same_optimum(fit_intercept):
                         weight=w, threads=t) for t in (1, 3, 3)]
     assert all(r.finished for r in runs)
     assert len({(r.boxes, r.gain) for r in runs}) == 1
+
+
+def test_the_estimator_skips_its_local_phase_for_an_engine_that_declares_so():
+    """``MethodSpec.wants_local_start``: kbox registers False, so the exact estimator goes
+    straight from the warm start to the engine; the CIP still gets the local phase."""
+    from rulemip import ExactRuleEnsembleRegressor
+    from rulemip.algorithms.driver import method_spec
+
+    assert method_spec("kbox").wants_local_start is False
+    assert method_spec("cip").wants_local_start is True
+    X, y = _data(2, n=30)
+    est = ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=3).fit(X, y)
+    assert est.engine_ == "kbox" and est.result_.is_optimal and est.local_starts_ == ()
+    cip = ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=3,
+                                     engine="cip").fit(X, y)
+    assert cip.local_starts_ != ()
+    assert cip.result_.risk >= est.result_.risk - 1e-9 * abs(est.result_.risk)
