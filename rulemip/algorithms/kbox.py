@@ -45,7 +45,7 @@ from rulemip.rules import RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
 from rulemip.rules.rule import Rule
 from rulemip.solvers.base import Capability, SolverBackend
-from rulemip.solvers.result import Limit
+from rulemip.solvers.result import budget_limit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -278,10 +278,11 @@ class KBoxSearch:
             lower = risk - PROOF_SLACK * max(abs(risk), 1e-12)
             return SearchOutcome(x=x, lower_bound=lower, finished=True, method="pair scan",
                                  iterations=res.scored, objective=risk, notes=notes)
-        return SearchOutcome(x=x, lower_bound=built.levels, finished=False, limit=Limit.TIME,
+        limit = budget_limit(budget)
+        return SearchOutcome(x=x, lower_bound=built.levels, finished=False, limit=limit,
                              method="pair scan", iterations=res.scored, objective=risk,
-                             notes=(*notes, "stopped by the time limit; the bound is the "
-                                            f"{2 ** self.n_rules}-levels bound"))
+                             notes=(*notes, f"stopped by the {limit.value} limit; the bound is "
+                                            f"the {2 ** self.n_rules}-levels bound"))
 
 
 def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,

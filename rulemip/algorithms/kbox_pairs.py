@@ -252,12 +252,13 @@ class _Scan:
                 self.best[:] = best
             self.counts += counts
             self.done += r1 - r0
-            if self.clock.work_left() is not None:
-                pass  # a work limit: fixed chunks, so the boxes scanned do not depend on time
-            elif dt < CHUNK_SECONDS / 2:
-                self.step = min(self.step * 2, 1 << 20)
-            elif dt > CHUNK_SECONDS * 2:
-                self.step = max(self.step // 2, 1)
+            # under a work limit the chunks keep their size, so the boxes scanned do not
+            # depend on time
+            if self.clock.work_left() is None:
+                if dt < CHUNK_SECONDS / 2:
+                    self.step = min(self.step * 2, 1 << 20)
+                elif dt > CHUNK_SECONDS * 2:
+                    self.step = max(self.step // 2, 1)
             if self.callback is not None:
                 self.callback({"boxes_done": self.done, "boxes": self.n,
                                "scored": int(self.counts[0]), "gain": self.gain})

@@ -181,3 +181,18 @@ def test_the_estimator_skips_its_local_phase_for_an_engine_that_declares_so():
                                      engine="cip").fit(X, y)
     assert cip.local_starts_ != ()
     assert cip.result_.risk >= est.result_.risk - 1e-9 * abs(est.result_.risk)
+
+
+def test_a_work_limited_scan_names_the_work_limit_and_repeats():
+    """A scan stopped by the budget's work limit says so (limit ``node``, not ``time``),
+    keeps a valid bound, and returns the same model on a second run."""
+    X, y = _data(3, n=40)
+    th = candidate_thresholds(X, 3)
+    ds = Dataset.from_arrays(X, y)
+    bf = brute_force_optimum(X, y, 2, reg=1e-3, thresholds=th, max_rule_length=2)
+    runs = [solve_exact(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2, engine="kbox",
+                        budget=Budget.from_time_limit(None, work_limit=20)) for _ in range(2)]
+    for res in runs:
+        assert not res.is_optimal and res.limit is not None and res.limit.value == "node"
+        assert res.lower_bound <= bf.risk
+    assert runs[0].risk == runs[1].risk
