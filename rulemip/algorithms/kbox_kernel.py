@@ -23,8 +23,8 @@ from numba import njit
 
 from rulemip.boosting.box_kernel import _cttz, _popcount
 
-__all__ = ["box_bits", "box_stats", "build_trie", "confirm_duplicates", "pair_gain",
-           "pair_value", "raw_hashes", "scan_pairs", "slab_overlaps"]
+__all__ = ["box_bits", "box_stats", "build_trie", "confirm_duplicates", "needed_overlaps",
+           "pair_gain", "pair_value", "raw_hashes", "scan_pairs", "slab_overlaps"]
 
 _P1 = np.uint64(0x9E3779B97F4A7C15)
 _P2 = np.uint64(0xC2B2AE3D27D4EB4F)
@@ -274,6 +274,55 @@ def rho_range(Na: float, Ka: float, n0: float, n1: float, T: float, D: float, W:
     return lo, hi
 
 
+@njit(cache=True, nogil=True)
+def needed_overlaps(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
+                    centred: bool) -> tuple[float, float]:
+    r"""What a partner b of a (with :math:`|z_b| \le |z_a|`) must share with a, or with
+    a's complement, to gain at least Gp: ``(n_need, m_need)`` such that every such b has
+    :math:`n_{ab} \ge` n_need or :math:`N_b - n_{ab} \ge` m_need.
+
+    Over :math:`|z_b| \le |z_a|` the gain h(ρ, z_b) is at most
+    :math:`2 z_a^2/(1 - |\rho|)`, so :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p`. For
+    ρ ≥ ρ_0: :math:`n_{ab} \ge f(N_b) = \alpha N_b + \rho_0\sqrt{K_a K(N_b)}` (α =
+    N_a/W, 0 without intercept) and :math:`n_{ab} \le N_b`; :math:`N - f(N)` is convex
+    and not positive at 0, so the feasible weights are :math:`[N_1, W]`, and the concave f
+    is least there at an end: :math:`\min(f(N_1), f(W)) \ge \min(N_1, N_a)`. For
+    ρ ≤ −ρ_0 (with intercept only) the same argument on :math:`N_b - n_{ab} \ge
+    (1-\alpha) N_b + \rho_0\sqrt{K_a K(N_b)}`, with :math:`n_{ab} \ge 0`, gives
+    :math:`\min(N_2, W - N_a)`. :math:`N_1, N_2` are found by bisection from below (a
+    smaller value is still a valid bound). Returns (0, 0) — no condition — when
+    :math:`\rho_0 \le 0` (docs/explanation/kbox_search.md §2)."""
+    if 2.0 * za * za >= Gp or Gp <= 0.0:
+        return 0.0, 0.0
+    rho0 = 1.0 - 2.0 * za * za / Gp
+    alpha = Na / W if centred else 0.0
+    n_need = math.inf
+    # ρ ≥ ρ0: smallest feasible weight N1 of (1 - α) N >= ρ0 sqrt(Ka K(N))
+    if (1.0 - alpha) * W - rho0 * math.sqrt(Ka * max(_norm(W, W, lam, centred), 0.0)) >= 0.0:
+        lo, hi = 0.0, W
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if (1.0 - alpha) * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
+                                                                 0.0)) >= 0.0:
+                hi = mid
+            else:
+                lo = mid
+        n_need = min(lo, Na)
+    m_need = math.inf
+    if centred and alpha * W - rho0 * math.sqrt(Ka * max(lam, 0.0)) >= 0.0:
+        lo, hi = 0.0, W
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if alpha * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
+                                                       0.0)) >= 0.0:
+                hi = mid
+            else:
+                lo = mid
+        m_need = min(lo, W - Na)
+    slack = 1e-9 * W
+    return n_need - slack, m_need - slack
+
+
 @njit(cache=True, inline="always")
 def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
               Gp: float) -> bool:
@@ -437,6 +486,9 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         Sa = S[a]
         za_abs = abs(za)
         slab_overlaps(bits, a, slabs, unit, weight, T)
+        # a weak box helps only a partner nearly equal to it or to its complement
+        n_need, m_need = needed_overlaps(za, state[0] * (1.0 - 1e-9) - state[1], Na, Ka,
+                                         W, lam, centred)
         Tp[0] = Na
         Dp[0] = math.inf
         Ts[0] = 0.0
@@ -449,6 +501,9 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 Dp[d] = min(Dp[d - 1], slab_w[sl] - T[sl])
                 Ts[d] = Ts[d - 1] + T[sl]
             counts[1] += 1
+            if Tp[d] < n_need and Dp[d] < m_need:
+                i = node_skip[i]
+                continue
             Gp = state[0] * (1.0 - 1e-9) - state[1]
             zlo = max(node_rng[i, 2], -za_abs)
             zhi = min(node_rng[i, 3], za_abs)
@@ -489,8 +544,11 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                     for bb in range(s0, s1):
                         if rank[bb] <= ra:
                             continue
-                        counts[2] += 1
                         sl = last_slab[bb]
+                        if min(Tp[d], T[sl]) < n_need and \
+                                min(Dp[d], slab_w[sl] - T[sl]) < m_need:
+                            continue
+                        counts[2] += 1
                         _score(bits, a, bb, Sa, Ka, Na, S, K, N, za, z[bb],
                                min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
                                Ts[d] + T[sl], d + 1, W, centred, unit, weight,

@@ -13,7 +13,7 @@ import pytest
 
 from rulemip.algorithms.driver import solve_exact
 from rulemip.algorithms.kbox import KBoxSearch
-from rulemip.algorithms.kbox_kernel import rho_range
+from rulemip.algorithms.kbox_kernel import needed_overlaps, rho_range
 from rulemip.algorithms.kbox_table import build_box_table
 from rulemip.budget import Budget
 from rulemip.data import Dataset
@@ -86,6 +86,41 @@ def test_rho_range_holds_for_every_feasible_intersection():
                 c = nab - Na * Nb / W if centred else nab
                 rho = c / math.sqrt(Ka * Kb)
                 assert lo - 1e-12 <= rho <= hi + 1e-12, (W, Na, Nb, nab, T, D, lo, hi, rho)
+
+
+
+def test_needed_overlaps_hold_for_every_partner_that_reaches_the_incumbent():
+    """Every partner b with |z_b| <= |z_a| and gain >= Gp shares at least n_need with a or
+    at least m_need with a's complement (brute force over weights, intersections and a
+    grid of z_b, including the grid's ends ±|z_a| where the gain is largest)."""
+    rng = np.random.default_rng(1)
+    filtered = 0
+    for _ in range(1500):
+        W = float(rng.integers(5, 50))
+        centred = bool(rng.integers(2))
+        lam = float(rng.choice([0.0, 1e-3, 1.0, 10.0]))
+        Na = float(rng.integers(1, W))
+        Ka = (Na * (W - Na) / W if centred else Na) + lam
+        if Ka <= 0:
+            continue
+        za = float(rng.normal()) * float(rng.choice([0.3, 1.0, 3.0]))
+        Gp = float(rng.uniform(0.5, 40.0)) * max(za * za, 0.05)
+        n_need, m_need = needed_overlaps(za, Gp, Na, Ka, W, lam, centred)
+        filtered += n_need > 0 or m_need > 0
+        for Nb in np.arange(1.0, W + 1):
+            Kb = (Nb * (W - Nb) / W if centred else Nb) + lam
+            if Kb <= 0:
+                continue
+            for nab in np.arange(max(0.0, Na + Nb - W), min(Na, Nb) + 1):
+                c = nab - Na * Nb / W if centred else nab
+                rho = c / math.sqrt(Ka * Kb)
+                if abs(rho) >= 1.0 - 1e-12:
+                    continue
+                zb = np.linspace(-abs(za), abs(za), 9)
+                gain = (za * za - 2 * rho * za * zb + zb * zb) / (1 - rho * rho)
+                if gain.max() >= Gp:
+                    assert nab >= n_need or Nb - nab >= m_need, (W, Na, Nb, nab, za, Gp)
+    assert filtered > 300  # the condition is active in many cases, not vacuous
 
 
 CASES = [  # seed, k, reg, fit_intercept, length, weighted
