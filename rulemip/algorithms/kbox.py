@@ -246,7 +246,8 @@ class KBoxSearch:
                callback: Callable[[dict[str, Any]], Any] | None = None) -> SearchOutcome:
         """Scan every single box (k = 1) or pair of boxes (k = 2) its bounds cannot
         exclude (module docstring), with ``threads`` workers (default: the fit's
-        ``n_jobs``, :func:`scan_threads`; the optimum does not depend on it)."""
+        ``n_jobs``, :func:`scan_threads`), or on the fit's Dask ``scheduler`` (one chunk
+        per worker thread at a time); the optimum does not depend on either."""
         table = built.table
         w = built.cells.cell_weight
         if table.n_boxes == 0:
@@ -268,7 +269,8 @@ class KBoxSearch:
             pair = (s0, s1) if min(s0, s1) >= 0 else (max(s0, s1), max(s0, s1))
         res = pair_search(table, self.reg, unit=built.unit, weight=w, start=pair,
                           budget=budget, callback=callback,
-                          threads=threads if threads is not None else scan_threads())
+                          threads=threads if threads is not None else scan_threads(),
+                          scheduler=current_workers()[1])
         risk = built.risk_of_gain(res.gain)
         x = np.array(res.boxes, dtype=float)
         notes = (f"pair scan: {res.scored} pairs scored, {res.nodes} trie nodes, "

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms import kbox_kernel as kk
 from rulemip.algorithms.kbox_table import BoxTable
+from rulemip.boosting.split_search import dask_client
 from rulemip.budget import Budget
 
 FloatArray = NDArray[np.float64]
@@ -140,8 +141,8 @@ def _trie(slab: IntArray, N: FloatArray, z: FloatArray) -> _Trie:
 def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                 start: tuple[int, int] | None = None, budget: Budget | None = None,
                 callback: Callable[[dict[str, Any]], Any] | None = None,
-                threads: int | None = None, incumbent_gain: float | None = None
-                ) -> PairSearchResult:
+                threads: int | None = None, incumbent_gain: float | None = None,
+                scheduler: Any = None) -> PairSearchResult:
     """The best two-box ensemble of ``table`` (module docstring).
 
     ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
@@ -149,9 +150,10 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     the first incumbent (e.g. a warm start in the language). Stops between chunks when
     ``budget`` expires (``finished`` False: the incumbent is then only a model).
     ``threads``: workers scanning chunks of first boxes at once (the same optimum as one
-    worker: ties go to the least pair). ``incumbent_gain``: a gain to beat from the start
-    (a claimed optimum being replayed); the result then reports a pair only if one
-    reaches it."""
+    worker: ties go to the least pair). ``scheduler``: a Dask scheduler address or client;
+    the chunks then run on its workers, one per worker thread at a time (the same
+    optimum). ``incumbent_gain``: a gain to beat from the start (a claimed optimum being
+    replayed); the result then reports a pair only if one reaches it."""
     t0 = time.perf_counter()
     clock = Budget.of(budget)
     W = float(weight.sum())
@@ -193,7 +195,9 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
             W, float(reg), table.centred, unit, weight)
     scan = _Scan(len(a_order), gain0, margin, clock, callback)
     n_workers = max(1, min(int(threads or 1), 64))
-    if n_workers == 1:
+    if scheduler is not None:
+        scan.work_remote(scheduler, args, tail)
+    elif n_workers == 1:
         scan.work(args, tail)
     else:
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
@@ -277,8 +281,45 @@ class _Scan:
             scan(*args, r0, r1, *tail, state, best, counts)
             self._merge(state, best, counts, r0, r1, time.perf_counter() - t1)
 
+    def work_remote(self, scheduler: Any, args: tuple[Any, ...], tail: tuple[Any, ...]
+                    ) -> None:
+        """The chunks as tasks on a Dask cluster, in rounds of one chunk per worker
+        thread: every task of a round starts from the round's incumbent, and the results
+        are merged as the threads' are (the same optimum for any cluster)."""
+        client = dask_client(scheduler)
+        # keys of their own (hash=False): equal arrays scattered by an earlier search would
+        # share their keys and vanish with that search's futures
+        remote = client.scatter([args, tail], broadcast=True, hash=False)
+        workers = client.scheduler_info().get("workers", {}).values()
+        width = max(1, sum(int(w.get("nthreads", 1)) for w in workers))
+        while True:
+            chunks = [c for c in (self._take() for _ in range(width)) if c is not None]
+            if not chunks:
+                return
+            with self.lock:
+                gain, best = self.gain, self.best.copy()
+            futures = [client.submit(_remote_chunk, remote[0], remote[1], r0, r1, gain,
+                                     self.margin, best, pure=False) for r0, r1 in chunks]
+            for (r0, r1), (state, found, counts, dt) in zip(
+                    chunks, client.gather(futures), strict=True):
+                self._merge(state, found, counts, r0, r1, dt)
+
     def result(self) -> tuple[float, NDArray[np.int64]]:
         return self.gain, self.best
+
+
+def _remote_chunk(args: tuple[Any, ...], tail: tuple[Any, ...], r0: int, r1: int,
+                  gain: float, margin: float, best: NDArray[np.int64]
+                  ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], float]:
+    """One chunk of first boxes on a Dask worker, from the round's incumbent: its best pair
+    (``state``, ``best``), counts and seconds."""
+    state = np.array([gain, margin])
+    found = best.copy()
+    counts = np.zeros(3, dtype=np.int64)
+    t1 = time.perf_counter()
+    scan: Any = kk.scan_pairs
+    scan(*args, r0, r1, *tail, state, found, counts)
+    return state, found, counts, time.perf_counter() - t1
 
 
 def _pair_value(table: BoxTable, reg: float, a: int, b: int, unit: float,

@@ -53,7 +53,7 @@ from rulemip.boosting import box_kernel as K
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
-__all__ = ["N_TASKS", "box_key", "resolve_n_jobs", "split_search"]
+__all__ = ["N_TASKS", "box_key", "dask_client", "resolve_n_jobs", "split_search"]
 
 #: open subtrees handed out after the ramp-up (and the number of tasks)
 N_TASKS: int = 16
@@ -201,6 +201,18 @@ def _remote_round(problem: Problem, task: _Task, evals: int, incumbent: float) -
     return task.run(problem, evals, incumbent).compact(0)
 
 
+def dask_client(scheduler: Any) -> Any:
+    """A Dask client for ``scheduler`` (a client, or an address to connect to), with the
+    install hint when Dask's distributed scheduler is missing."""
+    try:
+        from dask.distributed import Client
+    except ImportError:
+        raise InvalidParameterError(
+            "`scheduler` needs Dask's distributed scheduler, which is not installed; "
+            "install it with `pip install 'dask[distributed]'` or use `n_jobs`.") from None
+    return scheduler if isinstance(scheduler, Client) else Client(scheduler)
+
+
 class _Runner:
     """Runs a round of tasks: threads on this machine or futures on a Dask cluster."""
 
@@ -209,13 +221,7 @@ class _Runner:
         self.client = None
         self.pool: ThreadPoolExecutor | None = None
         if scheduler is not None:
-            try:
-                from dask.distributed import Client
-            except ImportError:
-                raise InvalidParameterError(
-                    "`scheduler` needs Dask's distributed scheduler, which is not installed; "
-                    "install it with `pip install 'dask[distributed]'` or use `n_jobs`.") from None
-            self.client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+            self.client = dask_client(scheduler)
             # a key of its own (hash=False): an equal problem scattered by an earlier search
             # would share its key and vanish with that search's future
             self.remote_problem = self.client.scatter(problem, broadcast=True, hash=False)

@@ -201,6 +201,37 @@ def test_threads_find_the_same_optimum(fit_intercept):
     assert len({(r.boxes, r.gain) for r in runs}) == 1
 
 
+def test_a_dask_cluster_finds_the_same_optimum():
+    """The pair scan's chunks on a Dask LocalCluster give the pair, gain and finish of one
+    thread; so does the estimator with ``scheduler`` (the engine takes the fit's
+    scheduler)."""
+    distributed = pytest.importorskip("dask.distributed")
+    from rulemip import ExactRuleEnsembleRegressor
+    from rulemip.algorithms.kbox_pairs import pair_search
+
+    rng = np.random.default_rng(8)
+    X = rng.integers(0, 5, size=(60, 4)).astype(float)
+    y = np.round(X[:, 0] - X[:, 2] * (X[:, 1] > 2) + rng.normal(size=60), 0)
+    cells = reduce_to_cells(X, y, candidate_thresholds(X, 4), "squared", None)
+    table = build_box_table(cells, 2, True)
+    w = cells.cell_weight
+    unit = 0.0 if len(set(w)) > 1 else float(w[0])
+    serial = pair_search(table, 1e-3, unit=unit, weight=w, threads=1)
+    local = ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=4, n_jobs=1,
+                                       engine="kbox").fit(X, y)
+    with distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=False,
+                                  dashboard_address=None) as cluster, \
+            distributed.Client(cluster) as client:
+        remote = pair_search(table, 1e-3, unit=unit, weight=w, scheduler=client)
+        on_dask = ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=4,
+                                             engine="kbox", scheduler=client).fit(X, y)
+    assert remote.finished and serial.finished
+    assert (remote.boxes, remote.gain, remote.boxes_done) == \
+        (serial.boxes, serial.gain, serial.boxes_done)
+    assert on_dask.rules_.to_text() == local.rules_.to_text()
+    assert on_dask.certificate_.status == local.certificate_.status == "optimal"
+
+
 def test_the_estimator_skips_its_local_phase_for_an_engine_that_declares_so():
     """``MethodSpec.wants_local_start``: kbox registers False, so the exact estimator goes
     straight from the warm start to the engine; the CIP still gets the local phase."""
