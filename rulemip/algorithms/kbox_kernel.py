@@ -451,11 +451,14 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     run ``node_run[i, 0] .. node_run[i, 1] - 1`` of positions, sorted by z (their last
     slab: ``last_slab``); ``node_rng[i]`` = (N_min, N_max, z_min, z_max) over its subtree
     and ``node_rng[i, 4:6]`` the N range of its run. Every box b below a node lies inside
-    each slab s on the node's path, so with :math:`T_s` the weight of a inside s,
+    the node's region R, the intersection of the slabs on its path (a bitset, one AND per
+    node), so with :math:`T_R` the weight of a inside R and :math:`D_R` that of R ∖ a,
 
-    .. math:: \max(0, N_a + N_b - W, N_b - (|s| - T_s)) \le n_{ab} \le \min(N_a, N_b, T_s),
+    .. math:: \max(0, N_a + N_b - W, N_b - D_R) \le n_{ab} \le \min(N_a, N_b, T_R);
 
-    and at box b itself also :math:`n_{ab} \ge \sum_s T_s - (r - 1) N_a` over its r slabs.
+    a node's own box is R itself (:math:`n_{ab} = T_R`), and a run member R ∩ s (s its
+    last slab, :math:`T_s` the weight of a inside s) also has
+    :math:`T_R + T_s - N_a \le n_{ab} \le T_s` and :math:`N_b - n_{ab} \le |s| - T_s`.
     These bound the correlation ρ of a with every box below (:func:`rho_range`), and the
     gain :math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)` is convex in ρ and
     :math:`z_b`: a subtree none of whose corners reaches the incumbent is skipped, and in
@@ -478,6 +481,8 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     Tp = np.empty(max_depth + 2)
     Dp = np.empty(max_depth + 2)
     Ts = np.empty(max_depth + 2)
+    region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
+    region[0, :] = ~_ZERO
     for ra in range(r0, r1):
         a = a_order[ra]
         za = z[a]
@@ -490,26 +495,35 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         n_need, m_need = needed_overlaps(za, state[0] * (1.0 - 1e-9) - state[1], Na, Ka,
                                          W, lam, centred)
         Tp[0] = Na
-        Dp[0] = math.inf
-        Ts[0] = 0.0
+        Dp[0] = W - Na
+        Ts[0] = Na
         i = 0
         while i < n_nodes:
             d = node_depth[i]
+            counts[1] += 1
             if d > 0:
                 sl = node_iv[i]
-                Tp[d] = min(Tp[d - 1], T[sl])
-                Dp[d] = min(Dp[d - 1], slab_w[sl] - T[sl])
-                Ts[d] = Ts[d - 1] + T[sl]
-            counts[1] += 1
-            if Tp[d] < n_need and Dp[d] < m_need:
-                i = node_skip[i]
-                continue
-            Gp = state[0] * (1.0 - 1e-9) - state[1]
+                # cheap first: the parent's region and the new slab, each an upper end
+                if min(Tp[d - 1], T[sl]) < n_need and \
+                        min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
+                    i = node_skip[i]
+                    continue
             zlo = max(node_rng[i, 2], -za_abs)
             zhi = min(node_rng[i, 3], za_abs)
             if zlo > zhi:
                 i = node_skip[i]
                 continue
+            if d > 0:
+                # the node's region (its slabs' intersection): a's exact weight in it
+                for w in range(region.shape[1]):
+                    region[d, w] = region[d - 1, w] & slabs[sl, w]
+                Tp[d] = _and_weight(region[d], bits[a], unit, weight)
+                Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
+                Ts[d] = Tp[d]
+                if Tp[d] < n_need and Dp[d] < m_need:
+                    i = node_skip[i]
+                    continue
+            Gp = state[0] * (1.0 - 1e-9) - state[1]
             if za * za < Gp:
                 r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
                                        W, lam, centred)
@@ -518,7 +532,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                     continue
             b = node_box[i]
             if b >= 0 and rank[b] > ra:
-                _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Ts[d], d, W,
+                _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Ts[d], 1, W,
                        centred, unit, weight, Gp, state, best, counts)
             lo = node_run[i, 0]
             hi = node_run[i, 1]
@@ -551,7 +565,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                         counts[2] += 1
                         _score(bits, a, bb, Sa, Ka, Na, S, K, N, za, z[bb],
                                min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
-                               Ts[d] + T[sl], d + 1, W, centred, unit, weight,
+                               Ts[d] + T[sl], 2, W, centred, unit, weight,
                                state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
             i += 1
 
