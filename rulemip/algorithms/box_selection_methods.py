@@ -198,15 +198,13 @@ class BoxSelectionSearch(BoxSelectionCIP):
         combinatorial one, and the relaxation's cut points."""
         prob = built
         # a quarter of the time left (and of the work left: the deterministic limit),
-        # seeded by the cut at z = 0
-        z0 = np.zeros(prob.n_boxes)
-        v0, g0 = prob.oracle.value_and_gradient(z0)
+        # seeded by the point z = 0
         return relaxation_bound(
             prob.oracle, prob.model,
             OAOptions(budget=budget.fraction(0.25), rel_tol=1e-4, abs_tol=1e-12,
                       max_iter=max(self.relaxation_iters, 1), solver=backend,
                       threads=threads, seed=seed),
-            hint=prob.bound, seeds=[(z0, float(v0), g0)])
+            hint=prob.bound, seeds=[np.zeros(prob.n_boxes)])
 
     # ------------------------------------------------------------------ the methods
     @staticmethod

@@ -211,8 +211,8 @@ class ColumnGeneration:
               ) -> PricedColumn:
         """The box whose partial derivative at ``z`` (a point over the working set) is
         most negative, by the exact rule search on the gradient-sum objective, with its
-        bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3) —
-        the same step the search's pricing loop runs (:func:`_price_exactly`)."""
+        bound :math:`G^*` on every box's :math:`|c_b|` (module docstring, steps 2-3); the
+        search's pricing loop calls it when the beam finds no box that prices out."""
         max_len = self.max_rule_length   # restricted features, as find_rule counts
         found = _price_exactly(built.space, make_objective(
             "gs", _row_gradient(built.problem, z, built.dataset)), max_len,
@@ -249,7 +249,7 @@ class ColumnGeneration:
                          fit_intercept=self.fit_intercept, max_len=max_len,
                          solver=backend, seed=seed, beam_width=self.beam_width,
                          max_columns=self.max_columns, bound=one_rule_bound,
-                         callback=callback, clock=budget)
+                         callback=callback, clock=budget, pricing=self, built=built)
         if warm_start is not None:
             pricer.incumbent = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
                                                      sample_weight=dataset.sample_weight))

@@ -22,6 +22,7 @@ from rulemip.data.dataset import Dataset
 from rulemip.formulations.box_oracles import CandidateBoxes
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.cells import CellReduction
+from rulemip.formulations.protocol import PricingHook
 from rulemip.losses import get_loss
 from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import relative_gap
@@ -126,13 +127,16 @@ class _Pricer:
                  fit_intercept: bool, max_len: int | None, solver: str | SolverBackend,
                  seed: int,
                  beam_width: int, max_columns: int, bound: float,
-                 callback: Callable[[dict[str, Any]], None] | None, clock: Budget) -> None:
+                 callback: Callable[[dict[str, Any]], None] | None, clock: Budget,
+                 pricing: PricingHook, built: Any) -> None:
         self.cip, self.dataset, self.cells, self.work, self.space = \
             cip, dataset, cells, work, space
         self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
         self.max_len, self.solver, self.seed = max_len, solver, seed
         self.beam_width, self.max_columns = beam_width, max_columns
         self.callback, self.clock = callback, clock
+        #: exact pricing is the formulation's :class:`PricingHook` on its built model
+        self.pricing, self.built = pricing, built
         self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
         self.bound = max(self.prob.bound, bound)
         self.z = np.zeros(len(work))
@@ -172,15 +176,16 @@ class _Pricer:
             left = share.remaining()
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
-            found = find_rule(self.space, objective, search="beam",
-                              beam_width=self.beam_width, max_rule_length=self.max_len,
-                              allow_empty=not self.fit_intercept, time_limit=left,
-                              budget=share)
+            found: Any = find_rule(self.space, objective, search="beam",
+                                   beam_width=self.beam_width, max_rule_length=self.max_len,
+                                   allow_empty=not self.fit_intercept, time_limit=left,
+                                   budget=share)
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
-                found = _price_exactly(self.space, objective, self.max_len,
-                                       self.fit_intercept, share)
+                self.built.problem = self.prob   # the point z̄ is one of this problem
+                col = self.pricing.price(self.built, self.z, budget=share)
+                found = None if col.lower is None else col
             self.rounds += 1
             if found is None:  # no candidate box at all
                 self.converged = True
@@ -196,7 +201,7 @@ class _Pricer:
                                "relaxation": value, "time": self.clock.elapsed(),
                                "columns": len(self.work)})
             if not _prices_out(found.value, best_inside, reg, cells.total_weight):
-                self.converged = exact and found.certified
+                self.converged = exact and bool(found.exact)
                 return
             if not self.work.add_bounds(found.lower, found.upper):
                 self.converged = False

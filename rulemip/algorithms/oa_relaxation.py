@@ -54,15 +54,22 @@ class _Recorder:
 
 
 def relaxation_bound(oracle: ConvexOracle, feasible: MIPModel, options: OAOptions, *,
-                     hint: float, seeds: Sequence[Cut] = ()) -> RelaxationBound:
-    """Outer approximation with LP masters (``options`` with ``relax=True``) from the cuts
+                     hint: float, seeds: Sequence[Cut | FloatArray] = ()) -> RelaxationBound:
+    """Outer approximation with LP masters (``options`` with ``relax=True``) from
     ``seeds``: the bound ``max(hint, LP bound)`` (valid for the integer problem when
-    ``hint`` is) and the points the run evaluated, with their cuts."""
+    ``hint`` is) and the points the run evaluated, with their cuts. A seed given as a
+    point is evaluated like the run's own points (and recycled with them: the first
+    point's value sets the scale of the master it is recycled into); a seed given as a
+    cut ``(z, q(z), ∇q(z))`` is only added."""
     rec = _Recorder(oracle)
     lp = OuterApproximation(rec, feasible, "z", replace(options, relax=True),
                             lower_bound_hint=hint)
-    for z, v, g in seeds:
-        lp.add_cut(v, g, z)
+    for s in seeds:
+        if isinstance(s, tuple):
+            z, v, g = s
+            lp.add_cut(v, g, z)
+        else:
+            lp.add_cut_at(s)
     res = lp.run()
     bound = max(hint, float(res.lower_bound)) if math.isfinite(res.lower_bound) else hint
     return RelaxationBound(bound, tuple(z for z, _, _ in rec.records), res.iterations,
@@ -75,21 +82,27 @@ def relaxation_then_integer(hook: RelaxationHook | None, built: Any, oracle: Con
                             backend: SolverBackend, budget: Budget, seed: int = 0,
                             threads: int | None = None,
                             heuristic: Callable[[FloatArray], Sequence[FloatArray]] | None
-                            = None) -> tuple[OAResult, RelaxationBound | None]:
+                            = None, relaxed_cuts_first: bool = True
+                            ) -> tuple[OAResult, RelaxationBound | None]:
     """The three steps of the module docstring: ``hook.relaxation(built, …)`` (none when
-    ``hook`` is ``None``), the integer master with the relaxation's bound and cuts, then
-    ``seed_cuts(oa)`` (the caller's feasible points), then the run. Returns the run's
-    result and the relaxation."""
+    ``hook`` is ``None``), the integer master with the relaxation's bound and cuts and
+    ``seed_cuts(oa)`` (the caller's feasible points; before the relaxation's cuts unless
+    ``relaxed_cuts_first`` — the first cut's value scales the master, and the order of its
+    rows steers its solver), then the run. Returns the run's result and the
+    relaxation."""
     rel = None if hook is None else hook.relaxation(built, backend=backend, budget=budget,
                                                     seed=seed, threads=threads)
     lb = hint if rel is None else max(hint, rel.bound)
     oa = OuterApproximation(oracle, feasible, "z", options, lower_bound_hint=lb,
                             heuristic=heuristic)
+    if not relaxed_cuts_first:
+        seed_cuts(oa)
     if rel is not None:
         for k, z in enumerate(rel.points):
             v, g = rel.cuts[k] if k < len(rel.cuts) else oracle.value_and_gradient(z)
             oa.add_cut(float(v), g, z, incumbent=False)
-    seed_cuts(oa)
+    if relaxed_cuts_first:
+        seed_cuts(oa)
     return oa.run(), rel
 
 

@@ -398,7 +398,7 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
     last, rel = relaxation_then_integer(
         relaxation, None, orc, feas, int_opts, hint=0.0,  # q ≥ 0: I + γ Σ z_i M_i M_iᵀ ≻ 0
         seed_cuts=seed_cuts, backend=backend, budget=clock, threads=opts.threads,
-        seed=opts.seed,
+        seed=opts.seed, relaxed_cuts_first=False,
         heuristic=local_search_hook if local_search else None)
     if rel is not None:
         notes.append(f"LP relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")

@@ -14,6 +14,10 @@ tree_pruning.md):
     The convex relaxation rounded by the knapsack-with-conflicts dynamic program
     (:func:`rulemip.algorithms.relax_and_round.relax_and_round`); the relaxation's bound is
     valid (it contains every selection).
+``"mip"``
+    Problem (1) as a convex MIQP (:class:`~rulemip.formulations.tree_pruning.
+    TreePruningMIP`) solved natively by a backend that takes it (SCIP); the backend's dual
+    bound is the bound.
 
 Each searches within the fit's budget and hands its own record to the driver as the
 outcome's ``payload``; the driver decodes and decides the status
@@ -38,7 +42,8 @@ from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import PruningResult
 from rulemip.solvers.result import Limit, TerminationReason, budget_limit
 
-__all__ = ["ExactPruning", "PathPruning", "RelaxRoundPruning", "choose_path_model"]
+__all__ = ["ExactPruning", "MIQPPruning", "PathPruning", "RelaxRoundPruning",
+           "choose_path_model"]
 
 
 def _limit(budget: Budget) -> Limit | None:
@@ -179,9 +184,55 @@ class RelaxRoundPruning:
         return {}, {}
 
 
+class MIQPPruning:
+    """Engine ``"mip"`` (module docstring); ``complementarity`` as in
+    :class:`~rulemip.formulations.tree_pruning.TreePruningMIP`."""
+
+    engine = "mip"
+
+    def __init__(self, complementarity: str = "indicator", **settings: Any) -> None:
+        self.complementarity = complementarity
+
+    def search(self, built: PruningProblem, *, solver: Any, budget: Budget, mip_gap: float,
+               callback: Callback | None) -> SearchOutcome:
+        from rulemip.formulations.tree_pruning import TreePruningMIP
+        from rulemip.solvers.base import required_capabilities, resolve_backend
+        from rulemip.solvers.result import SolveOptions
+
+        mip = TreePruningMIP(built.nodes, built.y, built.n_rules, attribute=built.attribute,
+                             gamma=built.gamma, complementarity=self.complementarity)
+        model = mip.build()
+        sf = model.to_standard_form()
+        backend = resolve_backend(solver, required_capabilities(sf),
+                                  outer_approximation=False)[0]
+        res = backend.solve(sf, SolveOptions(time_limit=budget.remaining(), mip_gap=mip_gap,
+                                             node_limit=budget.work_left()))
+        budget.charge(1 + int(res.nodes or 0))
+        z = None if res.x is None else mip.decode(model, res.x)[0]
+        return SearchOutcome(
+            x=z, lower_bound=float(res.bounds.dual),
+            finished=res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE),
+            limit=res.limit, method="native", backend=res.backend,
+            backend_version=res.backend_version, iterations=int(res.nodes or 0),
+            notes=tuple(res.notes), no_solution=res.termination, payload=res)
+
+    def decode(self, built: PruningProblem, outcome: SearchOutcome) -> Selection:
+        z = outcome.x if outcome.x is not None else np.zeros(built.nodes.n_nodes)
+        return built.cip.weights(np.round(z))  # the ridge refit: q(z), at most (1)'s value
+
+    def limit_warning(self, result: PruningResult) -> str | None:
+        return ExactPruning().limit_warning(result)
+
+    def fitted_attributes(self, built: PruningProblem, outcome: SearchOutcome
+                          ) -> tuple[dict[str, Any], dict[str, list[Selection]]]:
+        return {}, {}
+
+
 register_pruning_engine("exact", ExactPruning,
                         description="Alg. 1: seed cuts, LP relaxation, integer OA")
 register_pruning_engine("path", PathPruning,
                         description="regularization path by block coordinate descent")
 register_pruning_engine("relax_round", RelaxRoundPruning,
                         description="convex relaxation rounded by the knapsack DP")
+register_pruning_engine("mip", MIQPPruning,
+                        description="problem (1) as a convex MIQP, solved by the backend")
