@@ -45,6 +45,7 @@ converged and the relative gap is at most ``mip_gap`` (docs/explanation/gaps.md)
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 from typing import Any
 
@@ -329,13 +330,16 @@ class _PruningRelaxation:
                  options: OAOptions, iterations: int) -> None:
         self.oracle, self.feasible, self.first = oracle, feasible, first
         self.options, self.iterations = options, int(iterations)
+        self.done_at = math.nan  # perf_counter() when the relaxation ended (for a note)
 
     def relaxation(self, built: Any, *, backend: SolverBackend, budget: Budget, seed: int = 0,
                    threads: int | None = None) -> RelaxationBound:
         lp_opts = dataclasses.replace(self.options, max_iter=self.iterations, callback=None,
                                       adaptive_master_gap=False, budget=budget.fraction(0.25))
-        return relaxation_bound(self.oracle, self.feasible, lp_opts, hint=0.0,
-                                seeds=self.first)
+        rel = relaxation_bound(self.oracle, self.feasible, lp_opts, hint=0.0,
+                               seeds=self.first)
+        self.done_at = time.perf_counter()
+        return rel
 
 
 def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: str,
@@ -400,8 +404,9 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
         seed_cuts=seed_cuts, backend=backend, budget=clock, threads=opts.threads,
         seed=opts.seed, relaxed_cuts_first=False,
         heuristic=local_search_hook if local_search else None)
-    if rel is not None:
-        notes.append(f"LP relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")
+    if rel is not None and relaxation is not None:
+        notes.append(f"LP relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}, "
+                     f"{relaxation.done_at - t0:.2f} s")
     res = dataclasses.replace(last, wall_time=time.perf_counter() - t0,
                               notes=tuple(notes) + last.notes)
     return res, cip
