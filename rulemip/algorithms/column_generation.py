@@ -60,6 +60,7 @@ from rulemip.algorithms.column_pricing import (
     _price_exactly,
     _Pricer,
     _row_gradient,
+    farley_bound,
 )
 from rulemip.algorithms.driver import decide, register_formulation, solve
 from rulemip.boosting.objectives import make_objective, ridge_gain_objective
@@ -495,3 +496,7 @@ register_formulation("cg", ColumnGeneration, needs_positive_reg=True,
                      description="box-selection CIP by column generation: boxes priced by "
                                  "the rule search, never enumerated "
                                  "(docs/explanation/column_generation.md)")
+
+
+__all__ = ["ColumnGeneration", "ColumnGenerationModel", "WorkingSet", "farley_bound",
+           "solve_column_generation"]
