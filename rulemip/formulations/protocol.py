@@ -164,7 +164,6 @@ class SearchOutcome:
     history: tuple[dict[str, Any], ...] = ()
     built: Any = None
     no_solution: TerminationReason = TerminationReason.NO_SOLUTION_FOUND
-    #: the engine's own record (a family's payload, e.g. a pruning engine's result)
     payload: Any = None
 
 
