@@ -26,6 +26,7 @@ from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.box_bnb import branch_and_bound
 from rulemip.algorithms.box_search import local_search
 from rulemip.algorithms.driver import register_formulation, solve
+from rulemip.algorithms.oa_relaxation import relaxation_bound, relaxation_then_integer
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
@@ -163,28 +164,25 @@ class BoxSelectionSearch(BoxSelectionCIP):
             z_enum = enum.x
         if not self.combinatorial_bounds:
             prob.bound = -math.inf
-        hint = prob.bound
-        relaxed: tuple[FloatArray, ...] = ()
-        if self.relaxation_iters > 0:
-            rel = self.relaxation(prob, backend=backend, budget=budget, seed=seed,
-                                  threads=threads)
-            notes.append(f"relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")
-            hint, relaxed = rel.bound, rel.points
         opts = OAOptions(budget=budget, abs_tol=1e-12,
                          rel_tol=mip_gap, solver=backend, threads=threads, seed=seed,
                          callback=callback, **self.oa_options)
-        oa = OuterApproximation(prob.oracle, prob.model, "z", opts, lower_bound_hint=hint)
         for name, val in prob.bound_parts.items():
             notes.append(f"combinatorial bound {name}: {val:.10g}"
                          + ("" if self.combinatorial_bounds else " (not used)"))
-        for z in relaxed:
-            v, g = prob.oracle.value_and_gradient(z)
-            oa.add_cut(float(v), g, z, incumbent=False)
-        self._seed_cuts(prob, oa, start)
-        if z_enum is not None:
-            oa.add_cut_at(z_enum)
-        self._improve_incumbent(prob, oa, budget, seed, notes)
-        res = oa.run()
+
+        def seed_cuts(oa: OuterApproximation) -> None:
+            self._seed_cuts(prob, oa, start)
+            if z_enum is not None:
+                oa.add_cut_at(z_enum)
+            self._improve_incumbent(prob, oa, budget, seed, notes)
+
+        res, rel = relaxation_then_integer(
+            self if self.relaxation_iters > 0 else None, prob, prob.oracle, prob.model,
+            opts, hint=prob.bound, seed_cuts=seed_cuts, backend=backend, budget=budget,
+            seed=seed, threads=threads)
+        if rel is not None:
+            notes.append(f"relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}")
         return SearchOutcome(
             x=res.z, lower_bound=res.lower_bound,
             finished=res.termination is TerminationReason.OPTIMAL, limit=res.limit,
@@ -199,18 +197,14 @@ class BoxSelectionSearch(BoxSelectionCIP):
         most ``relaxation_iters`` masters): a bound valid for the problem, at least the
         combinatorial one, and the relaxation's cut points."""
         prob = built
-        # a quarter of the time left (and of the work left: the deterministic limit)
-        ro = OuterApproximation(prob.oracle, prob.model, "z",
-                                OAOptions(time_limit=None, budget=budget.fraction(0.25),
-                                          rel_tol=1e-4, abs_tol=1e-12,
-                                          max_iter=max(self.relaxation_iters, 1), relax=True,
-                                          solver=backend, threads=threads, seed=seed),
-                                lower_bound_hint=prob.bound)
-        ro.add_cut_at(np.zeros(prob.n_boxes))
-        res = ro.run()
-        bound = max(prob.bound, res.lower_bound) if math.isfinite(res.lower_bound) \
-            else prob.bound
-        return RelaxationBound(bound, tuple(res.cut_points), res.iterations)
+        # a quarter of the time left (and of the work left: the deterministic limit),
+        # seeded by the point z = 0
+        return relaxation_bound(
+            prob.oracle, prob.model,
+            OAOptions(budget=budget.fraction(0.25), rel_tol=1e-4, abs_tol=1e-12,
+                      max_iter=max(self.relaxation_iters, 1), solver=backend,
+                      threads=threads, seed=seed),
+            hint=prob.bound, seeds=[np.zeros(prob.n_boxes)])
 
     # ------------------------------------------------------------------ the methods
     @staticmethod

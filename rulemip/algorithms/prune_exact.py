@@ -55,14 +55,17 @@ from numpy.typing import NDArray
 from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 
 from rulemip._validation import check_nonneg_float
+from rulemip.algorithms.oa_relaxation import Cut, relaxation_bound, relaxation_then_integer
 from rulemip.algorithms.outer_approximation import OAOptions, OAResult, OuterApproximation
 from rulemip.algorithms.pruning_oracle import PruningOracle, SelectionState
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
+from rulemip.formulations.protocol import RelaxationBound
 from rulemip.formulations.tree_pruning import TreePruningCIP, pruning_feasible_model
 from rulemip.model import MIPModel
+from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, SolverBackend, resolve_backend
 from rulemip.solvers.result import GAP_DENOMINATOR_FLOOR, TerminationReason
 from rulemip.solvers.status import promote
 
@@ -229,19 +232,6 @@ def _neighbours(orc: PruningOracle, conf: _Conflicts, a: FloatArray, K: float,
     return out
 
 
-class _Recorder:
-    """Oracle wrapper that keeps every (z, q(z), ∇q(z)) it evaluates."""
-
-    def __init__(self, oracle: PruningOracle) -> None:
-        self.oracle = oracle
-        self.records: list[tuple[FloatArray, float, FloatArray]] = []
-
-    def value_and_gradient(self, z: FloatArray) -> tuple[float, FloatArray]:
-        v, g = self.oracle.value_and_gradient(z)
-        self.records.append((np.asarray(z, dtype=float).copy(), v, g))
-        return v, g
-
-
 def local_search_prune(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
                        attribute: str = "rule", gamma: float = 1.0,
                        z: FloatArray | None = None) -> tuple[FloatArray, float]:
@@ -331,6 +321,27 @@ def _certified(res: OAResult, cip: TreePruningCIP, rel_tol: float, abs_tol: floa
                                notes=res.notes + verdict.notes)
 
 
+class _PruningRelaxation:
+    """The :class:`~rulemip.formulations.protocol.RelaxationHook` of CIP (2): LP masters
+    over the clique rows from the start's cuts, at most ``iterations`` of them, in a
+    quarter of the budget (:func:`~rulemip.algorithms.oa_relaxation.relaxation_bound`)."""
+
+    def __init__(self, oracle: PruningOracle, feasible: MIPModel, first: list[Cut],
+                 options: OAOptions, iterations: int) -> None:
+        self.oracle, self.feasible, self.first = oracle, feasible, first
+        self.options, self.iterations = options, int(iterations)
+        self.done_at = math.nan  # perf_counter() when the relaxation ended (for a note)
+
+    def relaxation(self, built: Any, *, backend: SolverBackend, budget: Budget, seed: int = 0,
+                   threads: int | None = None) -> RelaxationBound:
+        lp_opts = dataclasses.replace(self.options, max_iter=self.iterations, callback=None,
+                                      adaptive_master_gap=False, budget=budget.fraction(0.25))
+        rel = relaxation_bound(self.oracle, self.feasible, lp_opts, hint=0.0,
+                               seeds=self.first)
+        self.done_at = time.perf_counter()
+        return rel
+
+
 def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: str,
                  gamma: float, opts: OAOptions, n_single: int | None,
                  relax_iterations: int, local_search: bool, clique: bool,
@@ -346,6 +357,10 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
             else pruning_feasible_model(nodes, K, attribute))
     conf = _Conflicts(nodes)
     m = nodes.n_nodes
+    # the master's backend, resolved once for the relaxation and the integer masters
+    backend = resolve_backend(opts.solver, PERSISTENT_MASTER_NEEDS,
+                              outer_approximation=False)[0]
+    opts = dataclasses.replace(opts, solver=backend)
 
     # ---- heuristic start and the first cut set (all at feasible binary points)
     start: list[FloatArray] = [np.zeros(m)]
@@ -367,41 +382,31 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
     notes: list[str] = [f"start: {len(first)} cuts, heuristic value {best.value:.10g}, "
                         f"{time.perf_counter() - t0:.2f} s"]
 
-    # ---- continuous relaxation by LP masters: cuts and a bound, both valid for (2)
-    lb = 0.0  # q ≥ 0 (I + γ Σ z_i M_i M_iᵀ is positive definite)
-    relaxed: list[tuple[FloatArray, float, FloatArray]] = []
-    if relax_iterations > 0 and not clock.expired():
-        rec = _Recorder(orc)
-        lp_opts = dataclasses.replace(opts, relax=True, max_iter=int(relax_iterations),
-                                      callback=None, adaptive_master_gap=False,
-                                      budget=clock.fraction(0.25))
-        lp = OuterApproximation(rec, feas, options=lp_opts, lower_bound_hint=lb)
-        for z, v, g in first:
-            lp.add_cut(v, g, z)
-        r_lp = lp.run()
-        if (r_lp.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
-                and math.isfinite(r_lp.lower_bound)):
-            lb = max(lb, float(r_lp.lower_bound))
-        relaxed = rec.records
-        notes.append(f"LP relaxation: {r_lp.iterations} LP masters, bound "
-                     f"{r_lp.lower_bound:.10g}, {time.perf_counter() - t0:.2f} s")
+    # ---- continuous relaxation by LP masters (cuts and a bound, both valid for (2)), then
+    # the integer masters (master gaps from the outer gap, local search from every new
+    # master point): seed cuts → relaxation → integer OA, oa_relaxation.py
+    relaxation = _PruningRelaxation(orc, feas, first, opts, relax_iterations) \
+        if relax_iterations > 0 and not clock.expired() else None
 
-    # ---- integer masters: the outer-approximation engine with its hooks (master gaps from
-    # the outer gap, local search from every new master point)
     def local_search_hook(zh: FloatArray) -> list[FloatArray]:
         return [orc.point(st.S) for st in _local_search(
             orc, conf, a, K, orc.state(np.flatnonzero(zh > 0.5)))]
 
+    def seed_cuts(oa: OuterApproximation) -> None:
+        for z, v, g in first:
+            oa.add_cut(v, g, z)
+
     int_opts = dataclasses.replace(
         opts, adaptive_master_gap=True, master_gap_from_bounds=True, gap_factor=_GAP_FACTOR,
         master_extra={**_MASTER_DEFAULTS, **opts.master_extra})
-    oa = OuterApproximation(orc, feas, options=int_opts, lower_bound_hint=lb,
-                            heuristic=local_search_hook if local_search else None)
-    for z, v, g in first:
-        oa.add_cut(v, g, z)
-    for z, v, g in relaxed:
-        oa.add_cut(v, g, z, incumbent=False)
-    last = oa.run()
+    last, rel = relaxation_then_integer(
+        relaxation, None, orc, feas, int_opts, hint=0.0,  # q ≥ 0: I + γ Σ z_i M_i M_iᵀ ≻ 0
+        seed_cuts=seed_cuts, backend=backend, budget=clock, threads=opts.threads,
+        seed=opts.seed, relaxed_cuts_first=False,
+        heuristic=local_search_hook if local_search else None)
+    if rel is not None and relaxation is not None:
+        notes.append(f"LP relaxation: {rel.iterations} LP masters, bound {rel.bound:.10g}, "
+                     f"{relaxation.done_at - t0:.2f} s")
     res = dataclasses.replace(last, wall_time=time.perf_counter() - t0,
                               notes=tuple(notes) + last.notes)
     return res, cip

@@ -7,7 +7,7 @@ which a MILP solver (HiGHS, CBC) cannot take. The driver replaces every loss poi
 epigraph column :math:`\theta_i` (objective :math:`s w_i \theta_i`) and the quadratic by
 epigraph columns :math:`\eta_j \ge \tfrac12 Q_{jj} x_j^2` (diagonal ``Q``) or one
 :math:`\eta \ge \tfrac12 x^\top Q x`, and iterates on a *persistent* master — the loop is
-:meth:`~rulemip.algorithms.outer_approximation.OuterApproximation.run_rows`, this module
+:func:`~rulemip.algorithms.oa_loop.run_rows`, this module
 supplies its hooks (:class:`_TangentSeparation`, the master-gap schedule, the initial
 tangents):
 
@@ -42,11 +42,8 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
-from rulemip.algorithms.outer_approximation import (
-    CutRows,
-    OuterApproximation,
-    RowOAOptions,
-)
+from rulemip.algorithms.oa_loop import CutRows, run_rows
+from rulemip.algorithms.oa_options import MasterGapSchedule, OAOptions
 from rulemip.budget import Budget
 from rulemip.exceptions import (
     BackendUnavailableError,
@@ -67,7 +64,6 @@ from rulemip.solvers.result import (
     ObjectiveBounds,
     SolveOptions,
     SolveResult,
-    relative_gap,
 )
 
 FloatArray = NDArray[np.float64]
@@ -243,8 +239,8 @@ def master_model(model: StandardForm, epi: _Epigraph) -> StandardForm:
 
 
 class _TangentSeparation:
-    """The tangent-cut hooks of :meth:`OuterApproximation.run_rows`
-    (:class:`~rulemip.algorithms.outer_approximation.RowSeparation`): master points are
+    """The tangent-cut hooks of :func:`~rulemip.algorithms.oa_loop.run_rows`
+    (:class:`~rulemip.algorithms.oa_loop.RowSeparation`): master points are
     ``(x, θ)``; the cuts at ``x`` are tangents of the epigraphs ``θ`` violates."""
 
     def __init__(self, model: StandardForm, epi: _Epigraph, polish: Polish | None,
@@ -277,18 +273,11 @@ class _TangentSeparation:
         return None if self._polish is None else self._polish(p)
 
 
-def _master_gap_schedule(mip_gap: float, adaptive: bool) -> Callable[[float, float], float]:
+def _master_gap_schedule(mip_gap: float, adaptive: bool) -> MasterGapSchedule:
     """Each master's relative gap: a tenth of ``mip_gap`` (at least 1e-10); with
     ``adaptive``, a quarter of the current outer gap when larger (at most 5 %)."""
-    floor = max(mip_gap * 0.1, 1e-10)
-
-    def gap(ub: float, lb: float) -> float:
-        outer = relative_gap(ub, lb)
-        if adaptive and math.isfinite(outer):
-            return max(floor, min(0.25 * outer, 0.05))
-        return floor
-
-    return gap
+    return MasterGapSchedule(max(mip_gap * 0.1, 1e-10), factor=0.25 if adaptive else None,
+                             cap=0.05)
 
 
 def resolve_master(solver: SolverBackend | str, needs: set[Capability]) -> SolverBackend:
@@ -316,8 +305,7 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
                             adaptive_gap: bool = False,
                             budget: Budget | None = None) -> TangentCutResult:
     """Minimize ``model`` (with loss terms / a convex quadratic) on a MILP backend, by
-    :meth:`~rulemip.algorithms.outer_approximation.OuterApproximation.run_rows` with
-    tangent-cut hooks.
+    :func:`~rulemip.algorithms.oa_loop.run_rows` with tangent-cut hooks.
 
     Parameters
     ----------
@@ -362,14 +350,14 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
     persistent = Capability.PERSISTENT in be.capabilities
     note = f"tangent-cut outer approximation on {be.name}" + (
         "" if persistent else " (master rebuilt each round)")
-    run = OuterApproximation.run_rows(
+    run = run_rows(
         _TangentSeparation(model, epi, polish), master_model(model, epi), be, initial,
-        RowOAOptions(master_gap=_master_gap_schedule(opts.mip_gap, adaptive_gap),
-                     mip_gap=opts.mip_gap, abs_tol=abs_tol,
-                     lp_rounds=lp_rounds if model.is_mip else 0, stall_rounds=stall_rounds,
-                     budget=budget, time_limit=opts.time_limit, threads=opts.threads,
-                     seed=opts.seed, verbose=opts.verbose,
-                     optimality_tol=opts.optimality_tol, callback=opts.callback),
+        OAOptions(master_gap=_master_gap_schedule(opts.mip_gap, adaptive_gap),
+                  rel_tol=opts.mip_gap, abs_tol=abs_tol, max_iter=1_000_000_000,
+                  lp_rounds=lp_rounds if model.is_mip else 0, stall_rounds=stall_rounds,
+                  budget=budget, time_limit=opts.time_limit, threads=opts.threads,
+                  seed=opts.seed, verbose=opts.verbose,
+                  optimality_tol=opts.optimality_tol, callback=opts.callback),
         start=st)
     return TangentCutResult(
         termination=run.termination, bounds=ObjectiveBounds(run.value, run.lower_bound),

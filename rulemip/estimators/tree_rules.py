@@ -60,6 +60,7 @@ from rulemip._validation import (
     check_seed,
     renamed_param,
 )
+from rulemip.algorithms.pruning_driver import solve_pruning
 from rulemip.boosting.rgb_rules import float64_threshold
 from rulemip.budget import Budget
 from rulemip.data.encoding import FeatureEncoder
@@ -68,7 +69,6 @@ from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes
 from rulemip.formulations.result import PruningResult
-from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
 
@@ -131,16 +131,6 @@ def _without_empty_rules(nodes: NodeMatrix) -> NodeMatrix:
     M = sp.csc_matrix(nodes.M @ sp.diags(keep))
     M.eliminate_zeros()
     return dataclasses.replace(nodes, M=M, mu=nodes.mu * keep)
-
-
-def _drop_null_columns(nodes: NodeMatrix, S: Any, w: Any
-                       ) -> tuple[NDArray[np.int64], FloatArray]:
-    """Drop selected nodes whose column is zero (their weight is 0 and they change
-    nothing but the rule count; ties can select them when their cost is 0)."""
-    S = np.asarray(S, dtype=np.int64)
-    w = np.asarray(w, dtype=float)
-    live = np.diff(nodes.M.indptr)[S] > 0 if S.size else np.zeros(0, dtype=bool)
-    return S[live], w[live]
 
 
 class TreeRuleExtractor(RegressorMixin, BaseEstimator):
@@ -340,18 +330,21 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         self.gamma_ = self._gamma(X.shape[0])
         self.reg_ = 1.0 / self.gamma_
         self._encoder = ds.encoder
-        oracle = TreePruningCIP(nodes.M, yc, self.gamma_)
-        if engine == "exact":
-            S, w = self._fit_exact(nodes, yc, oracle, budget)
-        elif engine == "path":
-            S, w = self._fit_path(nodes, yc, budget)
-        else:
-            S, w = self._fit_relax_round(nodes, yc, budget)
-        S, w = _drop_null_columns(nodes, S, w)
-        z = np.zeros(nodes.n_nodes)
-        z[S] = 1.0
-        self.objective_ = float(oracle.value(z))
-        self.result_ = self._family_result(engine, self._engine_record, budget)
+        fit = solve_pruning(nodes, yc, engine=engine, n_rules=self.n_rules,
+                            attribute=self.attribute, gamma=self.gamma_, solver=self.solver,
+                            budget=budget, mip_gap=float(self.mip_gap),
+                            callback=progress_printer() if self.verbose else None,
+                            n_lambdas=self.n_lambdas)
+        if fit.warning is not None:
+            warnings.warn(fit.warning, SolveLimitWarning, stacklevel=2)
+        for name, value in fit.attributes.items():  # the engine's own (e.g. ``path_``)
+            setattr(self, name, value)
+        for name, selections in fit.model_lists.items():
+            setattr(self, name, [self._ensemble(S, self.y_scale_ * nodes.mu[S] * w)
+                                 for S, w in selections])
+        self.result_ = fit.result
+        self.objective_ = fit.objective
+        S, w = fit.support, fit.weights
         self.selected_ = np.asarray(S, dtype=np.int64)
         self.weights_ = np.asarray(w, dtype=float)
         self.coef_ = self.y_scale_ * nodes.mu[self.selected_] * self.weights_
@@ -360,35 +353,6 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         say(self.verbose, f"TreeRuleExtractor: {self.selected_.size} rules, q = "
                           f"{self.objective_:.6g}, {budget.elapsed():.2f} s")
         return self
-
-    def _family_result(self, engine: str, raw: Any, budget: Budget) -> PruningResult:
-        """One result type for every engine (:class:`~rulemip.formulations.result.
-        PruningResult`): the exact engine's status is its own (decided by ``promote`` in
-        ``prune_exact``); relax-and-round's bound is its relaxation's (valid: the
-        relaxation contains every selection), its status decided by ``promote``; the path
-        is a heuristic without a bound."""
-        from rulemip.solvers.result import Limit, TerminationReason
-        from rulemip.solvers.status import promote
-
-        limit = Limit.TIME if budget.expired() else None
-        if engine == "exact":
-            return PruningResult(value=float(raw.value), lower_bound=float(raw.lower_bound),
-                                 gap=float(raw.gap), termination=raw.termination,
-                                 limit=raw.limit, wall_time=float(raw.wall_time),
-                                 engine=engine, notes=tuple(raw.notes), detail=raw)
-        if engine == "relax_round":
-            verdict = promote(self.objective_, float(raw.relaxation_lower_bound),
-                              finished=limit is None, mip_gap=float(self.mip_gap),
-                              limit=limit, warn=False)
-            return PruningResult(value=self.objective_, lower_bound=verdict.lower_bound,
-                                 gap=verdict.gap, termination=verdict.termination,
-                                 limit=verdict.limit, wall_time=float(raw.wall_time),
-                                 engine=engine, notes=verdict.notes, detail=raw)
-        return PruningResult(value=self.objective_, lower_bound=-math.inf, gap=math.inf,
-                             termination=TerminationReason.FEASIBLE, limit=limit,
-                             wall_time=float(raw.wall_time), engine=engine,
-                             notes=("the regularization path is a heuristic: no bound",),
-                             detail=raw)
 
     def _ensemble(self, S: NDArray[np.int64], coef: FloatArray) -> RuleEnsemble:
         nodes = self.nodes_
@@ -413,68 +377,6 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             return float(self.gamma)
         reg = DEFAULT_REG_PER_ROW * n if self.reg is None else float(self.reg)
         return 1.0 / reg
-
-    def _fit_exact(self, nodes: NodeMatrix, yc: FloatArray, oracle: TreePruningCIP,
-                   budget: Budget) -> tuple[NDArray[np.int64], FloatArray]:
-        from rulemip.algorithms.outer_approximation import OAOptions
-        from rulemip.algorithms.prune_exact import prune_exact
-        from rulemip.solvers.result import TerminationReason
-
-        callback = progress_printer() if self.verbose else None
-        res, _ = prune_exact(nodes, yc, self.n_rules, attribute=self.attribute,
-                             gamma=self.gamma_, mip_gap=float(self.mip_gap), budget=budget,
-                             options=OAOptions(solver=self.solver, callback=callback))
-        self._engine_record: Any = res
-        if res.termination != TerminationReason.OPTIMAL:
-            limit = "" if res.limit is None else f" ({res.limit} limit)"
-            warnings.warn(f"exact pruning stopped before proving optimality{limit}; the "
-                          f"incumbent is returned with lower bound {res.lower_bound:.6g} "
-                          f"and relative gap {res.gap:.3g}.", SolveLimitWarning, stacklevel=3)
-        z = res.z if res.z is not None else np.zeros(nodes.n_nodes)
-        return oracle.weights(np.round(z))
-
-    def _fit_path(self, nodes: NodeMatrix, yc: FloatArray,
-                  budget: Budget) -> tuple[NDArray[np.int64], FloatArray]:
-        from rulemip.algorithms.cbcd import regularization_path
-
-        # the paper's separable block updates only: on 100 depth-3 trees, n = 500, the
-        # extra exact profiled sweeps took 35 s instead of 1.9 s for objectives ~1 % lower
-        path = regularization_path(nodes, yc, n_lambdas=self.n_lambdas,
-                                   attribute=self.attribute, gamma=self.gamma_,
-                                   budget=budget, solver=self.solver, exact_blocks=False)
-        self.path_ = path
-        self._engine_record = path
-        if budget.expired():
-            warnings.warn(f"the regularization path stopped at the time limit after "
-                          f"{len(path.models)} of {len(path.lambdas)} lambda values.",
-                          SolveLimitWarning, stacklevel=3)
-        self.path_models_ = []
-        for pm in path.models:
-            S, w = _drop_null_columns(nodes, pm.support, pm.weights)
-            self.path_models_.append(self._ensemble(S, self.y_scale_ * nodes.mu[S] * w))
-        best, key = -1, (-math.inf, -math.inf)
-        for k, pm in enumerate(path.models):
-            cost = float(pm.cost)
-            if cost <= self.n_rules + 1e-9 and (cost, -float(pm.train_risk)) > key:
-                best, key = k, (cost, -float(pm.train_risk))
-        self.path_index_ = best
-        if best < 0:  # no model within the budget: the empty rule set
-            return np.zeros(0, dtype=np.int64), np.zeros(0)
-        pm = path.models[best]
-        return np.asarray(pm.support, dtype=np.int64), np.asarray(pm.weights, dtype=float)
-
-    def _fit_relax_round(self, nodes: NodeMatrix, yc: FloatArray,
-                         budget: Budget) -> tuple[NDArray[np.int64], FloatArray]:
-        from rulemip.algorithms.relax_and_round import relax_and_round
-
-        res = relax_and_round(nodes, yc, n_rules=self.n_rules, attribute=self.attribute,
-                              gamma=self.gamma_, budget=budget, solver=self.solver)
-        self._engine_record = res
-        if budget.expired():
-            warnings.warn("relax-and-round stopped at the time limit; the relaxation bound "
-                          "may be loose and the rounded selection is a heuristic.",
-                          SolveLimitWarning, stacklevel=3)
-        return np.asarray(res.support, dtype=np.int64), np.asarray(res.weights, dtype=float)
 
     # ------------------------------------------------------------------ prediction
     def predict(self, X: Any) -> FloatArray:

@@ -147,6 +147,8 @@ class SearchOutcome:
     built : the built model ``x`` belongs to when the search replaced it (column
         generation grows its working set); ``None``: the one :meth:`build_model` returned.
     no_solution : the termination reported when ``x`` is ``None``.
+    payload : the engine's own record, handed on by a family's ``decide`` (the pruning
+        family's ``PruningResult.detail``).
     """
 
     x: FloatArray | None
@@ -162,6 +164,7 @@ class SearchOutcome:
     history: tuple[dict[str, Any], ...] = ()
     built: Any = None
     no_solution: TerminationReason = TerminationReason.NO_SOLUTION_FOUND
+    payload: Any = None
 
 
 @runtime_checkable
@@ -188,6 +191,8 @@ class RelaxationBound:
     bound: float
     points: tuple[FloatArray, ...] = ()
     iterations: int = 0
+    #: ``(q(z), ∇q(z))`` at each of ``points`` when known (else they are re-evaluated)
+    cuts: tuple[tuple[float, FloatArray], ...] = ()
 
 
 @runtime_checkable

@@ -19,8 +19,36 @@ from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.result import Limit, TerminationReason
 
 
+class SolveStatus:
+    """What every exact fit reports, whatever its family: ``termination`` and ``limit``
+    (why it ended), the valid ``lower_bound`` and the relative ``gap`` of its
+    :attr:`upper_bound`, decided once by :func:`rulemip.solvers.status.promote`, plus a
+    per-family :attr:`payload` (:class:`ExactResult`: the rule ensemble;
+    :class:`PruningResult`: the engine's own record). The fields are the subclasses'
+    dataclass fields."""
+
+    termination: TerminationReason
+    limit: Limit | None
+    lower_bound: float
+    gap: float
+    wall_time: float
+    notes: tuple[str, ...]
+
+    @property
+    def upper_bound(self) -> float:
+        raise NotImplementedError
+
+    @property
+    def payload(self) -> Any:
+        raise NotImplementedError
+
+    @property
+    def is_optimal(self) -> bool:
+        return self.termination is TerminationReason.OPTIMAL
+
+
 @dataclass(frozen=True)
-class ExactResult:
+class ExactResult(SolveStatus):
     """Result of an exact rule-ensemble solve (see module docstring).
 
     Attributes
@@ -62,8 +90,14 @@ class ExactResult:
     method: str = ""
 
     @property
-    def is_optimal(self) -> bool:
-        return self.termination is TerminationReason.OPTIMAL
+    def upper_bound(self) -> float:
+        """The risk of the returned ensemble (the upper bound)."""
+        return self.risk
+
+    @property
+    def payload(self) -> RuleEnsemble | None:
+        """The family's payload: the decoded ensemble."""
+        return self.ensemble
 
     def to_dict(self) -> dict[str, Any]:
         def num(v: float) -> Any:
@@ -81,7 +115,7 @@ class ExactResult:
 
 
 @dataclass(frozen=True)
-class PruningResult:
+class PruningResult(SolveStatus):
     """Result of a tree-pruning fit (``TreeRuleExtractor.result_``), one type for every
     engine, with the status fields of :class:`ExactResult`.
 
@@ -112,5 +146,11 @@ class PruningResult:
     detail: Any = None
 
     @property
-    def is_optimal(self) -> bool:
-        return self.termination is TerminationReason.OPTIMAL
+    def upper_bound(self) -> float:
+        """:math:`q` of the returned selection (the upper bound)."""
+        return self.value
+
+    @property
+    def payload(self) -> Any:
+        """The family's payload: the engine's own record (:attr:`detail`)."""
+        return self.detail

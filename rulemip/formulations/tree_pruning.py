@@ -266,11 +266,20 @@ class TreePruningMIP:
         ``backend_kwargs`` configure a named backend. ``value`` is recomputed from the data
         at the decoded ``(z, w)``; the status, bound and gap are decided by
         :func:`rulemip.solvers.status.promote` at ``mip_gap``.
+
+        Deprecated (a formulation that solves itself): the pruning family's driver solves
+        this model as its engine ``"mip"``,
+        ``rulemip.algorithms.pruning_driver.solve_pruning(nodes, y, engine="mip", ...)``.
         """
+        import warnings
+
         from rulemip.solvers import SolveOptions, get_backend
         from rulemip.solvers.base import required_capabilities, resolve_backend
         from rulemip.solvers.status import promote
 
+        warnings.warn("TreePruningMIP.solve is deprecated and will be removed in rulemip "
+                      "0.3; use rulemip.algorithms.pruning_driver.solve_pruning(nodes, y, "
+                      "engine='mip', ...).", FutureWarning, stacklevel=2)
         model = self.build()
         sf = model.to_standard_form()
         if backend_kwargs:
