@@ -483,6 +483,8 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     Ts = np.empty(max_depth + 2)
     region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
     region[0, :] = ~_ZERO
+    n_visited = 0
+    n_checked = 0
     for ra in range(r0, r1):
         a = a_order[ra]
         za = z[a]
@@ -500,7 +502,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         i = 0
         while i < n_nodes:
             d = node_depth[i]
-            counts[1] += 1
+            n_visited += 1
             if d > 0:
                 sl = node_iv[i]
                 # cheap first: the parent's region and the new slab, each an upper end
@@ -562,12 +564,14 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                         if min(Tp[d], T[sl]) < n_need and \
                                 min(Dp[d], slab_w[sl] - T[sl]) < m_need:
                             continue
-                        counts[2] += 1
+                        n_checked += 1
                         _score(bits, a, bb, Sa, Ka, Na, S, K, N, za, z[bb],
                                min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
                                Ts[d] + T[sl], 2, W, centred, unit, weight,
                                state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
             i += 1
+    counts[1] += n_visited
+    counts[2] += n_checked
 
 
 @njit(cache=True)
