@@ -336,7 +336,7 @@ def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, *,
     :class:`BoxSelectionSearch` (method, initial_cuts, relaxation_iters, …, problem)."""
     check_nonneg_float(time_limit, "time_limit", allow_none=True)
     return solve(BoxSelectionSearch.of(cip, **options), dataset, solver=solver,
-                 budget=budget, time_limit=time_limit, mip_gap=mip_gap,
+                 budget=Budget.coerce(budget, time_limit), mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback, seed=seed, threads=threads)
 
 

@@ -489,8 +489,9 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     formulation = CellSweepSearch(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                                   thresholds=ths, max_rule_length=max_rule_length)
     check_cell_bnb_fits(ths, max_rule_length, n_rules=k, n_samples=dataset.X.shape[0])
-    return solve(formulation, dataset, solver="auto", budget=budget, time_limit=time_limit,
-                 mip_gap=mip_gap, warm_start=warm_start, callback=callback, seed=seed)
+    return solve(formulation, dataset, solver="auto",
+                 budget=Budget.coerce(budget, time_limit), mip_gap=mip_gap,
+                 warm_start=warm_start, callback=callback, seed=seed)
 
 
 register_formulation("cell-bnb", CellSweepSearch, losses=("squared",),

@@ -25,6 +25,7 @@ proved. ``docs/architecture.md`` draws the whole picture.
 from __future__ import annotations
 
 import math
+import warnings
 from collections.abc import Callable
 from dataclasses import replace
 from typing import Any
@@ -102,8 +103,10 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     ----------
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
         loss terms — if installed, else a MILP master with tangent cuts) or a backend.
-    budget, time_limit : the time available (``budget`` wins; ``time_limit`` may only
-        shorten it); model building counts.
+    budget : the time and work available (default: unlimited); model building counts.
+    time_limit : deprecated — pass ``budget=Budget.from_time_limit(seconds)`` (a float
+        for time is for the estimators and the command line only); still shortens
+        ``budget``, with a ``FutureWarning``.
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.
@@ -114,7 +117,7 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         when the backend fails in a way that is not a limit; its ``result`` attribute is an
         :class:`ExactResult` with the best model known (the warm start, if any).
     """
-    clock = Budget.coerce(budget, time_limit)
+    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve"))
     oracle = isinstance(formulation, OracleFormulation)
     backend, native = resolve_backend(solver, formulation.needs(),
                                       outer_approximation=not oracle)
@@ -147,6 +150,16 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
                              mip_gap=mip_gap, start=start,
                              bound_tolerance=getattr(backend, "bound_tolerance", None),
                              sf=sf)
+
+
+def deprecated_time_limit(time_limit: float | None, where: str) -> float | None:
+    """``time_limit`` of a public function below the estimators, with a ``FutureWarning``
+    when given: time is a :class:`~rulemip.budget.Budget` there (issue 32, item 5)."""
+    if time_limit is not None:
+        warnings.warn(f"`{where}(time_limit=...)` is deprecated and will be removed; pass "
+                      "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
+                      FutureWarning, stacklevel=3)
+    return time_limit
 
 
 def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,

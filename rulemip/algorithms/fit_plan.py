@@ -38,7 +38,7 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms.driver import with_gap
+from rulemip.algorithms.driver import deprecated_time_limit, with_gap
 from rulemip.algorithms.engine_registry import (
     ENGINES,
     check_solver,
@@ -482,12 +482,16 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     engine alone, from ``warm_start`` or ``preset``), :data:`FIT_PLAN` for what the
     estimators, the command line and gap studies run.
 
-    ``budget`` is the fit's budget; ``time_limit`` (seconds) may only shorten it.
+    ``budget`` is the fit's budget (default: unlimited); ``time_limit`` is deprecated
+    (pass ``budget=Budget.from_time_limit(seconds)``), it still shortens ``budget`` with a
+    ``FutureWarning``.
     """
     return fit_exact(dataset, n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                      thresholds=thresholds, max_rule_length=max_rule_length, engine=engine,
                      solver=solver, mip_gap=mip_gap, warm_start=warm_start, seed=seed,
-                     callback=callback, budget=Budget.coerce(budget, time_limit),
+                     callback=callback,
+                     budget=Budget.coerce(budget, deprecated_time_limit(time_limit,
+                                                                        "solve_exact")),
                      preset=preset, plan=plan or ENGINE_PLAN).result
 
 
