@@ -13,6 +13,7 @@ draws the whole picture.
 from __future__ import annotations
 
 import inspect
+import warnings
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -57,9 +58,14 @@ class MethodSpec:
     #: several starts, its best model the warm start); an exhaustive search that meets the
     #: best models first by itself (``"kbox"``) declares False and saves that time
     wants_local_start: bool = True
+    #: the keywords the function takes, declared (a formulation's method); ``None``: read
+    #: from its signature (an engine of the deprecated :func:`register_method`)
+    keywords: frozenset[str] | None = None
 
     def accepted(self) -> set[str] | None:
         """Keyword names the function takes (``None``: it takes ``**kwargs``)."""
+        if self.keywords is not None:
+            return set(self.keywords)
         params = inspect.signature(self.function).parameters.values()
         if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
             return None
@@ -68,13 +74,21 @@ class MethodSpec:
 
 _METHODS: dict[str, MethodSpec] = {}
 
+#: what the method of a registered formulation receives (:func:`register_formulation`)
+FORMULATION_KEYWORDS = frozenset({"loss", "reg", "fit_intercept", "thresholds",
+                                  "max_rule_length", "solver", "budget", "mip_gap",
+                                  "warm_start", "seed", "callback"})
+
 
 def register_method(name: str, function: Method, *, needs_positive_reg: bool = False,
                     losses: Sequence[str] | None = None, description: str = "",
                     solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
                     | None = None, fits: SizeCheck | None = None,
                     wants_local_start: bool = True, replace: bool = False) -> None:
-    """Make ``function`` available as ``engine=name`` in :func:`solve_exact`.
+    """Deprecated (a ``FutureWarning``; it still works): every engine is a formulation —
+    register it with :func:`register_formulation`
+    (docs/howto/add_formulation.md). Makes ``function`` available as ``engine=name`` in
+    :func:`~rulemip.algorithms.fit_plan.solve_exact`.
 
     ``function(dataset, n_rules, *, loss, reg, fit_intercept, thresholds, max_rule_length,
     solver, time_limit, budget, mip_gap, warm_start, seed, callback) -> ExactResult``; it
@@ -87,6 +101,20 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
     ``wants_local_start=False`` tells the exact estimators to skip their local phase before
     the engine (:attr:`MethodSpec.wants_local_start`).
     """
+    warnings.warn("`register_method` is deprecated and will be removed: every engine is a "
+                  "formulation; register one with `register_formulation` "
+                  "(docs/howto/add_formulation.md).", FutureWarning, stacklevel=2)
+    _register(name, function, needs_positive_reg=needs_positive_reg, losses=losses,
+              description=description, solver_needs=solver_needs, fits=fits,
+              wants_local_start=wants_local_start, replace=replace)
+
+
+def _register(name: str, function: Method, *, needs_positive_reg: bool = False,
+              losses: Sequence[str] | None = None, description: str = "",
+              solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
+              | None = None, fits: SizeCheck | None = None,
+              wants_local_start: bool = True, replace: bool = False,
+              keywords: frozenset[str] | None = None) -> None:
     if not isinstance(name, str) or not name or name == "auto":
         raise InvalidParameterError(
             f"an engine name must be a non-empty string other than 'auto'; got {name!r}.")
@@ -97,7 +125,7 @@ def register_method(name: str, function: Method, *, needs_positive_reg: bool = F
         raise InvalidParameterError(f"`function` must be callable; got {function!r}.")
     _METHODS[name] = MethodSpec(name, function, needs_positive_reg,
                                 None if losses is None else tuple(losses), description,
-                                solver_needs, fits, bool(wants_local_start))
+                                solver_needs, fits, bool(wants_local_start), keywords)
 
 
 def register_formulation(name: str, factory: Callable[..., Formulation], *,
@@ -130,10 +158,10 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
         # an oracle formulation needs its backend as its master: no tangent cuts
         return probe.needs(), not isinstance(probe, OracleFormulation)
 
-    register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
-                    description=description or f"formulation {name!r} solved by the driver",
-                    solver_needs=solver_needs, fits=fits,
-                    wants_local_start=wants_local_start, replace=replace)
+    _register(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
+              description=description or f"formulation {name!r} solved by the driver",
+              solver_needs=solver_needs, fits=fits, wants_local_start=wants_local_start,
+              replace=replace, keywords=FORMULATION_KEYWORDS)
 
 
 def method_spec(name: str) -> MethodSpec:

@@ -72,3 +72,21 @@ def test_solve_exact_runs_the_engine_alone_by_default():
                            budget=Budget.from_time_limit(None, work_limit=WORK))
     assert not any(n.startswith("local phase") for n in alone.notes)
     assert _rules(alone.ensemble) == _rules(same.ensemble) and alone.risk == same.risk
+
+
+def test_register_method_is_deprecated_and_still_works():
+    """Every engine is a formulation (issue 32): ``register_method`` warns and registers."""
+    from rulemip.algorithms import engine_registry
+    from rulemip.algorithms.engine_registry import ENGINES, register_method
+
+    def engine(dataset, n_rules, **kw):
+        return solve_exact(dataset, n_rules, engine="cip", **kw)
+
+    with pytest.warns(FutureWarning, match="register_formulation"):
+        register_method("deprecated-engine", engine, replace=True)
+    try:
+        assert "deprecated-engine" in ENGINES
+    finally:
+        engine_registry._METHODS.pop("deprecated-engine", None)
+    # the built-in engines are formulations: their keywords are declared, not read
+    assert engine_registry.method_spec("cip").keywords == engine_registry.FORMULATION_KEYWORDS
