@@ -4,9 +4,7 @@ An exact k-rule fit is a declared list of phases (:data:`FIT_PLAN`), each with i
 share of the fit's one :class:`~rulemip.budget.Budget` (:data:`SHARES`, the only place
 the fit's time shares are written) and each returning a
 :class:`~rulemip.algorithms.fit_decision.PhaseOutcome` — a model, a proved bound,
-finished or a limit, never a status:
-
-The plan of the estimators (:data:`FIT_PLAN`):
+finished or a limit, never a status. The plan of the estimators:
 
 1. :class:`BoostingStart` — the boosting warm start (``preset``) on the problem's own
    candidate thresholds, or the warm start given (the better of the two);
