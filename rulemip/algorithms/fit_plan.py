@@ -44,11 +44,18 @@ from rulemip.algorithms.engine_registry import (
     method_spec,
 )
 from rulemip.algorithms.fit_decision import FitState, PhaseOutcome, absorb, decide_fit
+from rulemip.algorithms.local_swap import local_optimality_record, refit_ensemble
+from rulemip.algorithms.multi_start import best_local_model, threshold_tree_rules
+from rulemip.algorithms.two_rule_bound import two_rule_bound
+from rulemip.boosting import RuleBooster
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+from rulemip.formulations.cells import reduce_to_cells
 from rulemip.formulations.result import ExactResult
-from rulemip.rules import RuleEnsemble
+from rulemip.losses import get_loss
+from rulemip.rules import Rule, RuleEnsemble
+from rulemip.rules.ensemble import conditions_from_box
 from rulemip.rules.language import Language
 from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import Limit, budget_limit
@@ -160,8 +167,6 @@ def _with_encoder(ensemble: RuleEnsemble, ds: Dataset) -> RuleEnsemble:
 
 
 def _booster(preset: str, request: FitRequest) -> Any:
-    from rulemip.boosting import RuleBooster
-
     return RuleBooster.from_preset(
         preset, n_rules=request.n_rules, loss=request.loss, reg=request.reg,
         fit_intercept=request.fit_intercept, thresholds=request.thresholds,
@@ -233,8 +238,6 @@ class LocalStart:
 
     def run(self, request: FitRequest, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        from rulemip.algorithms.multi_start import best_local_model, threshold_tree_rules
-
         ds, start = request.dataset, state.start
         starts: list[tuple[str, Any]] = []
         if start is not None:
@@ -313,9 +316,6 @@ class SwapsAndKicks:
 
     def run(self, request: FitRequest, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        from rulemip.algorithms.local_swap import local_optimality_record
-        from rulemip.algorithms.multi_start import best_local_model
-
         assert state.ensemble is not None
         starts = [("engine", state.ensemble)]
         if state.start is not None:
@@ -361,13 +361,6 @@ class TwoRuleBound:
 
     def run(self, request: FitRequest, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        from rulemip.algorithms.local_swap import refit_ensemble
-        from rulemip.algorithms.two_rule_bound import two_rule_bound
-        from rulemip.formulations.cells import reduce_to_cells
-        from rulemip.losses import get_loss
-        from rulemip.rules import Rule
-        from rulemip.rules.ensemble import conditions_from_box
-
         ds = request.dataset
         y = get_loss("squared").check_labels(np.asarray(ds.y))
         cells = reduce_to_cells(ds.X, y, request.thresholds, "squared", ds.sample_weight)
