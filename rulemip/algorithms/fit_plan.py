@@ -85,6 +85,10 @@ class FitShares:
         docs/benchmarks/exact.md §11).
     two_rule_kicks : two squared-loss rules: swaps and kicks after the engine; the rest
         goes to the two-rule branch and bound.
+    descents : swaps and kicks: the swap descents from the engine's model and the start
+        (the kicks get the rest, so that a slow box search leaves them something).
+    heuristic_kicks : swaps and kicks, no start proved 1-swap optimal: the beam-only kicks,
+        before one exact descent.
     """
 
     warm_start: float = 0.3
@@ -93,6 +97,8 @@ class FitShares:
     engine: float = 0.8
     two_rule_engine: float = 0.4
     two_rule_kicks: float = 0.3
+    descents: float = 0.5
+    heuristic_kicks: float = 0.5
 
 
 #: the shares of every exact fit (one declared place)
@@ -324,7 +330,9 @@ class SwapsAndKicks:
                                  fit_intercept=request.fit_intercept,
                                  thresholds=request.thresholds,
                                  max_rule_length=request.max_rule_length, budget=budget,
-                                 kicks=True, seed=request.seed)
+                                 kicks=True, seed=request.seed,
+                                 descent_share=request.shares.descents,
+                                 heuristic_share=request.shares.heuristic_kicks)
         if found is None or not state.admits(found.best.ensemble):
             return PhaseOutcome(None)
         best = found.best
