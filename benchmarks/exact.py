@@ -119,8 +119,8 @@ def solve(engine: str, ds: Dataset, k: int, reg: float, thresholds: Sequence[np.
         method = {"cip-enum": "enumerate", "cip-oa": "oa", "cip-auto": "auto",
                   "cip-bnb": "bnb"}[kind]
         return solve_box_selection(cip, ds, method=method, solver=backend or "highs",
-                                   time_limit=time_limit, threads=threads, mip_gap=mip_gap,
-                                   **cip_options)
+                                   budget=Budget.from_time_limit(time_limit),
+                                   threads=threads, mip_gap=mip_gap, **cip_options)
     if kind == "cip-conic":
         return solve_conic_scip(ds, k, reg, ths, time_limit, threads=threads,
                                 mip_gap=mip_gap)

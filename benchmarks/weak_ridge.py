@@ -56,7 +56,8 @@ def solve(engine: str, ds: Dataset, th: list[np.ndarray], k: int, time_limit: fl
           gap: float) -> ExactResult:
     common = dict(reg=1e-8, fit_intercept=False, thresholds=th, mip_gap=gap)
     if engine == "cell-bnb":
-        return solve_cell_bnb(ds, k, time_limit=time_limit, **common)  # type: ignore[arg-type]
+        return solve_cell_bnb(ds, k, budget=Budget.from_time_limit(time_limit),
+                              **common)  # type: ignore[arg-type]
     return solve_exact(ds, k, engine=engine, budget=Budget.from_time_limit(time_limit),
                        **common)  # type: ignore[arg-type]
 
