@@ -29,7 +29,7 @@ from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.language import Language
 from rulemip.solvers.result import Limit, TerminationReason, relative_gap
-from rulemip.solvers.status import REFUTATION_TOL, promote
+from rulemip.solvers.status import REFUTATION_TOL, Verdict, promote
 
 
 def empty_model(dataset: Dataset, *, loss: str, reg: float,
@@ -132,7 +132,7 @@ class FitState:
             and (res.ensemble is None or same_risk(self.risk, res.risk)) \
             and (not res.is_optimal or res.lower_bound <= self.risk)
 
-    def _verdict(self, *, warn: bool = True) -> Any:
+    def _verdict(self, *, warn: bool = True) -> Verdict:
         return promote(self.risk, self.lower_bound, finished=self.finished,
                        mip_gap=self.mip_gap, limit=self.limit, bound_valid=self.bound_valid,
                        fallback_bound=0.0, warn=warn)
