@@ -55,6 +55,7 @@ import numpy as np
 
 from rulemip.algorithms.box_selection_methods import solve_box_selection
 from rulemip.algorithms.driver import solve as solve_formulation
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.interval_cover import IntervalCoverMIP
@@ -118,16 +119,17 @@ def solve(engine: str, ds: Dataset, k: int, reg: float, thresholds: Sequence[np.
         method = {"cip-enum": "enumerate", "cip-oa": "oa", "cip-auto": "auto",
                   "cip-bnb": "bnb"}[kind]
         return solve_box_selection(cip, ds, method=method, solver=backend or "highs",
-                                   time_limit=time_limit, threads=threads, mip_gap=mip_gap,
-                                   **cip_options)
+                                   budget=Budget.from_time_limit(time_limit),
+                                   threads=threads, mip_gap=mip_gap, **cip_options)
     if kind == "cip-conic":
         return solve_conic_scip(ds, k, reg, ths, time_limit, threads=threads,
                                 mip_gap=mip_gap)
     if kind == "mip":
         mip = IntervalCoverMIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                                thresholds=ths)
-        return solve_formulation(mip, ds, solver=backend, time_limit=time_limit, threads=threads,
-                         mip_gap=mip_gap)
+        return solve_formulation(mip, ds, solver=backend,
+                                 budget=Budget.from_time_limit(time_limit), threads=threads,
+                                 mip_gap=mip_gap)
     raise ValueError(f"unknown engine {engine!r}; known: {engine_names(True)}")
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from exact import diabetes
 
 from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.formulations.box_selection import BoxSelectionCIP
 
@@ -28,8 +29,8 @@ def run(ds: Dataset, k: int, reg: float, time_limit: float, **kw: Any) -> dict[s
     t = time.perf_counter()
     cip = BoxSelectionCIP(k, reg=reg, max_thresholds=kw.pop("max_thresholds", 5),
                           max_rule_length=kw.pop("max_rule_length", None))
-    res = solve_box_selection(cip, ds, time_limit=time_limit, threads=kw.pop("threads", 2),
-                              **kw)
+    res = solve_box_selection(cip, ds, budget=Budget.from_time_limit(time_limit),
+                              threads=kw.pop("threads", 2), **kw)
     return {"status": res.termination.value, "time": time.perf_counter() - t,
             "iters": res.iterations, "gap": res.gap, "risk": res.risk,
             "lb": res.lower_bound, "B": res.n_boxes, "cells": res.n_cells,

@@ -6,6 +6,8 @@ Rerun (from the repository root)::
 
     python benchmarks/exact_kfit.py --time-limit 60 --jsonl kfit.jsonl
     python benchmarks/exact_kfit.py --quick     # 10 s diabetes budgets, fewer tiny instances
+    python benchmarks/exact_kfit.py --quick --work-limit 20000   # reproducible: every fit
+                                                # stopped by work, not time (one thread)
     python benchmarks/exact_kfit.py --ks 2 3 --three-ks --tiny 0 --tables friedman1 cancer
     python benchmarks/exact_kfit.py --ks --tiny 0 --three-ks 2 3 5 --jsonl kfit.jsonl
 
@@ -39,6 +41,14 @@ from rulemip.estimators import ExactRuleEnsembleRegressor
 from rulemip.testing.brute_force import brute_force_optimum
 
 TINY_ENGINES = ("auto", "cip", "cip-bnb", "cg", "cell-bnb", "mip")
+#: with ``--work-limit``: the settings that make every fit deterministic (no time limit,
+#: the work limit, one thread, a fixed seed), given to every estimator
+DETERMINISTIC: dict[str, Any] = {}
+
+
+def _limits(time_limit: float | None) -> dict[str, Any]:
+    """The limits of one fit: ``time_limit``, or the deterministic settings."""
+    return {"time_limit": time_limit, **DETERMINISTIC}
 
 
 def diabetes_row(k: int, time_limit: float, three: bool = False) -> dict[str, Any]:
@@ -49,6 +59,7 @@ def diabetes_row(k: int, time_limit: float, three: bool = False) -> dict[str, An
     if three:
         X = X[:, [2, 3, 8]]
         params["reg"] = 1.0
+    params.update(_limits(time_limit))
     return _fit_row(ExactRuleEnsembleRegressor(**params), X, y,
                     "diabetes-3" if three else "diabetes", k, time_limit)
 
@@ -83,10 +94,10 @@ def table_row(table: str, k: int, time_limit: float) -> dict[str, Any]:
     est: Any
     if table == "friedman1":
         X, y = make_friedman1(n_samples=5000, n_features=10, noise=1.0, random_state=0)
-        est = ExactRuleEnsembleRegressor(n_rules=k, time_limit=time_limit)
+        est = ExactRuleEnsembleRegressor(n_rules=k, **_limits(time_limit))
     else:
         X, y = load_breast_cancer(return_X_y=True)
-        est = ExactRuleEnsembleClassifier(n_rules=k, time_limit=time_limit)
+        est = ExactRuleEnsembleClassifier(n_rules=k, **_limits(time_limit))
     return _fit_row(est, X, y, table, k, time_limit)
 
 
@@ -107,7 +118,7 @@ def tiny_rows(n_instances: int, time_limit: float) -> list[dict[str, Any]]:
         for engine in TINY_ENGINES:
             est = ExactRuleEnsembleRegressor(n_rules=k, reg=reg, fit_intercept=fit_intercept,
                                              thresholds=th, engine=engine,
-                                             time_limit=time_limit)
+                                             **_limits(time_limit))
             t0 = time.perf_counter()
             try:
                 with warnings.catch_warnings():
@@ -186,6 +197,9 @@ def main() -> None:
     p.add_argument("--table-ks", type=int, nargs="*", default=[3, 5])
     p.add_argument("--quick", action="store_true",
                    help="10 s diabetes fits, 12 tiny instances at 5 s")
+    p.add_argument("--work-limit", type=int, default=None,
+                   help="units of work per fit, with no time limit, one thread and seed 0: "
+                        "rows that are reproducible on any machine (default: none)")
     p.add_argument("--jsonl", help="append every row to this file")
     p.add_argument("--summarize", nargs="*", help="reprint rows from JSONL files")
     args = p.parse_args()
@@ -198,6 +212,9 @@ def main() -> None:
         return
     if args.quick:
         args.time_limit, args.tiny, args.tiny_time_limit = 10.0, 12, 5.0
+    if args.work_limit is not None:
+        DETERMINISTIC.update(time_limit=None, work_limit=args.work_limit, n_jobs=1,
+                             random_state=0)
     rows: list[dict[str, Any]] = []
     for k in args.ks:
         rows.append(diabetes_row(k, args.time_limit))

@@ -25,6 +25,7 @@ from exact import mip_backends
 
 from rulemip.algorithms.driver import solve
 from rulemip.algorithms.mip_boosting import mip_boosting
+from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 
@@ -46,7 +47,7 @@ def alternating_runs(backends: list[str], ks: list[int], time_limit: float) -> N
                   f"{rounds[-1].risk:.6g}", f"{time.perf_counter() - t0:.2f}s")
             t0 = time.perf_counter()
             res = solve(IntervalCoverMIP(k, fit_intercept=False), ds, solver=backend,
-                                                                 time_limit=time_limit)
+                        budget=Budget.from_time_limit(time_limit))
             _line(f"D({k},{delta:.4f})", backend, "exact", res.termination.value,
                   f"{res.risk:.6g}", f"lb {res.lower_bound:.6g}",
                   f"{time.perf_counter() - t0:.2f}s", f"it {res.iterations}")
@@ -70,7 +71,7 @@ def sine_runs(backends: list[str], ks: list[int], time_limit: float) -> None:
             for warm in (None, start) if start is not None else (None,):
                 t0 = time.perf_counter()
                 res = solve(IntervalCoverMIP(k, reg=0.0), ds, solver=backend, warm_start=warm,
-                                                          time_limit=time_limit)
+                            budget=Budget.from_time_limit(time_limit))
                 _line(f"sine20 k={k}", backend, "warm" if warm is not None else "cold",
                       res.termination.value, f"{res.risk:.6g}", f"lb {res.lower_bound:.6g}",
                       f"{time.perf_counter() - t0:.2f}s", f"it {res.iterations}")

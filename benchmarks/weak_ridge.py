@@ -11,7 +11,7 @@ without replacement) of the bundled diabetes data (features bmi=2, s5=8, bp=3) o
     python benchmarks/weak_ridge.py --features 2 --sizes 16 30 --ks 3 4 5 6 \
         --engines cell-bnb auto cip-bnb --time-limit 30
 
-Engines: ``auto`` / ``cip`` / ``cip-bnb`` through :func:`rulemip.formulations.engines.solve_exact`
+Engines: ``auto`` / ``cip`` / ``cip-bnb`` through :func:`rulemip.algorithms.fit_plan.solve_exact`
 and ``cell-bnb`` (:func:`rulemip.algorithms.cell_bnb.solve_cell_bnb`). Every solve asks for
 relative gap 1e-4; the table reports the certified gap reached. Timings are wall-clock on a
 shared 2-core machine: noisy.
@@ -28,7 +28,8 @@ import numpy as np
 from sklearn.datasets import load_diabetes, make_friedman1
 
 from rulemip.algorithms.cell_bnb import solve_cell_bnb
-from rulemip.algorithms.driver import solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.result import ExactResult
@@ -53,11 +54,12 @@ def instance(source: str, n: int, n_features: int, seed: int = 0
 
 def solve(engine: str, ds: Dataset, th: list[np.ndarray], k: int, time_limit: float,
           gap: float) -> ExactResult:
-    common = dict(reg=1e-8, fit_intercept=False, thresholds=th, time_limit=time_limit,
-                  mip_gap=gap)
+    common = dict(reg=1e-8, fit_intercept=False, thresholds=th, mip_gap=gap)
     if engine == "cell-bnb":
-        return solve_cell_bnb(ds, k, **common)  # type: ignore[arg-type]
-    return solve_exact(ds, k, engine=engine, **common)  # type: ignore[arg-type]
+        return solve_cell_bnb(ds, k, budget=Budget.from_time_limit(time_limit),
+                              **common)  # type: ignore[arg-type]
+    return solve_exact(ds, k, engine=engine, budget=Budget.from_time_limit(time_limit),
+                       **common)  # type: ignore[arg-type]
 
 
 def main() -> None:

@@ -19,7 +19,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip import Dataset, RuleEnsemble, get_loss, register_formulation
-from rulemip.algorithms.driver import ENGINES, solve_exact
+from rulemip.algorithms.fit_plan import ENGINES, solve_exact
+from rulemip.budget import Budget
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.protocol import BuiltModel
 from rulemip.solvers.base import Capability, SolverBackend
@@ -105,7 +106,8 @@ if __name__ == "__main__":
     y = np.where(X[:, 0] > 0, 2.0, -1.0) + rng.normal(scale=0.3, size=30)
     ds = Dataset.from_arrays(X, y)
     ths = [np.quantile(X[:, j], [0.25, 0.5, 0.75]) for j in range(2)]
-    res = solve_exact(ds, 2, reg=0.01, thresholds=ths, engine="mip-nonneg", time_limit=60)
+    res = solve_exact(ds, 2, reg=0.01, thresholds=ths, engine="mip-nonneg",
+                      budget=Budget.from_time_limit(60))
     print(res.termination.value, f"risk {res.risk:.6f}, bound {res.lower_bound:.6f}")
     assert res.ensemble is not None
     print(res.ensemble.to_text())

@@ -25,7 +25,7 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.box_bnb import branch_and_bound
 from rulemip.algorithms.box_search import local_search
-from rulemip.algorithms.driver import register_formulation, solve
+from rulemip.algorithms.driver import deprecated_time_limit, register_formulation, solve
 from rulemip.algorithms.oa_relaxation import relaxation_bound, relaxation_then_integer
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
 from rulemip.budget import Budget
@@ -327,10 +327,14 @@ def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, *,
                         ) -> ExactResult:
     """Certified best k-rule ensemble of ``cip`` on ``dataset`` through the driver
     (:func:`rulemip.algorithms.driver.solve`); ``options`` are those of
-    :class:`BoxSelectionSearch` (method, initial_cuts, relaxation_iters, …, problem)."""
+    :class:`BoxSelectionSearch` (method, initial_cuts, relaxation_iters, …, problem).
+    ``budget``: the time and work (``time_limit`` is deprecated: it still shortens
+    ``budget``, with a ``FutureWarning``)."""
     check_nonneg_float(time_limit, "time_limit", allow_none=True)
     return solve(BoxSelectionSearch.of(cip, **options), dataset, solver=solver,
-                 budget=budget, time_limit=time_limit, mip_gap=mip_gap,
+                 budget=Budget.coerce(budget, deprecated_time_limit(time_limit,
+                                                                    "solve_box_selection")),
+                 mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback, seed=seed, threads=threads)
 
 

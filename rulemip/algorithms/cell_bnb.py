@@ -78,7 +78,7 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.box_search import local_search
-from rulemip.algorithms.driver import register_formulation, solve
+from rulemip.algorithms.driver import deprecated_time_limit, register_formulation, solve
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
@@ -474,8 +474,9 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     ridge, where the perspective bounds of ``engine="cip"``/``"cip-bnb"`` stall. Returns an
     :class:`~rulemip.formulations.result.ExactResult` (``engine="cell-bnb"``, no backend)
     whose risk is recomputed on the data; ``OPTIMAL`` only when the relative gap closed
-    to ``mip_gap``. ``budget`` is the fit's :class:`~rulemip.budget.Budget` (``time_limit``
-    may only shorten it); building the cells counts against it. A problem beyond the size
+    to ``mip_gap``. ``budget`` is the fit's :class:`~rulemip.budget.Budget`; building the
+    cells counts against it (``time_limit`` is deprecated: it still shortens ``budget``,
+    with a ``FutureWarning``). A problem beyond the size
     guard is refused before any work (:func:`check_cell_bnb_fits`).
     """
     k = check_positive_int(n_rules, "n_rules")
@@ -489,8 +490,11 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     formulation = CellSweepSearch(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                                   thresholds=ths, max_rule_length=max_rule_length)
     check_cell_bnb_fits(ths, max_rule_length, n_rules=k, n_samples=dataset.X.shape[0])
-    return solve(formulation, dataset, solver="auto", budget=budget, time_limit=time_limit,
-                 mip_gap=mip_gap, warm_start=warm_start, callback=callback, seed=seed)
+    return solve(formulation, dataset, solver="auto",
+                 budget=Budget.coerce(budget,
+                                      deprecated_time_limit(time_limit, "solve_cell_bnb")),
+                 mip_gap=mip_gap,
+                 warm_start=warm_start, callback=callback, seed=seed)
 
 
 register_formulation("cell-bnb", CellSweepSearch, losses=("squared",),

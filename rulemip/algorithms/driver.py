@@ -24,20 +24,41 @@ proved. ``docs/architecture.md`` draws the whole picture.
 
 from __future__ import annotations
 
-import inspect
 import math
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+import warnings
+from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip.algorithms.engine_registry import (
+    _METHODS,  # noqa: F401  (the registry itself, under its former address)
+    CIP_EXPLICIT_MAX_BOXES,
+    ENGINES,
+    MethodSpec,
+    check_engine_fits,
+    check_solver,
+    choose_engine,
+    method_spec,
+    register_formulation,
+    register_method,
+)
+from rulemip.algorithms.fit_decision import (  # noqa: F401  (their former address)
+    FitState,
+    PhaseOutcome,
+    absorb,
+    at_least_warm_start,
+    checked,
+    decide_fit,
+    empty_model,
+    with_time_limit_named,
+)
 from rulemip.algorithms.tangent_cuts import solve_model
-from rulemip.budget import Budget, default_max_memory
+from rulemip.budget import Budget
 from rulemip.data import Dataset
-from rulemip.exceptions import InvalidParameterError, SolverError
-from rulemip.formulations.engines import CIP_MAX_BOXES, count_boxes, kbox_fits
+from rulemip.exceptions import SolverError
 from rulemip.formulations.protocol import (
     BuiltModel,
     Formulation,
@@ -46,16 +67,9 @@ from rulemip.formulations.protocol import (
 )
 from rulemip.formulations.result import ExactResult
 from rulemip.model.standard_form import StandardForm
-from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.language import Language
-from rulemip.solvers.base import (
-    Capability,
-    SolverBackend,
-    required_capabilities,
-    resolve_backend,
-    supports,
-)
+from rulemip.solvers.base import SolverBackend, required_capabilities, resolve_backend, supports
 from rulemip.solvers.result import (
     Limit,
     SolveOptions,
@@ -63,11 +77,10 @@ from rulemip.solvers.result import (
     TerminationReason,
     relative_gap,
 )
-from rulemip.solvers.status import REFUTATION_TOL, bound_slack, promote
+from rulemip.solvers.status import bound_slack, promote
 
 FloatArray = NDArray[np.float64]
 Callback = Callable[[dict[str, Any]], Any]
-Method = Callable[..., ExactResult]
 
 
 # ---------------------------------------------------------------------- the driver
@@ -90,8 +103,10 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     ----------
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
         loss terms — if installed, else a MILP master with tangent cuts) or a backend.
-    budget, time_limit : the time available (``budget`` wins; ``time_limit`` may only
-        shorten it); model building counts.
+    budget : the time and work available (default: unlimited); model building counts.
+    time_limit : deprecated — pass ``budget=Budget.from_time_limit(seconds)`` (a float
+        for time is for the estimators and the command line only); still shortens
+        ``budget``, with a ``FutureWarning``.
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.
@@ -102,7 +117,7 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         when the backend fails in a way that is not a limit; its ``result`` attribute is an
         :class:`ExactResult` with the best model known (the warm start, if any).
     """
-    clock = Budget.coerce(budget, time_limit)
+    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve"))
     oracle = isinstance(formulation, OracleFormulation)
     backend, native = resolve_backend(solver, formulation.needs(),
                                       outer_approximation=not oracle)
@@ -135,6 +150,16 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
                              mip_gap=mip_gap, start=start,
                              bound_tolerance=getattr(backend, "bound_tolerance", None),
                              sf=sf)
+
+
+def deprecated_time_limit(time_limit: float | None, where: str) -> float | None:
+    """``time_limit`` of a public function below the estimators, with a ``FutureWarning``
+    when given: time is a :class:`~rulemip.budget.Budget` there (issue 32, item 5)."""
+    if time_limit is not None:
+        warnings.warn(f"`{where}(time_limit=...)` is deprecated and will be removed; pass "
+                      "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
+                      FutureWarning, stacklevel=3)
+    return time_limit
 
 
 def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,
@@ -307,298 +332,6 @@ def wrap_callback(callback: Callback | None) -> Callback | None:
     return cb
 
 
-# ---------------------------------------------------------------------- registries
-#: an engine's size guard (``MethodSpec.fits``): raises
-#: :class:`~rulemip.exceptions.InvalidParameterError` naming alternatives, else returns
-SizeCheck = Callable[..., None]
-
-
-@dataclass(frozen=True)
-class MethodSpec:
-    """A registered engine: its function and what it requires of the request."""
-
-    name: str
-    function: Method
-    needs_positive_reg: bool = False
-    losses: tuple[str, ...] | None = None  # None: every loss
-    description: str = ""
-    #: what the engine needs from its solver, given ``(loss, reg)``, with whether outer
-    #: approximation may serve (checked by :func:`check_solver` before any work)
-    solver_needs: Callable[[str, float], tuple[set[Capability], bool]] | None = None
-    #: ``fits(thresholds, max_rule_length, n_rules=, n_samples=)`` refuses, before any
-    #: work, a problem whose size the engine cannot hold (:func:`check_engine_fits`)
-    fits: SizeCheck | None = None
-    #: the engine profits from the estimator's local phase before it (rule swaps from
-    #: several starts, its best model the warm start); an exhaustive search that meets the
-    #: best models first by itself (``"kbox"``) declares False and saves that time
-    wants_local_start: bool = True
-
-    def accepted(self) -> set[str] | None:
-        """Keyword names the function takes (``None``: it takes ``**kwargs``)."""
-        params = inspect.signature(self.function).parameters.values()
-        if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params):
-            return None
-        return {p.name for p in params}
-
-
-_METHODS: dict[str, MethodSpec] = {}
-
-
-def register_method(name: str, function: Method, *, needs_positive_reg: bool = False,
-                    losses: Sequence[str] | None = None, description: str = "",
-                    solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
-                    | None = None, fits: SizeCheck | None = None,
-                    wants_local_start: bool = True, replace: bool = False) -> None:
-    """Make ``function`` available as ``engine=name`` in :func:`solve_exact`.
-
-    ``function(dataset, n_rules, *, loss, reg, fit_intercept, thresholds, max_rule_length,
-    solver, time_limit, budget, mip_gap, warm_start, seed, callback) -> ExactResult``; it
-    receives only the keywords its signature names, so e.g. a column-generation engine
-    without ``solver``/``mip_gap`` registers as it is. ``needs_positive_reg`` and
-    ``losses`` are checked before it is called, and ``solver_needs(loss, reg) -> (needs,
-    outer_approximation)`` lets :func:`check_solver` refuse an unable solver up front;
-    ``fits(thresholds, max_rule_length, n_rules=, n_samples=)`` refuses a problem the
-    engine cannot hold, before any work (:func:`check_engine_fits`);
-    ``wants_local_start=False`` tells the exact estimators to skip their local phase before
-    the engine (:attr:`MethodSpec.wants_local_start`).
-    """
-    if not isinstance(name, str) or not name or name == "auto":
-        raise InvalidParameterError(
-            f"an engine name must be a non-empty string other than 'auto'; got {name!r}.")
-    if name in _METHODS and not replace:
-        raise InvalidParameterError(
-            f"engine {name!r} is already registered; pass replace=True to override.")
-    if not callable(function):
-        raise InvalidParameterError(f"`function` must be callable; got {function!r}.")
-    _METHODS[name] = MethodSpec(name, function, needs_positive_reg,
-                                None if losses is None else tuple(losses), description,
-                                solver_needs, fits, bool(wants_local_start))
-
-
-def register_formulation(name: str, factory: Callable[..., Formulation], *,
-                         needs_positive_reg: bool = False,
-                         losses: Sequence[str] | None = None, description: str = "",
-                         fits: SizeCheck | None = None, wants_local_start: bool = True,
-                         replace: bool = False) -> None:
-    """Make a formulation available as ``engine=name``, solved by :func:`solve`
-    (the keywords as for :func:`register_method`).
-
-    ``factory(n_rules, loss=, reg=, fit_intercept=, thresholds=, max_rule_length=)``
-    returns the formulation (a formulation class with that constructor qualifies);
-    ``fits`` is its size guard (:func:`register_method`).
-    """
-    def method(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
-               fit_intercept: bool, thresholds: Sequence[FloatArray],
-               max_rule_length: int | None, solver: str | SolverBackend, budget: Budget,
-               mip_gap: float, warm_start: RuleEnsemble | None, seed: int,
-               callback: Callback | None) -> ExactResult:
-        formulation = factory(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                              thresholds=list(thresholds), max_rule_length=max_rule_length)
-        return solve(formulation, dataset, solver=solver, budget=budget, mip_gap=mip_gap,
-                     warm_start=warm_start, callback=callback, seed=seed)
-
-    def solver_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
-        probe = factory(1, loss=loss, reg=reg if reg > 0 else 1e-3, fit_intercept=True,
-                        thresholds=None, max_rule_length=None)
-        # an oracle formulation needs its backend as its master: no tangent cuts
-        return probe.needs(), not isinstance(probe, OracleFormulation)
-
-    register_method(name, method, needs_positive_reg=needs_positive_reg, losses=losses,
-                    description=description or f"formulation {name!r} solved by the driver",
-                    solver_needs=solver_needs, fits=fits,
-                    wants_local_start=wants_local_start, replace=replace)
-
-
-def method_spec(name: str) -> MethodSpec:
-    """The registered engine ``name`` (:class:`~rulemip.exceptions.InvalidParameterError`
-    naming the choices otherwise)."""
-    spec = _METHODS.get(name)
-    if spec is None:
-        raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {name!r}.")
-    return spec
-
-
-class _EngineNames(Sequence[str]):
-    """``"auto"`` and every registered engine, read live from the registry."""
-
-    def _names(self) -> tuple[str, ...]:
-        return ("auto", *_METHODS)
-
-    def __getitem__(self, i: Any) -> Any:
-        return self._names()[i]
-
-    def __len__(self) -> int:
-        return len(self._names())
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._names())
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._names()
-
-    def __repr__(self) -> str:
-        return repr(self._names())
-
-
-ENGINES: Sequence[str] = _EngineNames()
-
-
-# ---------------------------------------------------------------------- the entry point
-#: An engine that enumerates every candidate box (``"cip"``, ``"cip-bnb"``), named
-#: explicitly, is refused beyond this many boxes (counted by :func:`count_boxes` before
-#: any is built): its exact enumeration keeps a Gram matrix of ``8·B²`` bytes (8 GiB at
-#: this size) and its outer-approximation masters carry dense cuts over every box. Beyond
-#: it, column generation (``"cg"``, also what ``"auto"`` picks) prices the boxes without
-#: enumerating them. Issue 22: diabetes with 8 cut points per feature (about 3·10¹⁶
-#: boxes) was still building boxes after 150 s at 5.2 GB under a 5 s limit.
-CIP_EXPLICIT_MAX_BOXES = 32_768
-
-_ENUMERATING_ENGINES = ("cip", "cip-bnb")
-
-
-def check_engine_fits(engine: str, thresholds: Sequence[FloatArray],
-                      max_rule_length: int | None, *, n_rules: int | None = None,
-                      n_samples: int | None = None) -> None:
-    """Refuse an explicitly named engine whose problem cannot be held in memory, before
-    any work, naming the engines that can serve: an enumerating engine beyond
-    :data:`CIP_EXPLICIT_MAX_BOXES` candidate boxes, and any engine whose registered size
-    guard (``fits``, e.g. ``"cell-bnb"``'s) refuses it."""
-    fits = method_spec(engine).fits if engine in _METHODS else None
-    if fits is not None:
-        fits(thresholds, max_rule_length, n_rules=n_rules, n_samples=n_samples)
-    if engine not in _ENUMERATING_ENGINES:
-        return
-    n_boxes = count_boxes(thresholds, max_rule_length)
-    if n_boxes <= CIP_EXPLICIT_MAX_BOXES:
-        return
-    gib = 8.0 * float(n_boxes) ** 2 / 2**30
-    raise InvalidParameterError(
-        f"`engine='{engine}'` enumerates every candidate box, and these thresholds give "
-        f"{n_boxes:.3g} of them (more than {CIP_EXPLICIT_MAX_BOXES}; its Gram matrix alone "
-        f"would need {gib:.3g} GiB). Use engine='auto' or engine='cg' (column generation "
-        "prices boxes without enumerating them), or fewer boxes: a smaller "
-        "`max_thresholds` or a `max_rule_length`.")
-
-
-def choose_engine(engine: str, reg: float, thresholds: Sequence[FloatArray],
-                  max_rule_length: int | None, *, n_rules: int | None = None,
-                  loss: str | None = None, n_samples: int | None = None) -> str:
-    """``"auto"``: one rule under squared loss with ``reg > 0`` by column generation,
-    whose one-rule path is the exact box search (docs/explanation/box_search.md); two
-    squared-loss rules of a capped length (any ``reg`` ≥ 0) by the k-box search when its
-    box table fits the memory budget (the rows bound its cells; docs/explanation/
-    kbox_search.md); else with ``reg > 0`` the CIP when there are at most
-    ``CIP_MAX_BOXES`` candidate boxes, column generation over boxes beyond; the MIP at
-    ``reg = 0``.
-    A named engine is checked for applicability (``reg``, and whether its candidate
-    boxes fit: :func:`check_engine_fits`; ``n_samples``, the data's rows, sharpens the
-    memory estimate of a size guard)."""
-    if engine not in ENGINES:
-        raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
-    if engine != "auto":
-        spec = method_spec(engine)
-        if spec.needs_positive_reg and reg <= 0:
-            raise InvalidParameterError(
-                f"`engine='{engine}'` needs `reg` > 0 (the CIP uses γ = 1/reg); use "
-                "engine='mip' or a small positive reg such as 1e-6.")
-        check_engine_fits(engine, thresholds, max_rule_length, n_rules=n_rules,
-                          n_samples=n_samples)
-        return engine
-    if reg > 0 and n_rules == 1 and loss == "squared":
-        return "cg"
-    if loss == "squared" and n_rules is not None and n_rules >= 2 and "kbox" in ENGINES \
-            and kbox_fits(thresholds, max_rule_length, n_rules, n_samples or 0,
-                          default_max_memory()):
-        # short rules: every pair of boxes of the language is ruled out or scored
-        return "kbox"
-    if reg > 0:
-        # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
-        # (a valid bound > 0 on tables where the MIP's bound stays 0)
-        return "cip" if count_boxes(thresholds, max_rule_length) <= CIP_MAX_BOXES else "cg"
-    return "mip"
-
-
-def check_solver(engine: str, solver: str | SolverBackend, *, loss: str = "squared",
-                 reg: float = 1e-3) -> SolverBackend:
-    """Resolve, before any work (warm starts included), the backend of ``solver`` for the
-    chosen ``engine`` — the one resolution of a fit: pass the backend it returns on as
-    ``solver`` (:func:`solve_exact`, :func:`solve` then only check its capabilities).
-    A backend the engine cannot use is refused with
-    :class:`~rulemip.exceptions.UnsupportedCapabilityError` or
-    :class:`~rulemip.exceptions.BackendUnavailableError` naming the remedy; an engine that
-    needs no solver still gets the named backend checked to exist (an unknown name or a
-    missing package fails here, with the install hint)."""
-    spec = method_spec(engine)
-    if spec.solver_needs is None:
-        return resolve_backend(solver, set(), outer_approximation=False)[0]
-    needs, oa = spec.solver_needs(loss, reg)
-    return resolve_backend(solver, needs, outer_approximation=oa)[0]
-
-
-def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
-                fit_intercept: bool = True, thresholds: Sequence[FloatArray],
-                max_rule_length: int | None = None, engine: str = "auto",
-                solver: str | SolverBackend = "auto", time_limit: float | None = None,
-                mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
-                seed: int = 0, callback: Callback | None = None,
-                budget: Budget | None = None) -> ExactResult:
-    """Solve for the best ensemble of at most ``n_rules`` rules over ``thresholds`` with
-    the engine ``engine`` (module docstring); ``budget`` is the fit's time budget
-    (``time_limit`` may only shorten it). ``solver`` is resolved here once
-    (:func:`check_solver`) and the engine receives the backend."""
-    clock = Budget.coerce(budget, time_limit)
-    chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
-                           loss=loss, n_samples=dataset.X.shape[0])
-    spec = method_spec(chosen)
-    backend = check_solver(chosen, solver, loss=loss, reg=reg)
-    if spec.losses is not None and loss not in spec.losses:
-        raise InvalidParameterError(
-            f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
-            "Use engine='cip' or 'mip'.")
-    offered: dict[str, Any] = {
-        "loss": loss, "reg": reg, "fit_intercept": fit_intercept,
-        "thresholds": list(thresholds), "max_rule_length": max_rule_length,
-        "solver": backend, "time_limit": clock.remaining(), "budget": clock,
-        "mip_gap": mip_gap, "warm_start": warm_start, "seed": seed,
-        "callback": with_gap(callback)}
-    accepted = spec.accepted()
-    kwargs = offered if accepted is None else {k: v for k, v in offered.items()
-                                               if k in accepted}
-    result = spec.function(dataset, n_rules, **kwargs)
-    language = Language(n_rules, list(thresholds), max_rule_length, fit_intercept)
-    result = checked(result, dataset, reg=reg, mip_gap=mip_gap, language=language)
-    if warm_start is not None and not language.admits(warm_start):
-        warm_start = None  # not a model of this problem: never the incumbent
-    result = at_least_warm_start(result, dataset, warm_start, reg=reg, mip_gap=mip_gap,
-                                 loss=loss, fit_intercept=fit_intercept)
-    return with_time_limit_named(result, clock)
-
-
-#: The budget counts as spent, for naming the limit, when at most this share of it (and at
-#: least ``TIME_SPENT_FLOOR`` seconds) is left: engines stop a little before the deadline
-#: rather than start a step they cannot finish.
-TIME_SPENT_SHARE = 0.05
-TIME_SPENT_FLOOR = 0.5
-
-
-def with_time_limit_named(result: ExactResult, clock: Budget) -> ExactResult:
-    """``result`` with ``limit=TIME`` instead of ``GAP`` (or none) when it is not optimal
-    and its time budget is spent: a search that ran out of time — e.g. a tangent-cut loop
-    whose last master was stopped by the clock, or pricing cut at its share of the time —
-    stopped because of the time limit, whatever the phase that noticed it called it
-    (``limit=gap`` is for a search that ended by itself with the gap open)."""
-    left = clock.remaining()
-    if result.is_optimal or left is None or result.limit not in (Limit.GAP, None) \
-            or result.ensemble is None:
-        return result
-    total = (clock.deadline or 0.0) - clock.started
-    if left > max(TIME_SPENT_FLOOR, TIME_SPENT_SHARE * total):
-        return result
-    note = (f"the time limit ended the search with the gap at {result.gap:.3g} "
-            f"(reported as limit={None if result.limit is None else result.limit.value} by "
-            "the phase that stopped).")
-    return replace(result, limit=Limit.TIME, notes=(*result.notes, note))
-
 
 def with_gap(callback: Callback | None) -> Callback | None:
     """``callback`` receiving progress dicts whose ``gap`` is the relative gap of their
@@ -620,99 +353,28 @@ def with_gap(callback: Callback | None) -> Callback | None:
     return cb
 
 
-def empty_model(dataset: Dataset, *, loss: str, reg: float,
-                fit_intercept: bool) -> RuleEnsemble:
-    """The ensemble with no rule: the optimal intercept (or the zero function), feasible
-    for every k ≥ 0."""
-    n = dataset.X.shape[0]
-    fit = fit_weights(np.zeros((n, 0)), dataset.y, loss, reg, fit_intercept,
-                      dataset.sample_weight)
-    return RuleEnsemble([], intercept=float(fit.intercept), loss=loss,
-                        classes=dataset.classes)
+def __getattr__(name: str) -> Any:
+    # the fit plan's entry point, under its former address (the plan imports this module)
+    if name == "solve_exact":
+        from rulemip.algorithms import fit_plan
 
-
-def at_least_warm_start(result: ExactResult, dataset: Dataset,
-                        warm_start: RuleEnsemble | None, *, reg: float,
-                        mip_gap: float, loss: str | None = None,
-                        fit_intercept: bool = True) -> ExactResult:
-    r"""Never return a model worse than the warm start, never no model, nor a bound
-    below 0.
-
-    An engine stopped by a limit may hold an incumbent worse than the warm start it was
-    given (or none): the warm start, a feasible ensemble over the same candidate set, is
-    then the incumbent. Without a warm start and without an incumbent, the ensemble with no
-    rule (:func:`empty_model`; ``loss`` given) is: a limit returns the best known model,
-    never nothing. :math:`R_\lambda \ge 0` for every loss, so a bound below 0 (a
-    solver's ``-1e20`` for "unknown", say) is raised to 0. The status is decided again by
-    :func:`promote`."""
-    lb = result.lower_bound if math.isfinite(result.lower_bound) else 0.0
-    lb = max(lb, 0.0)
-    ensemble, risk, notes = result.ensemble, result.risk, result.notes
-    if warm_start is None and ensemble is None and loss is not None:
-        ensemble = empty_model(dataset, loss=loss, reg=reg, fit_intercept=fit_intercept)
-        risk = float(ensemble.risk(dataset.X, dataset.y, reg=reg,
-                                   sample_weight=dataset.sample_weight))
-        notes = (*notes, "the engine found no ensemble before its limit; the model without "
-                 "rules (intercept only) is the incumbent")
-    elif warm_start is not None:
-        warm_risk = float(warm_start.risk(dataset.X, dataset.y, reg=reg,
-                                          sample_weight=dataset.sample_weight))
-        if ensemble is None or warm_risk < risk - REFUTATION_TOL * max(1.0, abs(risk)):
-            ensemble, risk = warm_start, warm_risk
-            notes = (*notes, f"the warm start (risk {warm_risk:.10g}) is better than what "
-                     "the engine found; it is the incumbent")
-    if ensemble is result.ensemble and lb == result.lower_bound:
-        return result
-    verdict = promote(risk, lb, finished=result.is_optimal, mip_gap=mip_gap,
-                      limit=result.limit, bound_valid=result.bound_valid, fallback_bound=0.0)
-    return replace(result, ensemble=ensemble, risk=risk, lower_bound=verdict.lower_bound,
-                   gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
-                   notes=notes + verdict.notes)
-
-
-def checked(result: ExactResult, dataset: Dataset, *, reg: float,
-            mip_gap: float, language: Language | None = None) -> ExactResult:
-    """``result`` with its ensemble's risk recomputed from the data; a claim of
-    optimality the recomputed risk refutes is withdrawn (:func:`promote`, fallback bound
-    0: :math:`R_\\lambda \\ge 0` for every loss). A model outside ``language``
-    (:mod:`rulemip.rules.language`) is not a model of the problem, whatever the engine
-    claims: it is dropped (the bound, proved over the language, stays) and the result is
-    not optimal; :func:`at_least_warm_start` then supplies the incumbent."""
-    if result.ensemble is None:
-        return result
-    bad = [] if language is None else language.violations(result.ensemble)
-    if bad:
-        return replace(result, ensemble=None, risk=math.inf, gap=math.inf,
-                       termination=TerminationReason.FEASIBLE,
-                       limit=result.limit or Limit.OTHER,
-                       notes=(*result.notes, "the engine's model is outside the problem's "
-                              "language (" + "; ".join(bad[:3]) + "): refused"))
-    risk = float(result.ensemble.risk(dataset.X, dataset.y, reg=reg,
-                                      sample_weight=dataset.sample_weight))
-    same = abs(risk - result.risk) <= REFUTATION_TOL * max(1.0, abs(risk))
-    if same and (not result.is_optimal or result.lower_bound <= risk):
-        return result
-    verdict = promote(risk, result.lower_bound, finished=result.is_optimal, mip_gap=mip_gap,
-                      limit=result.limit, bound_valid=result.bound_valid, fallback_bound=0.0)
-    recomputed = (f"the engine reported risk {result.risk:.12g}; recomputed from the data "
-                  f"it is {risk:.12g}.",)
-    notes = result.notes if same else result.notes + recomputed
-    term, limit = verdict.termination, verdict.limit
-    if not result.is_optimal:
-        term, limit = result.termination, result.limit
-    return replace(result, risk=risk, lower_bound=verdict.lower_bound, gap=verdict.gap,
-                   termination=term, limit=limit, notes=notes + verdict.notes)
+        return fit_plan.solve_exact
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 __all__ = [
     "CIP_EXPLICIT_MAX_BOXES",
     "ENGINES",
+    "FitState",
     "MethodSpec",
+    "PhaseOutcome",
+    "absorb",
     "check_engine_fits",
     "check_solver",
-    "checked",
     "choose_engine",
     "decide",
+    "decide_fit",
+    "empty_model",
     "formulation_language",
     "method_spec",
     "outcome_from_solve",
@@ -721,8 +383,6 @@ __all__ = [
     "result_from_solve",
     "solve",
     "solve_built",
-    "solve_exact",
     "with_gap",
-    "with_time_limit_named",
     "wrap_callback",
 ]

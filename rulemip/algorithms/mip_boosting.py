@@ -29,6 +29,7 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_positive_int
 from rulemip.algorithms.driver import solve
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.interval_cover import BuiltIntervalCover, FixedRules, IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
@@ -158,7 +159,8 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
         # warm start: the previous model plus the new rule as the all-covering box with
         # its best weight (feasible; its risk is at most the previous round's)
         this_round = RoundFormulation(problem, fixed)
-        result = solve(this_round, dataset, solver=backend, time_limit=time_limit_per_round,
+        result = solve(this_round, dataset, solver=backend,
+                       budget=Budget.from_time_limit(time_limit_per_round),
                        mip_gap=mip_gap, warm_start=RuleEnsemble([], 0.0, lo.name),
                        callback=callback, seed=seed, threads=threads)
         rounds.append(BoostingRound(m, result.ensemble, result.risk, result.lower_bound,

@@ -131,12 +131,15 @@ def _random_box(space: SearchSpace, rng: np.random.Generator,
 def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]],
                      n_rules: int, *, reg: float, fit_intercept: bool,
                      thresholds: Sequence[FloatArray], max_rule_length: int | None,
-                     budget: Budget, kicks: bool = True, seed: int = 0
+                     budget: Budget, kicks: bool = True, seed: int = 0,
+                     descent_share: float = 0.5, heuristic_share: float = 0.5
                      ) -> MultiStartOutcome | None:
     """Descend every start to 1-swap optimality (best start first, each given an equal
-    share of the time left — of half of it when ``kicks`` follow), keep the best; with
-    ``kicks`` spend the rest of ``budget`` on kicks from the best model (module docstring).
-    None without starts."""
+    share of the time left — of ``descent_share`` of it when ``kicks`` follow), keep the
+    best; with ``kicks`` spend the rest of ``budget`` on kicks from the best model (module
+    docstring; beam-only kicks within ``heuristic_share`` of it when no start was proved).
+    None without starts. The fit's plan passes its shares
+    (:data:`rulemip.algorithms.fit_plan.SHARES`)."""
     if not starts:
         return None
     space = SearchSpace.build(dataset.X, thresholds=list(thresholds))
@@ -154,7 +157,7 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
             break
         # with kicks to follow, the starts' descents get half the time (and work): a box
         # search too slow to prove anything must not leave the kicks nothing
-        part = (0.5 if kicks else 1.0) / (len(scored) - i)
+        part = (descent_share if kicks else 1.0) / (len(scored) - i)
         share = budget.fraction(part)
         out = swap_descent(dataset, model, n_rules, reg=reg, fit_intercept=fit_intercept,
                            space=space, max_rule_length=max_rule_length, budget=share)
@@ -169,7 +172,7 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
     # the exact searches could not prove the best start (too slow for the budget): kick
     # with beam-only descents for half the time left, then one exact descent (the proof)
     heuristic = kicks and not best.one_swap_optimal and budget.bounded
-    phase = budget.fraction(0.5) if heuristic else budget
+    phase = budget.fraction(heuristic_share) if heuristic else budget
     while kicks and (best.one_swap_optimal or heuristic) and not phase.expired() and \
             phase.bounded and best.ensemble.rules:
         tried += 1

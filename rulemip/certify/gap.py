@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -160,9 +160,9 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
                                       reg=problem.reg, fit_intercept=problem.fit_intercept,
                                       max_thresholds=None,
                                       max_rule_length=problem.max_rule_length,
-                                      time_limit=seconds)
+                                      time_limit=None)
     booster.thresholds = problem.threshold_arrays()  # same language as the exact engine
-    booster.fit(ds)
+    booster.fit(ds, budget=budget)  # the study's budget: its time and its work
     path = [(float(booster.risk_path_[k]), booster.ensembles_[k])
             for k in range(1, len(booster.ensembles_))]
     start = (float(booster.risk_path_[0]), booster.ensembles_[0])
@@ -192,19 +192,21 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
                warm_start: RuleEnsemble | None,
                callback: Callable[[dict[str, Any]], None] | None = None,
                budget: Budget | None = None) -> tuple[Any, Certificate]:
-    """The exact engine at one k, with its certificate, within ``budget`` and at most
+    """The exact fit at one k — the estimators' plan
+    (:data:`~rulemip.algorithms.fit_plan.FIT_PLAN`) from the boosting model
+    ``warm_start`` — with its certificate, within ``budget`` and at most
     ``solve.time_limit`` seconds."""
-    from rulemip.algorithms.driver import choose_engine, solve_exact
+    from rulemip.algorithms.fit_plan import fit_exact
 
     ths = problem.threshold_arrays()
-    engine = choose_engine(solve.engine, problem.reg, ths, problem.max_rule_length,
-                           n_rules=k, loss=problem.loss, n_samples=ds.X.shape[0])
-    res = solve_exact(ds, k, loss=problem.loss, reg=problem.reg,
-                      fit_intercept=problem.fit_intercept, thresholds=ths,
-                      max_rule_length=problem.max_rule_length, engine=engine,
-                      solver=solve.solver, time_limit=solve.time_limit, mip_gap=solve.mip_gap,
-                      warm_start=warm_start, seed=solve.seed, callback=callback,
-                      budget=budget)
+    fit = fit_exact(ds, k, loss=problem.loss, reg=problem.reg,
+                    fit_intercept=problem.fit_intercept, thresholds=ths,
+                    max_rule_length=problem.max_rule_length, engine=solve.engine,
+                    solver=solve.solver, mip_gap=solve.mip_gap, warm_start=warm_start,
+                    seed=solve.seed, callback=callback,
+                    budget=Budget.coerce(budget, solve.time_limit),
+                    warm_start_source="boosting")
+    res, engine = fit.result, fit.engine
     ens = res.ensemble if res.ensemble is not None else RuleEnsemble(loss=problem.loss)
     ens = RuleEnsemble(ens.rules, ens.intercept, ens.loss, ds.encoder, ds.classes)
     cert = make_certificate(
@@ -217,6 +219,8 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
                  "threshold_source": "explicit" if problem.threshold_rule == "explicit"
                  else "data"},
         wall_time=res.wall_time, max_rule_length=problem.max_rule_length, notes=res.notes)
+    if fit.local_optimality is not None:
+        cert = replace(cert, local_optimality=fit.local_optimality)
     return res, cert
 
 
@@ -317,7 +321,8 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
               max_rule_length: int | None = None, engine: str = "auto", solver: str = "auto",
               time_limit: float | None = 60.0, mip_gap: float = 1e-6, seed: int = 0,
               mip_boosting_time_limit: float | None = 30.0,
-              progress: Callable[[str], None] | None = None) -> GapStudy:
+              progress: Callable[[str], None] | None = None,
+              work_limit: int | None = None) -> GapStudy:
     """How far from optimal is boosting on this data, k by k? (module docstring)
 
     Parameters
@@ -332,7 +337,10 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     engine, solver, time_limit, mip_gap, seed : the exact solve at every k (a row stopped
         by its limit keeps its valid interval and says so in ``status``). ``time_limit``
         is seconds per k for every phase, boosting included: the study ends within
-        ``k_max · time_limit`` (module docstring).
+        ``k_max · time_limit`` (module docstring). Every k runs the exact estimators'
+        plan (:data:`~rulemip.algorithms.fit_plan.FIT_PLAN`) from the best boosting model.
+    work_limit : the deterministic limit of the whole study (units of work,
+        docs/explanation/solving.md, "Limits"), shared as its time is; None: none.
     """
     import pandas as pd
 
@@ -343,15 +351,22 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
                          time_limit=time_limit, mip_boosting_time_limit=mip_boosting_time_limit,
                          mip_gap=mip_gap, seed=seed)
     seed = seed_int(seed, "seed")
-    ensure_compiled("box", "levels")  # compiled (first run) before the study's clock starts
-    budget = Budget.from_time_limit(None if time_limit is None else float(time_limit) * k_max)
+    from rulemip._kernels import groups_for_fit
+    from rulemip.budget import check_work_limit
+
+    check_work_limit(work_limit)
+    # compiled (first run) before the study's clock starts
+    ensure_compiled(*sorted({g for k in range(1, k_max + 1)
+                             for g in groups_for_fit(n_rules=k, loss=loss, reg=reg)}))
+    budget = Budget.from_time_limit(None if time_limit is None else float(time_limit) * k_max,
+                                    work_limit=work_limit)
     ds = Dataset.from_arrays(X, y, loss=loss)
     problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,
                            max_thresholds=max_thresholds, thresholds=thresholds,
                            max_rule_length=max_rule_length)
     solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit)
     # a named engine that cannot hold the problem (its size guard) fails before boosting
-    from rulemip.algorithms.driver import choose_engine
+    from rulemip.algorithms.engine_registry import choose_engine
 
     choose_engine(engine, reg, problem.threshold_arrays(), max_rule_length, n_rules=k_max,
                   loss=loss, n_samples=ds.X.shape[0])

@@ -42,46 +42,23 @@ from rulemip._validation import (
     renamed_param,
     seed_int,
 )
-from rulemip.algorithms.driver import (
-    ENGINES,
-    check_solver,
-    choose_engine,
-    method_spec,
-    solve_exact,
-)
+from rulemip.algorithms import fit_plan
+from rulemip.algorithms.fit_plan import ENGINES, PRESETS, fit_exact
 from rulemip.boosting.range_search import search_workers
 from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.budget import Budget, check_work_limit
+from rulemip.certify import make_certificate
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.estimators._progress import progress_printer, say
-from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+from rulemip.exceptions import InvalidParameterError, SolveLimitWarning, SolverError
 from rulemip.losses import get_loss
+from rulemip.rules import RuleEnsemble
 from rulemip.rules.canonical import canonical_ensemble
 
 #: values of ``preset``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
-INITS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
+INITS = PRESETS
 WARM_STARTS = INITS  # the former name of INITS (``warm_start`` held a preset until 0.3)
-#: share of the fit's remaining time the boosting warm start may use; the exact engine gets
-#: the rest (a warm start stopped by its share keeps the rules found so far)
-WARM_START_SHARE = 0.3
-#: squared loss: share of the time left after the warm start for the local phase (every
-#: start ended 1-swap optimal, docs/explanation/local_optimality.md) before the engine
-LOCAL_START_SHARE = 0.25
-#: squared loss: share of the time left that the SGB start of the local phase may use
-SGB_START_SHARE = 0.1
-#: share of the time left after the local phase given to the exact engine; the rest (and
-#: whatever the engine leaves unspent) goes to swaps and kicks from the engine's model
-ENGINE_SHARE = 0.8
-#: two squared-loss rules: share of the time left after the engine given to swaps and
-#: kicks; the rest goes to the two-rule branch and bound, which raises the global bound
-#: (rulemip.algorithms.two_rule_bound, docs/explanation/weak_ridge_bounds.md)
-TWO_RULE_KICK_SHARE = 0.3
-#: two squared-loss rules: the engine's share (its relaxation bound is the levels bound
-#: there; the branch and bound's is higher, docs/benchmarks/exact.md §11)
-TWO_RULE_ENGINE_SHARE = 0.4
-#: memory of the two-rule branch and bound's node pool (it stops when the pool is full)
-TWO_RULE_POOL_BYTES = 256 << 20
 
 
 class _ExactBase(BaseEstimator):
@@ -187,30 +164,6 @@ class _ExactBase(BaseEstimator):
             return candidate_thresholds(ds.X, self.max_thresholds, ds.sample_weight)
         return check_thresholds(self.thresholds, ds.d)
 
-    def _warm_start_model(self, ds: Dataset, thresholds: list[np.ndarray],
-                          budget: Budget) -> Any:
-        """The boosting warm start on the problem's own candidate thresholds, within
-        :data:`WARM_START_SHARE` of the fit's remaining time (a limit there keeps the rules
-        found so far; the exact engine gets the rest)."""
-        preset = self._init_preset()
-        if preset is None:
-            return None
-        from rulemip.boosting import RuleBooster
-
-        booster = RuleBooster.from_preset(
-            preset, n_rules=self.n_rules, loss=self.loss, reg=self.reg,
-            fit_intercept=self.fit_intercept, thresholds=thresholds,
-            max_rule_length=self.max_rule_length)
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", SolveLimitWarning)
-            booster.fit(ds, budget=budget.fraction(WARM_START_SHARE))
-        self.warm_start_limited_ = bool(getattr(booster, "limit_reached_", False)) or any(
-            issubclass(w.category, SolveLimitWarning) for w in caught)
-        self.warm_start_limit_: str | None = (
-            _warm_start_limit(booster) if self.warm_start_limited_ else None)
-        self.boosting_risk_ = float(booster.risk_path_[-1])
-        return booster.ensembles_[-1]
-
     def _fit_dataset(self, ds: Dataset) -> None:
         # every one-rule box search of the fit (the one-rule fit, the warm start's rounds,
         # pricing, the swap step) splits over ``n_jobs`` threads or ``scheduler``
@@ -218,69 +171,38 @@ class _ExactBase(BaseEstimator):
             self._fit_dataset_searched(ds)
 
     def _fit_dataset_searched(self, ds: Dataset) -> None:
-        # parameters were validated by fit; the kernels are compiled (or loaded from
-        # numba's cache) before the budget starts: a first run proves what a second does
+        """validate → Dataset (done by ``fit``) → the exact fit's plan → certificate."""
+        # the kernels are compiled (or loaded from numba's cache) before the budget
+        # starts: a first run proves what a second does
         kernels = ensure_compiled(*groups_for_fit(n_rules=self.n_rules, loss=self.loss,
                                                    reg=self.reg))
         if kernels.message:
             say(self.verbose, kernels.message)
-        # the backend is resolved once, here, and handed on (solve_exact and the driver
-        # only check its capabilities)
         budget = Budget.from_time_limit(self.time_limit, work_limit=self.work_limit)
         self.timings_ = {"compile": kernels.seconds, "fit": 0.0}
         thresholds = self._thresholds_for(ds)
-        engine = choose_engine(self.engine, self.reg, thresholds, self.max_rule_length,
-                               n_rules=self.n_rules, loss=self.loss, n_samples=ds.X.shape[0])
-        backend = check_solver(engine, self.solver, loss=self.loss, reg=self.reg)
-        self.boosting_risk_ = math.nan
-        self.warm_start_limited_ = False
-        self.warm_start_limit_ = None
-        previous = self._previous_fit(ds, thresholds)
-        start = self._warm_start_model(ds, thresholds, budget)
-        self.init_source_ = None if start is None else self._init_preset()
-        if previous is not None and (start is None or _risk(previous, ds, self.reg)
-                                     < _risk(start, ds, self.reg)):
-            start, self.init_source_ = previous, "previous fit"
-        callback = progress_printer() if self.verbose else None
         seed = seed_int(self.random_state)
-        local = self.loss == "squared"
-        two_rules = local and self.n_rules == 2
-        engine_share = TWO_RULE_ENGINE_SHARE if two_rules else ENGINE_SHARE
-        self.local_starts_: tuple[tuple[str, float, float, bool], ...] = ()
-        # preset=None: the engine starts cold; an engine that meets the best models first by
-        # itself declares so when it registers (MethodSpec.wants_local_start)
-        if local and self._init_preset() is not None and \
-                method_spec(engine).wants_local_start:
-            start = self._local_phase(ds, thresholds, budget, start, seed)
-        result = solve_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
-                             fit_intercept=self.fit_intercept, thresholds=thresholds,
-                             max_rule_length=self.max_rule_length, engine=engine,
-                             solver=backend, mip_gap=self.mip_gap, warm_start=start,
-                             seed=seed, callback=callback,
-                             budget=budget.fraction(engine_share) if local else budget)
-        local_record = None
-        if local:
-            kick_budget = budget.fraction(TWO_RULE_KICK_SHARE) if two_rules else budget
-            result, local_record = self._swap_engine_model(ds, thresholds, kick_budget,
-                                                           result, start, seed)
-        if two_rules and result.ensemble is not None and not result.is_optimal:
-            swapped = result.ensemble
-            result = self._two_rule_bound_phase(ds, thresholds, budget, result)
-            if result.ensemble is not swapped:
-                local_record = None  # the 1-swap proof was about the model it replaced
-        if self.warm_start_limit_ is not None:
-            result = dataclasses.replace(result, notes=(
-                *result.notes, f"the boosting warm start ({self._init_preset()}) was cut "
-                f"short by its share of the time limit ({self.warm_start_limit_}); "
-                "boosting_risk_ is the risk of the rules it found"))
+        fit = fit_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
+                        fit_intercept=self.fit_intercept, thresholds=thresholds,
+                        max_rule_length=self.max_rule_length, engine=self.engine,
+                        solver=self.solver, mip_gap=self.mip_gap,
+                        warm_start=self._previous_fit(ds, thresholds), seed=seed,
+                        callback=progress_printer() if self.verbose else None,
+                        budget=budget, preset=self._init_preset(),
+                        warm_start_source="previous fit")
+        result, report = fit.result, fit.report
+        self.boosting_risk_ = report.boosting_risk
+        self.warm_start_limited_ = report.warm_start_limited
+        self.warm_start_limit_: str | None = report.warm_start_limit
+        self.init_source_ = report.init_source
+        self.local_starts_: tuple[tuple[str, float, float, bool], ...] = \
+            tuple(report.local_starts)
         self.result_ = result
-        self.engine_ = engine
+        self.engine_ = fit.engine
         self.thresholds_ = thresholds
         if result.ensemble is None:
-            from rulemip.exceptions import SolverError
-
             raise SolverError(
-                f"the {engine} engine found no feasible rule ensemble "
+                f"the {fit.engine} engine found no feasible rule ensemble "
                 f"({result.termination.value}); raise `time_limit` or try another `solver`.")
         # one representative among rules tied by covering the same rows (rulemip.rules.
         # canonical): weighted and repeated data, or shuffled rows, give the same model
@@ -295,13 +217,11 @@ class _ExactBase(BaseEstimator):
                 f"incumbent with risk {result.risk:.6g} and valid lower bound "
                 f"{result.lower_bound:.6g} (gap {result.gap:.2%}).", SolveLimitWarning,
                 stacklevel=3)
-        from rulemip.certify import make_certificate
-
         self.certificate_ = make_certificate(
             ds, self.rules_, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
             n_rules=self.n_rules, thresholds=thresholds, risk=result.risk,
             lower_bound=result.lower_bound, status=result.termination.value,
-            bound_valid=result.bound_valid, engine=engine, backend=result.backend,
+            bound_valid=result.bound_valid, engine=fit.engine, backend=result.backend,
             backend_version=result.backend_version,
             options={"time_limit": self.time_limit, "work_limit": self.work_limit,
                      "work_spent": budget.work_spent(), "mip_gap": self.mip_gap,
@@ -310,167 +230,37 @@ class _ExactBase(BaseEstimator):
                      "threshold_source": "data" if self.thresholds is None else "explicit"},
             wall_time=result.wall_time, max_rule_length=self.max_rule_length,
             notes=tuple(result.notes))
-        if local_record is not None:
+        if fit.local_optimality is not None:
             self.certificate_ = dataclasses.replace(self.certificate_,
-                                                    local_optimality=local_record)
+                                                    local_optimality=fit.local_optimality)
         self.timings_["fit"] = budget.elapsed()
 
-    def _local_starts(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
-                      start: Any) -> list[tuple[str, Any]]:
-        """Starting models of the local phase: the warm start, SGB (when COB was the warm
-        start) and the leaves of a (k + 1)-leaf tree on the candidate thresholds."""
-        from rulemip.algorithms.multi_start import threshold_tree_rules
-        from rulemip.boosting import RuleBooster
-        from rulemip.rules import RuleEnsemble
+    # ------------------------------------------------------------ one phase of the plan
+    def _problem(self, thresholds: list[np.ndarray]) -> dict[str, Any]:
+        return {"loss": self.loss, "reg": self.reg, "fit_intercept": self.fit_intercept,
+                "thresholds": thresholds, "max_rule_length": self.max_rule_length}
 
-        starts: list[tuple[str, Any]] = []
-        if start is not None:
-            starts.append((self.init_source_ or "warm start", start))
-        if self._init_preset() != "SGB" and not budget.expired():
-            sgb = RuleBooster.from_preset(
-                "SGB", n_rules=self.n_rules, loss=self.loss, reg=self.reg,
-                fit_intercept=self.fit_intercept, thresholds=thresholds,
-                max_rule_length=self.max_rule_length)
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore", SolveLimitWarning)
-                sgb.fit(ds, budget=budget.fraction(SGB_START_SHARE))
-            starts.append(("SGB", sgb.ensembles_[-1]))
-        tree = threshold_tree_rules(ds, thresholds, self.n_rules + 1, self.max_rule_length)
-        if tree:
-            starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
-        return starts
-
-    def _local_phase(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
-                     start: Any, seed: int) -> Any:
-        """Squared loss: every start ended 1-swap optimal within
-        :data:`LOCAL_START_SHARE` of the time left; the best becomes the engine's warm
-        start (docs/explanation/local_optimality.md)."""
-        from rulemip.algorithms.multi_start import best_local_model
-
-        starts = self._local_starts(ds, thresholds, budget, start)
-        found = best_local_model(ds, starts, self.n_rules, reg=self.reg,
-                                 fit_intercept=self.fit_intercept, thresholds=thresholds,
-                                 max_rule_length=self.max_rule_length,
-                                 budget=budget.fraction(LOCAL_START_SHARE), kicks=False,
-                                 seed=seed)
-        if found is None:
-            return start
-        self.local_starts_ = found.starts
-        if start is None or found.best.risk < _risk(start, ds, self.reg):
-            self.init_source_ = f"{found.source}, then rule swaps"
-            return _with_encoder(found.best.ensemble, ds)
+    def _warm_start_model(self, ds: Dataset, thresholds: list[np.ndarray],
+                          budget: Budget) -> Any:
+        """The plan's boosting warm start alone (:class:`~rulemip.algorithms.fit_plan.
+        BoostingStart`) within ``budget``, its report kept on the estimator."""
+        preset = self._init_preset()
+        if preset is None:
+            return None
+        start, report = fit_plan.first_incumbent(ds, self.n_rules, preset=preset,
+                                                 budget=budget, **self._problem(thresholds))
+        self.warm_start_limited_ = report.warm_start_limited
+        self.warm_start_limit_ = report.warm_start_limit
+        self.boosting_risk_ = report.boosting_risk
         return start
-
-    def _swap_engine_model(self, ds: Dataset, thresholds: list[np.ndarray], budget: Budget,
-                           result: Any, start: Any, seed: int) -> tuple[Any, Any]:
-        """Squared loss, engine not optimal: the rest of the budget goes to swaps from the
-        engine's model (and the start), then kicks; a better model replaces the engine's
-        (the engine's bound holds for every model of the language). Returns the result and
-        the certificate's 1-swap record (None when nothing was proved)."""
-        from rulemip.algorithms.local_swap import local_optimality_record
-        from rulemip.algorithms.multi_start import best_local_model
-        from rulemip.solvers.result import Limit, budget_limit
-        from rulemip.solvers.status import promote
-
-        if result.ensemble is None or result.is_optimal:
-            return result, None
-        starts = [("engine", result.ensemble)]
-        if start is not None:
-            starts.append(("start", start))
-        found = best_local_model(ds, starts, self.n_rules, reg=self.reg,
-                                 fit_intercept=self.fit_intercept, thresholds=thresholds,
-                                 max_rule_length=self.max_rule_length, budget=budget,
-                                 kicks=True, seed=seed)
-        if found is None:
-            return result, None
-        best = found.best
-        if not self._admits(best.ensemble, thresholds, []):
-            return result, None
-        note = (f"local phase: {len(found.starts)} start(s) "
-                + ", ".join(f"{n} {a:.8g} -> {b:.8g}{' (1-swap optimal)' if ok else ''}"
-                            for n, a, b, ok in found.starts)
-                + f"; {found.kicks} kicks, {found.kicks_kept} kept")
-        notes = (*result.notes, note)
-        self.local_starts_ = (*self.local_starts_, *found.starts)
-        if best.risk <= result.risk + 1e-12 * max(1.0, abs(result.risk)):
-            # the engine's bound holds for every model of the language: the status of the
-            # better model is decided by the one status rule
-            verdict = promote(best.risk, result.lower_bound, finished=True,
-                              mip_gap=self.mip_gap,
-                              limit=budget_limit(budget) if budget.expired() else
-                              (result.limit or Limit.OTHER),
-                              bound_valid=result.bound_valid)
-            result = dataclasses.replace(
-                result, ensemble=best.ensemble, risk=best.risk, gap=verdict.gap,
-                lower_bound=verdict.lower_bound, termination=verdict.termination,
-                limit=verdict.limit,
-                notes=(*notes, *verdict.notes, f"model from the local phase ({found.source}) "
-                                               "replaces the engine's"))
-        else:
-            result = dataclasses.replace(result, notes=notes)
-        result = dataclasses.replace(result, wall_time=budget.elapsed())  # the whole fit
-        record = local_optimality_record(best) \
-            if best.one_swap_optimal and result.ensemble is best.ensemble else None
-        return result, record
 
     def _two_rule_bound_phase(self, ds: Dataset, thresholds: list[np.ndarray],
                               budget: Budget, result: Any) -> Any:
-        """Two squared-loss rules, not proved: the rest of the budget goes to the branch
-        and bound over both boxes (:mod:`rulemip.algorithms.two_rule_bound`). Its bound
-        replaces the engine's when higher; a better model it meets replaces the incumbent;
-        when it prunes every node the incumbent is optimal. Status through ``promote``."""
-        from rulemip.algorithms.local_swap import refit_ensemble
-        from rulemip.algorithms.two_rule_bound import two_rule_bound
-        from rulemip.formulations.box_selection import BoxSelectionCIP
-        from rulemip.rules import Rule
-        from rulemip.rules.ensemble import conditions_from_box
-        from rulemip.solvers.result import Limit, budget_limit
-        from rulemip.solvers.status import promote
-
-        if budget.expired() or self.reg <= 0.0:
-            return result
-        cells = BoxSelectionCIP(2, reg=self.reg, fit_intercept=self.fit_intercept,
-                                thresholds=thresholds).reduce(ds)
-        found = two_rule_bound(cells, self.reg, self.fit_intercept, upper=result.risk,
-                               budget=budget, max_memory=TWO_RULE_POOL_BYTES,
-                               max_rule_length=self.max_rule_length)
-        ensemble, risk = result.ensemble, result.risk
-        notes = [f"two-rule branch and bound: bound {found.bound:.8g} after {found.nodes} "
-                 f"nodes in {found.seconds:.3g} s ({found.open_nodes} open"
-                 f"{', node pool full' if found.pool_full else ''})"]
-        if found.boxes is not None:
-            rules = [Rule(conditions_from_box(lo, hi, ds.encoder), 1.0)
-                     for lo, hi in found.boxes]
-            cand, cand_risk = refit_ensemble(ds, rules, reg=self.reg,
-                                             fit_intercept=self.fit_intercept,
-                                             template=result.ensemble)
-            if cand_risk < risk and self._admits(cand, thresholds, notes):
-                ensemble, risk = cand, cand_risk
-                notes.append("the two-rule branch and bound found the better model returned")
-        lower = max(result.lower_bound, found.bound) if result.bound_valid else found.bound
-        verdict = promote(risk, lower, finished=found.proved, mip_gap=self.mip_gap,
-                          limit=None if found.proved else
-                          (budget_limit(budget) if budget.expired() else Limit.OTHER),
-                          bound_valid=True)
-        return dataclasses.replace(
-            result, ensemble=ensemble, risk=risk, lower_bound=verdict.lower_bound,
-            gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
-            bound_valid=verdict.bound_valid, wall_time=budget.elapsed(),
-            notes=(*result.notes, *notes, *verdict.notes))
-
-    def _admits(self, ensemble: Any, thresholds: list[np.ndarray], notes: list[str]) -> bool:
-        """A model another phase offers is a model of this fit only in the fit's language
-        (:mod:`rulemip.rules.language`: ``n_rules``, ``max_rule_length``, the candidate
-        thresholds); else it is refused, with a note."""
-        from rulemip.rules.language import language_violations
-
-        bad = language_violations(ensemble, thresholds, n_rules=self.n_rules,
-                                  max_rule_length=self.max_rule_length,
-                                  fit_intercept=self.fit_intercept)
-        if bad:
-            notes.append("a model outside the language was refused (" + "; ".join(bad[:3])
-                         + ")")
-        return not bad
+        """The plan's two-rule branch and bound (:class:`~rulemip.algorithms.fit_plan.
+        TwoRuleBound`) after an engine's ``result``, decided."""
+        return fit_plan.after_engine(fit_plan.TwoRuleBound(), result, ds, self.n_rules,
+                                     budget=budget, mip_gap=self.mip_gap,
+                                     **self._problem(thresholds))
 
     def _decision(self, X: Any) -> np.ndarray:
         """:math:`f(x)` on the link scale."""
@@ -484,22 +274,7 @@ class _ExactBase(BaseEstimator):
         return tags
 
 
-def _warm_start_limit(booster: Any) -> str:
-    """How a boosting warm start was cut short: the limit and how many of its rule
-    searches it stopped (e.g. ``"time limit: 2 of 3 rule searches stopped"``)."""
-    limit = str(getattr(booster, "limit_reached_", None) or "time_limit").replace("_", " ")
-    rounds = getattr(booster, "rounds_", [])
-    stopped = sum(1 for r in rounds if getattr(r.search, "limit_reached", False))
-    return f"{limit}: {stopped} of {booster.n_rules} rule searches stopped"
-
-
-def _risk(ensemble: Any, ds: Dataset, reg: float) -> float:
-    return float(ensemble.risk(ds.X, ds.y, reg=reg, sample_weight=ds.sample_weight))
-
-
 def _with_encoder(ensemble: Any, ds: Dataset) -> Any:
-    from rulemip.rules import RuleEnsemble
-
     return RuleEnsemble(ensemble.rules, ensemble.intercept, ensemble.loss, ds.encoder,
                         ds.classes)
 

@@ -5,8 +5,8 @@ one that ran to its end says nothing."""
 import pytest
 
 from rulemip import ExactRuleEnsembleRegressor, load_bundled
+from rulemip.algorithms import fit_plan
 from rulemip.cli import main
-from rulemip.estimators import exact
 
 pytestmark = pytest.mark.solver
 pytest.importorskip("highspy")
@@ -16,7 +16,7 @@ pytest.importorskip("highspy")
 def no_warm_start_time(monkeypatch):
     """The warm start's share of the budget is (deterministically) nothing: every rule
     search of the boosting warm start stops at once."""
-    monkeypatch.setattr(exact, "WARM_START_SHARE", 1e-12)
+    monkeypatch.setattr(fit_plan, "SHARES", fit_plan.FitShares(warm_start=1e-12))
 
 
 def test_a_cut_short_warm_start_says_so(no_warm_start_time):

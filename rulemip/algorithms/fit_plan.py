@@ -1,0 +1,554 @@
+r"""The exact fit as a plan: its phases as data, one budget, one decision.
+
+An exact k-rule fit is a declared list of phases (:data:`FIT_PLAN`), each with its
+share of the fit's one :class:`~rulemip.budget.Budget` (:data:`SHARES`, the only place
+the fit's time shares are written) and each returning a
+:class:`~rulemip.algorithms.fit_decision.PhaseOutcome` — a model, a proved bound,
+finished or a limit, never a status. The plan of the estimators:
+
+1. :class:`BoostingStart` — the boosting warm start (``preset``) on the problem's own
+   candidate thresholds, or the warm start given (the better of the two);
+2. :class:`LocalStart` — squared loss, a start given, an engine that wants it: every
+   start (the warm start, SGB, a (k + 1)-leaf tree) ended 1-swap optimal, the best handed
+   to the engine (docs/explanation/local_optimality.md);
+3. :class:`EnginePhase` — the registered engine (:mod:`rulemip.algorithms.engine_registry`);
+4. :class:`SwapsAndKicks` — squared loss, not proved: rule swaps and kicks from the
+   engine's model within what the engine left;
+5. :class:`TwoRuleBound` — two squared-loss rules, not proved: the branch and bound over
+   both boxes, which raises the bound (docs/explanation/weak_ridge_bounds.md).
+
+The fit ends in the one decision (:func:`~rulemip.algorithms.fit_decision.decide_fit`).
+:func:`fit_exact` — the entry point of the estimators (so of ``rulemip fit``) and of gap
+studies — runs it, so all of them run the same algorithm, and returns what the phases
+report besides (where the first incumbent came from, the local phase's starts, the 1-swap
+record of the certificate). :func:`solve_exact` returns the result of a plan alone; its
+default, :data:`ENGINE_PLAN`, is the engine from the warm start given.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import numpy as np
+from numpy.typing import NDArray
+
+from rulemip.algorithms.driver import deprecated_time_limit, with_gap
+from rulemip.algorithms.engine_registry import (
+    ENGINES,
+    check_solver,
+    choose_engine,
+    method_spec,
+)
+from rulemip.algorithms.fit_decision import FitState, PhaseOutcome, absorb, decide_fit
+from rulemip.algorithms.local_swap import local_optimality_record, refit_ensemble
+from rulemip.algorithms.multi_start import best_local_model, threshold_tree_rules
+from rulemip.algorithms.two_rule_bound import two_rule_bound
+from rulemip.boosting import RuleBooster
+from rulemip.budget import Budget
+from rulemip.data import Dataset
+from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+from rulemip.formulations.cells import reduce_to_cells
+from rulemip.formulations.result import ExactResult
+from rulemip.losses import get_loss
+from rulemip.rules import Rule, RuleEnsemble
+from rulemip.rules.ensemble import conditions_from_box
+from rulemip.rules.language import Language
+from rulemip.solvers.base import SolverBackend
+from rulemip.solvers.result import Limit, budget_limit
+
+FloatArray = NDArray[np.float64]
+Callback = Callable[[dict[str, Any]], Any]
+
+#: values of ``preset``: no boosting warm start, or a boosting preset
+#: (docs/explanation/boosting.md)
+PRESETS = (None, "SGS", "SGB", "SXB", "CGB", "COB")
+
+
+@dataclass(frozen=True)
+class FitShares:
+    """The fit's time shares, each of the fit's budget *left* when its phase starts (of
+    the time and of the work: :meth:`~rulemip.budget.Budget.fraction`).
+
+    Attributes
+    ----------
+    warm_start : the boosting warm start (stopped by it, it keeps the rules found so far).
+    sgb_start : the SGB start of the local phase.
+    local_start : the local phase's swaps from every start.
+    engine : the exact engine (squared loss); the rest, and whatever the engine leaves,
+        goes to swaps and kicks from its model.
+    two_rule_engine : the engine's share at two squared-loss rules (its relaxation bound
+        is the levels bound there; the two-rule branch and bound's is higher,
+        docs/benchmarks/exact.md §11).
+    two_rule_kicks : two squared-loss rules: swaps and kicks after the engine; the rest
+        goes to the two-rule branch and bound.
+    descents : swaps and kicks: the swap descents from the engine's model and the start
+        (the kicks get the rest, so that a slow box search leaves them something).
+    heuristic_kicks : swaps and kicks, no start proved 1-swap optimal: the beam-only kicks,
+        before one exact descent.
+    """
+
+    warm_start: float = 0.3
+    sgb_start: float = 0.1
+    local_start: float = 0.25
+    engine: float = 0.8
+    two_rule_engine: float = 0.4
+    two_rule_kicks: float = 0.3
+    descents: float = 0.5
+    heuristic_kicks: float = 0.5
+
+
+#: the shares of every exact fit (one declared place)
+SHARES = FitShares()
+#: memory of the two-rule branch and bound's node pool (it stops when the pool is full)
+TWO_RULE_POOL_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class FitRequest:
+    """One exact fit: the problem, the chosen engine and its backend, the settings."""
+
+    dataset: Dataset
+    n_rules: int
+    loss: str
+    reg: float
+    fit_intercept: bool
+    thresholds: list[FloatArray]
+    max_rule_length: int | None
+    engine: str
+    backend: SolverBackend | None
+    mip_gap: float = 1e-6
+    seed: int = 0
+    callback: Callback | None = None
+    preset: str | None = None
+    warm_start: RuleEnsemble | None = None
+    warm_start_source: str = "warm start"
+    shares: FitShares = SHARES
+
+    @property
+    def squared(self) -> bool:
+        return self.loss == "squared"
+
+    @property
+    def two_rules(self) -> bool:
+        return self.squared and self.n_rules == 2
+
+
+@dataclass
+class FitReport:
+    """What the phases report besides their outcomes (the estimator's attributes)."""
+
+    init_source: str | None = None
+    local_starts: list[tuple[str, float, float, bool]] = field(default_factory=list)
+    boosting_risk: float = math.nan
+    warm_start_limit: str | None = None
+    warm_start_limited: bool = False
+
+
+class Phase(Protocol):
+    """One step of a fit plan: whether it runs, its share of the budget, its outcome."""
+
+    @property
+    def name(self) -> str:
+        ...
+
+    def share(self, request: FitRequest) -> float:
+        """Its share of the fit's budget left when it starts (1: all of it)."""
+        ...
+
+    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+        ...
+
+    def run(self, request: FitRequest, state: FitState, budget: Budget,
+            report: FitReport) -> PhaseOutcome:
+        ...
+
+
+def _with_encoder(ensemble: RuleEnsemble, ds: Dataset) -> RuleEnsemble:
+    return RuleEnsemble(ensemble.rules, ensemble.intercept, ensemble.loss, ds.encoder,
+                        ds.classes)
+
+
+def _booster(preset: str, request: FitRequest) -> Any:
+    return RuleBooster.from_preset(
+        preset, n_rules=request.n_rules, loss=request.loss, reg=request.reg,
+        fit_intercept=request.fit_intercept, thresholds=request.thresholds,
+        max_rule_length=request.max_rule_length)
+
+
+def _cut_short(booster: Any) -> str:
+    """How a boosting warm start was cut short: the limit and how many of its rule
+    searches it stopped (e.g. ``"time limit: 2 of 3 rule searches stopped"``)."""
+    limit = str(getattr(booster, "limit_reached_", None) or "time_limit").replace("_", " ")
+    rounds = getattr(booster, "rounds_", [])
+    stopped = sum(1 for r in rounds if getattr(r.search, "limit_reached", False))
+    return f"{limit}: {stopped} of {booster.n_rules} rule searches stopped"
+
+
+@dataclass(frozen=True)
+class BoostingStart:
+    """The first incumbent: the ``preset`` boosting model on the problem's own candidate
+    thresholds, within its share (a limit there keeps the rules found so far), or the warm
+    start given when it is better."""
+
+    name: str = "warm start"
+
+    def share(self, request: FitRequest) -> float:
+        return request.shares.warm_start
+
+    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+        return request.preset is not None or request.warm_start is not None
+
+    def run(self, request: FitRequest, state: FitState, budget: Budget,
+            report: FitReport) -> PhaseOutcome:
+        start, notes = None, []
+        if request.preset is not None:
+            booster = _booster(request.preset, request)
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always", SolveLimitWarning)
+                booster.fit(request.dataset, budget=budget)
+            report.warm_start_limited = bool(getattr(booster, "limit_reached_", False)) or \
+                any(issubclass(w.category, SolveLimitWarning) for w in caught)
+            if report.warm_start_limited:
+                report.warm_start_limit = _cut_short(booster)
+                notes.append(f"the boosting warm start ({request.preset}) was cut short by "
+                             f"its share of the time limit ({report.warm_start_limit}); "
+                             "boosting_risk_ is the risk of the rules it found")
+            report.boosting_risk = float(booster.risk_path_[-1])
+            start, report.init_source = booster.ensembles_[-1], request.preset
+        given = request.warm_start
+        if given is not None and (start is None or state.risk_of(given)
+                                  < state.risk_of(start)):
+            start, report.init_source = given, request.warm_start_source
+        return PhaseOutcome(None, ensemble=start, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class LocalStart:
+    """Squared loss: every start (the warm start, SGB unless it was the warm start, the
+    leaves of a (k + 1)-leaf tree on the candidate thresholds) ended 1-swap optimal; the
+    best becomes the engine's warm start. Skipped without a start, and for an engine that
+    meets the best models first by itself (``MethodSpec.wants_local_start``)."""
+
+    name: str = "local phase"
+
+    def share(self, request: FitRequest) -> float:
+        return 1.0  # its two steps take their shares of what is left in turn
+
+    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+        return request.squared and state.start is not None and \
+            method_spec(request.engine).wants_local_start
+
+    def run(self, request: FitRequest, state: FitState, budget: Budget,
+            report: FitReport) -> PhaseOutcome:
+        ds, start = request.dataset, state.start
+        starts: list[tuple[str, Any]] = []
+        if start is not None:
+            starts.append((report.init_source or "warm start", start))
+        if request.preset != "SGB" and not budget.expired():
+            sgb = _booster("SGB", request)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", SolveLimitWarning)
+                sgb.fit(ds, budget=budget.fraction(request.shares.sgb_start))
+            starts.append(("SGB", sgb.ensembles_[-1]))
+        tree = threshold_tree_rules(ds, request.thresholds, request.n_rules + 1,
+                                    request.max_rule_length)
+        if tree:
+            starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
+        found = best_local_model(ds, starts, request.n_rules, reg=request.reg,
+                                 fit_intercept=request.fit_intercept,
+                                 thresholds=request.thresholds,
+                                 max_rule_length=request.max_rule_length,
+                                 budget=budget.fraction(request.shares.local_start),
+                                 kicks=False, seed=request.seed)
+        if found is None:
+            return PhaseOutcome(None)
+        report.local_starts = list(found.starts)
+        if start is None or found.best.risk < state.risk_of(start):
+            report.init_source = f"{found.source}, then rule swaps"
+            return PhaseOutcome(None, ensemble=_with_encoder(found.best.ensemble, ds))
+        return PhaseOutcome(None)
+
+
+@dataclass(frozen=True)
+class EnginePhase:
+    """The registered engine, from the best start; it receives only the keywords its
+    function names (:meth:`~rulemip.algorithms.engine_registry.MethodSpec.accepted`).
+    ``alone``: no phase follows it, it gets the whole budget left."""
+
+    name: str = "engine"
+    alone: bool = False
+
+    def share(self, request: FitRequest) -> float:
+        if self.alone or not request.squared:
+            return 1.0
+        return request.shares.two_rule_engine if request.two_rules else request.shares.engine
+
+    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+        return True
+
+    def run(self, request: FitRequest, state: FitState, budget: Budget,
+            report: FitReport) -> PhaseOutcome:
+        spec = method_spec(request.engine)
+        offered: dict[str, Any] = {
+            "loss": request.loss, "reg": request.reg, "fit_intercept": request.fit_intercept,
+            "thresholds": list(request.thresholds), "max_rule_length": request.max_rule_length,
+            "solver": request.backend, "time_limit": budget.remaining(), "budget": budget,
+            "mip_gap": request.mip_gap, "warm_start": state.start, "seed": request.seed,
+            "callback": with_gap(request.callback)}
+        accepted = spec.accepted()
+        kwargs = offered if accepted is None else {k: v for k, v in offered.items()
+                                                   if k in accepted}
+        result = spec.function(request.dataset, request.n_rules, **kwargs)
+        return PhaseOutcome(None, result=result, budget=budget)
+
+
+@dataclass(frozen=True)
+class SwapsAndKicks:
+    """Squared loss, not proved: swaps from the engine's model (and the start), then
+    kicks; a model no worse than the incumbent replaces it (the engine's bound holds for
+    every model of the language) with its 1-swap record."""
+
+    name: str = "swaps and kicks"
+
+    def share(self, request: FitRequest) -> float:
+        return request.shares.two_rule_kicks if request.two_rules else 1.0
+
+    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+        return request.squared and state.ensemble is not None and not state.proved()
+
+    def run(self, request: FitRequest, state: FitState, budget: Budget,
+            report: FitReport) -> PhaseOutcome:
+        assert state.ensemble is not None
+        starts = [("engine", state.ensemble)]
+        if state.start is not None:
+            starts.append(("start", state.start))
+        found = best_local_model(request.dataset, starts, request.n_rules, reg=request.reg,
+                                 fit_intercept=request.fit_intercept,
+                                 thresholds=request.thresholds,
+                                 max_rule_length=request.max_rule_length, budget=budget,
+                                 kicks=True, seed=request.seed,
+                                 descent_share=request.shares.descents,
+                                 heuristic_share=request.shares.heuristic_kicks)
+        if found is None or not state.admits(found.best.ensemble):
+            return PhaseOutcome(None)
+        best = found.best
+        note = (f"local phase: {len(found.starts)} start(s) "
+                + ", ".join(f"{n} {a:.8g} -> {b:.8g}{' (1-swap optimal)' if ok else ''}"
+                            for n, a, b, ok in found.starts)
+                + f"; {found.kicks} kicks, {found.kicks_kept} kept")
+        report.local_starts.extend(found.starts)
+        notes: tuple[str, ...] = (note,)
+        if best.risk <= state.risk + 1e-12 * max(1.0, abs(state.risk)):
+            notes += (f"model from the local phase ({found.source}) replaces the engine's",)
+        return PhaseOutcome(
+            None, ensemble=best.ensemble, ties=1e-12, finished=True,
+            limit=budget_limit(budget) if budget.expired() else (state.limit or Limit.OTHER),
+            record=local_optimality_record(best) if best.one_swap_optimal else None,
+            notes=notes)
+
+
+@dataclass(frozen=True)
+class TwoRuleBound:
+    """Two squared-loss rules, not proved, ``reg > 0``: the branch and bound over both
+    boxes (:mod:`rulemip.algorithms.two_rule_bound`) with the incumbent as its upper
+    bound. Its bound replaces the fit's when higher; a better model it meets replaces the
+    incumbent; when it prunes every node the incumbent is optimal."""
+
+    name: str = "two-rule bound"
+
+    def share(self, request: FitRequest) -> float:
+        return 1.0
+
+    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+        return request.two_rules and state.ensemble is not None and not state.proved() \
+            and not budget.expired() and request.reg > 0.0
+
+    def run(self, request: FitRequest, state: FitState, budget: Budget,
+            report: FitReport) -> PhaseOutcome:
+        ds = request.dataset
+        y = get_loss("squared").check_labels(np.asarray(ds.y))
+        cells = reduce_to_cells(ds.X, y, request.thresholds, "squared", ds.sample_weight)
+        found = two_rule_bound(cells, request.reg, request.fit_intercept, upper=state.risk,
+                               budget=budget, max_memory=TWO_RULE_POOL_BYTES,
+                               max_rule_length=request.max_rule_length)
+        notes = [f"two-rule branch and bound: bound {found.bound:.8g} after {found.nodes} "
+                 f"nodes in {found.seconds:.3g} s ({found.open_nodes} open"
+                 f"{', node pool full' if found.pool_full else ''})"]
+        model = None
+        if found.boxes is not None:
+            rules = [Rule(conditions_from_box(lo, hi, ds.encoder), 1.0)
+                     for lo, hi in found.boxes]
+            cand, cand_risk = refit_ensemble(ds, rules, reg=request.reg,
+                                             fit_intercept=request.fit_intercept,
+                                             template=state.ensemble)
+            if cand_risk < state.risk and state.admits(cand, notes):
+                model = cand
+                notes.append("the two-rule branch and bound found the better model returned")
+        return PhaseOutcome(
+            None, ensemble=model, lower_bound=found.bound, finished=found.proved,
+            limit=None if found.proved else
+            (budget_limit(budget) if budget.expired() else Limit.OTHER),
+            settles=True, notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class FitPlan:
+    """A declared list of phases, run in order, each on its share of the fit's budget."""
+
+    phases: tuple[Phase, ...]
+
+
+#: the plan of every exact fit: the estimators, ``rulemip fit``, gap studies
+FIT_PLAN = FitPlan((BoostingStart(), LocalStart(), EnginePhase(), SwapsAndKicks(),
+                    TwoRuleBound()))
+#: the engine alone, from the warm start (or ``preset``) given: the default of
+#: :func:`solve_exact`, what it ran before the plan (engines tested one by one)
+ENGINE_PLAN = FitPlan((BoostingStart(), EnginePhase(alone=True)))
+
+
+@dataclass(frozen=True)
+class ExactFit:
+    """What :func:`fit_exact` returns: the decided result, the engine that ran, and what
+    the phases reported (the certificate's ``local_optimality`` record among them)."""
+
+    result: ExactResult
+    engine: str
+    report: FitReport
+    local_optimality: dict[str, Any] | None = None
+
+
+def fit_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
+              fit_intercept: bool = True, thresholds: Sequence[FloatArray],
+              max_rule_length: int | None = None, engine: str = "auto",
+              solver: str | SolverBackend = "auto", mip_gap: float = 1e-6,
+              warm_start: RuleEnsemble | None = None, seed: int = 0,
+              callback: Callback | None = None, budget: Budget | None = None,
+              preset: str | None = None, warm_start_source: str = "warm start",
+              plan: FitPlan | None = None) -> ExactFit:
+    """Run ``plan`` (default :data:`FIT_PLAN`, module docstring) within ``budget``
+    (default: unlimited).
+
+    The engine is chosen and its solver resolved once, before any work
+    (:func:`~rulemip.algorithms.engine_registry.choose_engine`,
+    :func:`~rulemip.algorithms.engine_registry.check_solver`); ``preset`` is the boosting
+    warm start (None: none), ``warm_start`` a model offered as the first incumbent (named
+    ``warm_start_source`` in the report).
+    """
+    clock = Budget.coerce(budget, None)
+    chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
+                           loss=loss, n_samples=dataset.X.shape[0])
+    spec = method_spec(chosen)
+    backend = check_solver(chosen, solver, loss=loss, reg=reg)
+    if spec.losses is not None and loss not in spec.losses:
+        raise InvalidParameterError(
+            f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
+            "Use engine='cip' or 'mip'.")
+    if preset not in PRESETS:
+        raise InvalidParameterError(
+            f"`preset` must be None or a boosting preset {PRESETS[1:]}; got {preset!r}.")
+    ths = list(thresholds)
+    request = FitRequest(dataset, n_rules, loss, reg, fit_intercept, ths, max_rule_length,
+                         chosen, backend, mip_gap, seed, callback, preset, warm_start,
+                         warm_start_source, SHARES)
+    state = FitState(dataset, reg, mip_gap, Language(n_rules, ths, max_rule_length,
+                                                     fit_intercept), loss, fit_intercept)
+    report = FitReport()
+    for phase in (plan or FIT_PLAN).phases:
+        if not phase.applies(request, state, clock):
+            continue
+        share = phase.share(request)
+        absorb(state, phase.run(request, state, clock if share >= 1.0 else
+                                clock.fraction(share), report))
+    result = decide_fit(state, wall_time=clock.elapsed())
+    record = state.record if state.ensemble is not None else None
+    return ExactFit(result, chosen, report, record)
+
+
+def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
+                fit_intercept: bool = True, thresholds: Sequence[FloatArray],
+                max_rule_length: int | None = None, engine: str = "auto",
+                solver: str | SolverBackend = "auto", time_limit: float | None = None,
+                mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
+                seed: int = 0, callback: Callback | None = None,
+                budget: Budget | None = None, preset: str | None = None,
+                plan: FitPlan | None = None) -> ExactResult:
+    """The best ensemble of at most ``n_rules`` rules over ``thresholds`` with the engine
+    ``engine``, by ``plan`` (:func:`fit_exact`): :data:`ENGINE_PLAN` by default (the
+    engine alone, from ``warm_start`` or ``preset``), :data:`FIT_PLAN` for what the
+    estimators, the command line and gap studies run.
+
+    ``budget`` is the fit's budget (default: unlimited); ``time_limit`` is deprecated
+    (pass ``budget=Budget.from_time_limit(seconds)``), it still shortens ``budget`` with a
+    ``FutureWarning``.
+    """
+    return fit_exact(dataset, n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                     thresholds=thresholds, max_rule_length=max_rule_length, engine=engine,
+                     solver=solver, mip_gap=mip_gap, warm_start=warm_start, seed=seed,
+                     callback=callback,
+                     budget=Budget.coerce(budget, deprecated_time_limit(time_limit,
+                                                                        "solve_exact")),
+                     preset=preset, plan=plan or ENGINE_PLAN).result
+
+
+def _request(dataset: Dataset, n_rules: int, *, reg: float, fit_intercept: bool,
+             thresholds: Sequence[FloatArray], max_rule_length: int | None,
+             loss: str = "squared", engine: str = "", mip_gap: float = 1e-6, seed: int = 0,
+             preset: str | None = None) -> tuple[FitRequest, FitState]:
+    ths = list(thresholds)
+    request = FitRequest(dataset, n_rules, loss, reg, fit_intercept, ths, max_rule_length,
+                         engine, None, mip_gap, seed, None, preset, None, "warm start", SHARES)
+    state = FitState(dataset, reg, mip_gap, Language(n_rules, ths, max_rule_length,
+                                                     fit_intercept), loss, fit_intercept)
+    return request, state
+
+
+def first_incumbent(dataset: Dataset, n_rules: int, *, preset: str, budget: Budget,
+                    **problem: Any) -> tuple[RuleEnsemble | None, FitReport]:
+    """The :class:`BoostingStart` phase alone: the ``preset`` model within ``budget`` and
+    its report (``problem``: ``loss``, ``reg``, ``fit_intercept``, ``thresholds``,
+    ``max_rule_length``)."""
+    request, state = _request(dataset, n_rules, preset=preset, **problem)
+    report = FitReport()
+    return BoostingStart().run(request, state, budget, report).ensemble, report
+
+
+def after_engine(phase: Phase, result: ExactResult, dataset: Dataset, n_rules: int, *,
+                 budget: Budget, **problem: Any) -> ExactResult:
+    """One phase that follows the engine (:class:`SwapsAndKicks`, :class:`TwoRuleBound`)
+    run from the engine's ``result`` and decided (``result`` itself when the phase does
+    not apply: proved, or ``budget`` spent)."""
+    request, state = _request(dataset, n_rules, engine=result.engine, **problem)
+    absorb(state, PhaseOutcome(None, result=result))
+    if not phase.applies(request, state, budget):
+        return result
+    absorb(state, phase.run(request, state, budget, FitReport()))
+    return decide_fit(state, wall_time=budget.elapsed())
+
+
+__all__ = [
+    "ENGINES",
+    "ENGINE_PLAN",
+    "FIT_PLAN",
+    "PRESETS",
+    "SHARES",
+    "TWO_RULE_POOL_BYTES",
+    "BoostingStart",
+    "EnginePhase",
+    "ExactFit",
+    "FitPlan",
+    "FitReport",
+    "FitRequest",
+    "FitShares",
+    "LocalStart",
+    "Phase",
+    "SwapsAndKicks",
+    "TwoRuleBound",
+    "after_engine",
+    "first_incumbent",
+    "fit_exact",
+    "solve_exact",
+]
