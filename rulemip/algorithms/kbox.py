@@ -24,7 +24,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
-from rulemip.algorithms.driver import register_formulation, solve
+from rulemip.algorithms.driver import deprecated_time_limit, register_formulation, solve
 from rulemip.algorithms.kbox_pairs import pair_search
 from rulemip.algorithms.kbox_table import BoxTable, build_box_table
 from rulemip.boosting.range_search import current_workers
@@ -294,11 +294,13 @@ def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
                callback: Callable[[dict[str, Any]], None] | None = None,
                budget: Budget | None = None) -> ExactResult:
     """Certified best ensemble of at most ``n_rules`` ≤ 2 boxes of at most
-    ``max_rule_length`` features (squared loss) through the driver."""
+    ``max_rule_length`` features (squared loss) through the driver, within ``budget``
+    (``time_limit``: deprecated, as for :func:`~rulemip.algorithms.driver.solve`)."""
     formulation = KBoxSearch(n_rules, reg=reg, fit_intercept=fit_intercept,
                              thresholds=thresholds, max_rule_length=max_rule_length)
-    return solve(formulation, dataset, solver="auto", budget=budget, time_limit=time_limit,
-                 mip_gap=mip_gap, warm_start=warm_start, callback=callback)
+    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve_kbox"))
+    return solve(formulation, dataset, solver="auto", budget=clock, mip_gap=mip_gap,
+                 warm_start=warm_start, callback=callback)
 
 
 def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None, *,
