@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms import kbox_kernel as kk
+from rulemip.algorithms import kbox_table_kernel as kk
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import CellReduction
 from rulemip.formulations.engines import kbox_table_bytes

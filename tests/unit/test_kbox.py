@@ -144,7 +144,8 @@ def test_kbox_engine_equals_brute_force(seed, k, reg, fit_intercept, length, wei
     th = candidate_thresholds(X, 2)
     ds = Dataset.from_arrays(X, y, sample_weight=sw)
     res = solve_exact(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
-                      max_rule_length=length, engine="kbox", time_limit=60)
+                      max_rule_length=length, engine="kbox",
+                      budget=Budget.from_time_limit(60))
     bf = brute_force_optimum(X, y, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
                              sample_weight=sw, max_rule_length=length)
     assert res.engine == "kbox"
