@@ -233,7 +233,7 @@ def _chord_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nd
         if equal_weights:
             return _size_bound(rows, inner, S, s_in, params, C, coef, kn)
         return np.inf
-    order = _argsort(key)
+    order = np.argsort(key)
     tg = 0.0
     th = 0.0
     for i in range(u):
@@ -296,7 +296,7 @@ def _size_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
                 if chord:
                     v_in += coef[k] * S[r, k]
     tau_max = 0.0
-    neg_v = np.empty(u)
+    neg_v = np.empty(u if chord else 0)
     for i in range(u):
         r = rows[i]
         tau = 0.0
@@ -308,10 +308,11 @@ def _size_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
         tau /= w0 * w0
         if tau > tau_max:
             tau_max = tau
-        neg_v[i] = -v
-    top = np.zeros(u + 1)          # top[p]: the sum of the p largest v (chord only)
+        if chord:
+            neg_v[i] = -v
+    top = np.zeros(u + 1 if chord else 1)   # top[p]: the sum of the p largest v (chord)
     if chord:
-        order = _argsort(neg_v)    # -v increasing: v decreasing
+        order = np.argsort(neg_v)            # -v increasing: v decreasing
         for p in range(u):
             top[p + 1] = top[p] - neg_v[order[p]]
     base = kn - v_in
@@ -324,7 +325,7 @@ def _size_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
         up += S[rows[p - 1], 0]
         down -= S[rows[u - p], 0]
         wp = w_in + p * w0
-        chord_p = base - top[p]
+        chord_p = base - top[p] if chord else base
         best = max(best, _size_value(up, wp, p, t_in, tau_max, w0, cint, C, eps, chord_p),
                    _size_value(down, wp, p, t_in, tau_max, w0, cint, C, eps, chord_p))
     return best * (1.0 + 1e-9)
@@ -341,40 +342,3 @@ def _size_value(g: float, wp: float, p: int, t_in: float, tau_max: float, w0: fl
     base = wp - cint * wp * wp
     r_lo = max(wp * (1.0 - cint * wp - t_in - p * w0 * tau_max), base - C, base + chord)
     return g / (np.sqrt(max(r_lo, 0.0)) + eps)
-
-
-@njit(cache=True)
-def _argsort(a: np.ndarray) -> np.ndarray:
-    """The indices that sort ``a`` increasing (stable; a bottom-up merge sort: one small
-    function to compile where numba's ``argsort`` and ``sort`` compiled a quicksort
-    each)."""
-    n = a.shape[0]
-    idx = np.empty(n, np.int64)
-    for i in range(n):
-        idx[i] = i
-    tmp = np.empty(n, np.int64)
-    width = 1
-    while width < n:
-        for lo in range(0, n, 2 * width):
-            mid = min(lo + width, n)
-            hi = min(lo + 2 * width, n)
-            i, j, k = lo, mid, lo
-            while i < mid and j < hi:
-                if a[idx[j]] < a[idx[i]]:
-                    tmp[k] = idx[j]
-                    j += 1
-                else:
-                    tmp[k] = idx[i]
-                    i += 1
-                k += 1
-            while i < mid:
-                tmp[k] = idx[i]
-                i += 1
-                k += 1
-            while j < hi:
-                tmp[k] = idx[j]
-                j += 1
-                k += 1
-        idx, tmp = tmp, idx
-        width *= 2
-    return idx

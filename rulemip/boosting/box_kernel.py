@@ -24,7 +24,8 @@ importable from here as before):
 
 Compile time (issue 31): the node evaluation is compiled and optimized once, into
 :func:`run` (the root too is evaluated by :func:`run`, not by a second compiled entry
-point); the bounds compile one quicksort-free sort between them; the masks are built by
+point); both sorts of the bounds are one ``argsort`` of float64 (one instantiation of
+numba's quicksort, where a ``sort`` and an ``argsort`` were two); the masks are built by
 numpy. A change to any of the four modules recompiles all of them
 (:mod:`rulemip._numba_cache`).
 """

@@ -1,5 +1,5 @@
 """The pieces of the box-search kernel split by role (issue 31/32): the masks built by numpy,
-the kernel's own sort, the root evaluated by ``run``, and the cache guard that recompiles
+the root evaluated by ``run``, and the cache guard that recompiles
 the whole kernel when any of its modules changes."""
 
 from __future__ import annotations
@@ -33,15 +33,6 @@ def test_build_masks_hold_the_rows_of_every_prefix(seed):
         for b in range(m[j] + 1):
             np.testing.assert_array_equal(bits(LE[off[j] + b]), G[:, j] <= b)
     assert off[-1] == LE.shape[0] == int((m + 1).sum())
-
-
-@pytest.mark.parametrize("seed", range(6))
-def test_the_kernels_sort_is_a_stable_argsort(seed):
-    rng = np.random.default_rng(seed)
-    n = int(rng.integers(0, 300))
-    a = rng.integers(-5, 5, n).astype(float)          # many ties
-    a[rng.random(n) < 0.1] = -np.inf
-    np.testing.assert_array_equal(box_bounds._argsort(a), np.argsort(a, kind="stable"))
 
 
 def test_the_root_is_evaluated_by_run():
