@@ -233,7 +233,7 @@ def _chord_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nd
         if equal_weights:
             return _size_bound(rows, inner, S, s_in, params, C, coef, kn)
         return np.inf
-    order = np.argsort(key)
+    order = _argsort(key)
     tg = 0.0
     th = 0.0
     for i in range(u):
@@ -312,7 +312,7 @@ def _size_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
             neg_v[i] = -v
     top = np.zeros(u + 1 if chord else 1)   # top[p]: the sum of the p largest v (chord)
     if chord:
-        order = np.argsort(neg_v)            # -v increasing: v decreasing
+        order = _argsort(neg_v)              # -v increasing: v decreasing
         for p in range(u):
             top[p + 1] = top[p] - neg_v[order[p]]
     base = kn - v_in
@@ -342,3 +342,71 @@ def _size_value(g: float, wp: float, p: int, t_in: float, tau_max: float, w0: fl
     base = wp - cint * wp * wp
     r_lo = max(wp * (1.0 - cint * wp - t_in - p * w0 * tau_max), base - C, base + chord)
     return g / (np.sqrt(max(r_lo, 0.0)) + eps)
+
+
+@njit(cache=True)
+def _argsort(a: np.ndarray) -> np.ndarray:
+    """Indices that sort ``a`` increasing (ties in any order): a quicksort on a copy of the
+    keys carrying the indices (median of three, insertion sort below 16, the smaller part
+    first so the stack holds at most ``log2 n`` ranges). One small function to compile
+    where numba's ``argsort`` instantiates four."""
+    n = a.shape[0]
+    key = a.copy()
+    idx = np.empty(n, np.int64)
+    for i in range(n):
+        idx[i] = i
+    stack = np.empty(128, np.int64)
+    sp = 0
+    lo = 0
+    hi = n - 1
+    while True:
+        while hi - lo > 16:
+            mid = (lo + hi) >> 1
+            if key[mid] < key[lo]:
+                _swap(key, idx, mid, lo)
+            if key[hi] < key[lo]:
+                _swap(key, idx, hi, lo)
+            if key[hi] < key[mid]:
+                _swap(key, idx, hi, mid)
+            p = key[mid]
+            i = lo
+            j = hi
+            while i <= j:
+                while key[i] < p:
+                    i += 1
+                while key[j] > p:
+                    j -= 1
+                if i <= j:
+                    _swap(key, idx, i, j)
+                    i += 1
+                    j -= 1
+            if j - lo < hi - i:           # the larger part waits on the stack
+                stack[sp] = i
+                stack[sp + 1] = hi
+                hi = j
+            else:
+                stack[sp] = lo
+                stack[sp + 1] = j
+                lo = i
+            sp += 2
+        for i in range(lo + 1, hi + 1):   # insertion sort of a short range
+            k = key[i]
+            t = idx[i]
+            j = i - 1
+            while j >= lo and key[j] > k:
+                key[j + 1] = key[j]
+                idx[j + 1] = idx[j]
+                j -= 1
+            key[j + 1] = k
+            idx[j + 1] = t
+        if sp == 0:
+            return idx
+        sp -= 2
+        lo = stack[sp]
+        hi = stack[sp + 1]
+
+
+@njit(cache=True, inline="always")
+def _swap(key: np.ndarray, idx: np.ndarray, i: int, j: int) -> None:
+    key[i], key[j] = key[j], key[i]
+    idx[i], idx[j] = idx[j], idx[i]

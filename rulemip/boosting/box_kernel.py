@@ -24,10 +24,10 @@ importable from here as before):
 
 Compile time (issue 31): the node evaluation is compiled and optimized once, into
 :func:`run` (the root too is evaluated by :func:`run`, not by a second compiled entry
-point); both sorts of the bounds are one ``argsort`` of float64 (one instantiation of
-numba's quicksort, where a ``sort`` and an ``argsort`` were two); the masks are built by
-numpy. A change to any of the four modules recompiles all of them
-(:mod:`rulemip._numba_cache`).
+point); both sorts of the bounds are one small quicksort of the kernel's own
+(:func:`~rulemip.boosting.box_bounds._argsort`; numba's ``sort`` and ``argsort`` compiled
+four functions each); the masks are built by numpy. A change to any of the four modules
+recompiles all of them (:mod:`rulemip._numba_cache`).
 """
 
 from __future__ import annotations

@@ -78,3 +78,14 @@ def test_a_change_to_a_sibling_module_changes_the_stamp(tmp_path):
     before = loc.get_source_stamp()
     b.write_text("X = 2\n")
     assert loc.get_source_stamp() != before
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_the_kernels_argsort_sorts(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 400))
+    a = rng.integers(-6, 6, n).astype(float) if seed % 2 else rng.normal(size=n)
+    a[rng.random(n) < 0.1] = -np.inf
+    order = box_bounds._argsort(a)
+    assert sorted(order.tolist()) == list(range(n))
+    np.testing.assert_array_equal(a[order], np.sort(a))
