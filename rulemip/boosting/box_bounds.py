@@ -317,8 +317,9 @@ def _size_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
             top[p + 1] = top[p] - neg_v[order[p]]
     base = kn - v_in
     w_in = s_in[1]
-    best = max(_size_value(s_in[0], w_in, 0, t_in, tau_max, w0, cint, C, eps, base - top[0]),
-               _size_value(-s_in[0], w_in, 0, t_in, tau_max, w0, cint, C, eps, base - top[0]))
+    p0 = np.int64(0)       # not the literal 0: one compiled _size_value, not two
+    best = max(_size_value(s_in[0], w_in, p0, t_in, tau_max, w0, cint, C, eps, base - top[0]),
+               _size_value(-s_in[0], w_in, p0, t_in, tau_max, w0, cint, C, eps, base - top[0]))
     up = s_in[0]            # the largest w g first (key order)
     down = -s_in[0]         # the smallest first (reverse order)
     for p in range(1, u + 1):

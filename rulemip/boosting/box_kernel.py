@@ -191,7 +191,7 @@ def run(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.ndarra
             ctr[C_FREE] += 1
             continue
         if splits[slot, 0] == UNEVALUATED:   # the root (init_root): evaluate it only
-            first, second = slot, -1
+            first, second = slot, np.int64(-1)   # typed: one compiled _heap_push
             depth_first = False
         else:
             if ctr[C_FREE] == 0:     # only when the pool may grow (else the reserve holds)
@@ -199,8 +199,8 @@ def run(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.ndarra
                 return ST_GROW
             depth_first = iparams[I_CAN_GROW] == 0 and ctr[C_FREE] <= reserve
             first, second = _branch(pool, splits, free, ctr, slot)
-        kept0 = -1
-        kept1 = -1
+        kept0 = np.int64(-1)
+        kept1 = np.int64(-1)
         for child in (first, second):
             if child < 0:
                 break
