@@ -333,7 +333,7 @@ def _size_bound(rows: np.ndarray, inner: np.ndarray, S: np.ndarray, s_in: np.nda
 
 
 @njit(cache=True)
-def _size_value(g: float, wp: float, p: int, t_in: float, tau_max: float, w0: float,
+def _size_value(g: float, wp: float, p: int | np.integer, t_in: float, tau_max: float, w0: float,
                 cint: float, C: float, eps: float, chord: float) -> float:
     """``g / (sqrt(max(R_lo, 0)) + ε)`` for a one-signed sum ``g`` (0 when not positive),
     ``R_lo`` the largest lower bound of :func:`_size_bound` at weight ``wp`` (``chord``:

@@ -32,6 +32,8 @@ recompiles all of them (:mod:`rulemip._numba_cache`).
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 from numba import njit
 
@@ -68,7 +70,7 @@ F_BEST, F_PRUNED = 0, 1
 
 
 @njit(cache=True)
-def _heap_push(heap: np.ndarray, n: int, key: np.ndarray, slot: int) -> int:
+def _heap_push(heap: np.ndarray, n: int, key: np.ndarray, slot: int | np.integer) -> int:
     i = n
     heap[i] = slot
     kv = key[slot]
@@ -239,7 +241,7 @@ def run(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.ndarra
 
 @step
 def _branch(pool: np.ndarray, splits: np.ndarray, free: np.ndarray, ctr: np.ndarray,
-            slot: int) -> tuple[int, int]:
+            slot: int) -> tuple[Any, Any]:
     """Split the node in ``slot`` by its split choice: child 0 goes to a new slot, child 1
     stays in the parent's slot. Returns the two slots."""
     d = pool.shape[2]
