@@ -46,7 +46,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from numba import njit
 from numpy.typing import NDArray
 
 from rulemip.boosting import box_kernel as K
@@ -71,17 +70,6 @@ RAMP_MIN_EVALS: int = 16384
 PROGRESS_EVERY: float = 2.0
 
 Problem = tuple[NDArray[Any], ...]     # LE, off, m, valid, S, params
-
-
-@njit(nogil=True, cache=True)
-def _run_released(pool: np.ndarray, bound: np.ndarray, splits: np.ndarray, heap: np.ndarray,
-                  free: np.ndarray, dfs: np.ndarray, ctr: np.ndarray, fstate: np.ndarray,
-                  best_box: np.ndarray, LE: np.ndarray, off: np.ndarray, m: np.ndarray,
-                  valid: np.ndarray, S: np.ndarray, params: np.ndarray, iparams: np.ndarray,
-                  max_evals: int) -> int:
-    """:func:`rulemip.boosting.box_kernel.run` without the GIL (threads run it at once)."""
-    return K.run(pool, bound, splits, heap, free, dfs, ctr, fstate, best_box, LE, off, m,
-                 valid, S, params, iparams, max_evals)
 
 
 def resolve_n_jobs(n_jobs: int | None) -> int:
@@ -164,9 +152,9 @@ class _Task:
         target = int(self.ctr[K.C_EVALS]) + int(evals)
         while not self.done and int(self.ctr[K.C_EVALS]) < target:
             p = self.pool
-            st = _run_released(p.pool, p.bound, p.splits, p.heap, p.free, p.dfs, self.ctr,
-                               self.fstate, self.best_box, LE, off, m, valid, S, params,
-                               self.iparams, target - int(self.ctr[K.C_EVALS]))
+            st = K.run(p.pool, p.bound, p.splits, p.heap, p.free, p.dfs, self.ctr,
+                       self.fstate, self.best_box, LE, off, m, valid, S, params,
+                       self.iparams, target - int(self.ctr[K.C_EVALS]))
             if st == K.ST_DONE:
                 self.done = True
             elif st == K.ST_GROW:

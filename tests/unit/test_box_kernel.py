@@ -188,7 +188,7 @@ def _reference_evaluate(R, G, m, S, params, mode, allow_empty, max_len):
 
 
 def _chord_terms(S, inner, und, params):
-    """The chord bound's pieces (box_kernel._ogb_chord_bound): the constant ``K``, the
+    """The chord bound's pieces (box_bounds._chord_bound): the constant ``K``, the
     statistic ``h`` of the inner cover and of every undecided row, the chord coefficients
     and the rounding slack."""
     eps, cint = params[4], params[7]
@@ -262,10 +262,11 @@ class _Kernel:
         Rk = R.copy()
         W, c = len(self.valid), self.prob.S.shape[1]
         split = np.empty(3, np.int32)
-        b = K.evaluate(Rk, self.LE, self.off, self.m, self.valid, self.prob.S,
-                       self.prob.params, self.iparams, np.empty(W, np.uint64),
-                       np.empty(W, np.uint64), np.empty(c), np.empty(3 * c), split,
-                       np.empty(5), -np.inf)
+        prob = (self.LE, self.off, self.m, self.valid, self.prob.S, self.prob.params,
+                self.iparams)
+        work = (np.empty(W, np.uint64), np.empty(W, np.uint64), np.empty(c), np.empty(3 * c),
+                np.empty(5))
+        b = K.evaluate(Rk, prob, work, split, -np.inf)
         return b, Rk, split
 
 
