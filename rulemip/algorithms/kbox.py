@@ -16,6 +16,7 @@ the 2^k-levels bound, which holds for every model.
 from __future__ import annotations
 
 import math
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -268,7 +269,7 @@ class KBoxSearch:
             s0, s1 = (int(v) for v in np.rint(start))
             pair = (s0, s1) if min(s0, s1) >= 0 else (max(s0, s1), max(s0, s1))
         res = pair_search(table, self.reg, unit=built.unit, weight=w, start=pair,
-                          budget=budget, callback=callback,
+                          budget=budget, callback=_progress(built, callback),
                           threads=threads if threads is not None else scan_threads(),
                           scheduler=current_workers()[1])
         risk = built.risk_of_gain(res.gain)
@@ -285,6 +286,23 @@ class KBoxSearch:
                              method="pair scan", iterations=res.scored, objective=risk,
                              notes=(*notes, f"stopped by the {limit.value} limit; the bound is "
                                             f"the {2 ** self.n_rules}-levels bound"))
+
+
+def _progress(built: KBoxProblem, callback: Callable[[dict[str, Any]], Any] | None
+              ) -> Callable[[dict[str, Any]], Any] | None:
+    """The scan's reports (first boxes done, pairs scored, incumbent gain) as the progress
+    lines of every search: seconds, first boxes done as the iteration, the incumbent's
+    risk and the bound that holds while the scan runs (the levels bound)."""
+    if callback is None:
+        return None
+    t0 = time.perf_counter()
+
+    def report(info: dict[str, Any]) -> Any:
+        return callback({**info, "time": time.perf_counter() - t0,
+                         "iteration": int(info["boxes_done"]),
+                         "ub": built.risk_of_gain(float(info["gain"])), "lb": built.levels})
+
+    return report
 
 
 def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,

@@ -263,3 +263,16 @@ def test_a_work_limited_scan_names_the_work_limit_and_repeats():
         assert not res.is_optimal and res.limit is not None and res.limit.value == "node"
         assert res.lower_bound <= bf.risk
     assert runs[0].risk == runs[1].risk
+
+
+def test_verbose_progress_shows_the_incumbent_risk(capsys):
+    """``verbose=True`` on the k-box search prints progress lines with the incumbent's
+    risk and a finite bound (the scan's reports translated), never ``incumbent inf``."""
+    from rulemip import ExactRuleEnsembleRegressor
+
+    X, y = _data(4, n=40)
+    ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=3, engine="kbox",
+                               verbose=True).fit(X, y)
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if "incumbent" in ln]
+    assert lines
+    assert not any("incumbent inf" in ln for ln in lines)
