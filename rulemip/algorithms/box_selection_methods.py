@@ -345,8 +345,10 @@ def _cip(method: str) -> Callable[..., BoxSelectionSearch]:
 
 
 register_formulation("cip", _cip("auto"), needs_positive_reg=True,
+                     needs=PERSISTENT_MASTER_NEEDS, oracle=True,
                      description="box-selection CIP: enumeration, then outer approximation")
 register_formulation("cip-bnb", _cip("bnb"), needs_positive_reg=True, losses=("squared",),
+                     needs=frozenset(), oracle=True,
                      description="box-selection CIP by branch and bound over boxes")
 
 

@@ -498,6 +498,6 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
 
 
 register_formulation("cell-bnb", CellSweepSearch, losses=("squared",),
-                     fits=check_cell_bnb_fits,
+                     fits=check_cell_bnb_fits, needs=frozenset(), oracle=True,
                      description="cell-sweep branch and bound: a bound valid at reg = 0 "
                                  "exactly (docs/explanation/cell_sweep_bound.md)")

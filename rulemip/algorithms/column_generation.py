@@ -493,6 +493,7 @@ def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
 
 
 register_formulation("cg", ColumnGeneration, needs_positive_reg=True,
+                     needs=PERSISTENT_MASTER_NEEDS, oracle=True,
                      description="box-selection CIP by column generation: boxes priced by "
                                  "the rule search, never enumerated "
                                  "(docs/explanation/column_generation.md)")

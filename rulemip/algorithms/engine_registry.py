@@ -15,6 +15,7 @@ from __future__ import annotations
 import inspect
 import warnings
 from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Set as AbstractSet
 from dataclasses import dataclass
 from typing import Any
 
@@ -80,6 +81,11 @@ FORMULATION_KEYWORDS = frozenset({"loss", "reg", "fit_intercept", "thresholds",
                                   "warm_start", "seed", "callback"})
 
 
+#: what a formulation asks of a solver, declared: a set of capabilities or a function of
+#: ``(loss, reg)`` returning one (:func:`register_formulation`)
+StaticNeeds = AbstractSet[Capability] | Callable[[str, float], AbstractSet[Capability]]
+
+
 def register_method(name: str, function: Method, *, needs_positive_reg: bool = False,
                     losses: Sequence[str] | None = None, description: str = "",
                     solver_needs: Callable[[str, float], tuple[set[Capability], bool]]
@@ -132,14 +138,27 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
                          needs_positive_reg: bool = False,
                          losses: Sequence[str] | None = None, description: str = "",
                          fits: SizeCheck | None = None, wants_local_start: bool = True,
-                         replace: bool = False) -> None:
+                         replace: bool = False,
+                         needs: StaticNeeds | None = None, oracle: bool | None = None
+                         ) -> None:
     """Make a formulation available as ``engine=name``, solved by :func:`solve`
     (the keywords as for :func:`register_method`).
 
     ``factory(n_rules, loss=, reg=, fit_intercept=, thresholds=, max_rule_length=)``
     returns the formulation (a formulation class with that constructor qualifies);
     ``fits`` is its size guard (:func:`register_method`).
+
+    ``needs`` declares what the formulation asks of a solver — a set of capabilities, or
+    ``needs(loss, reg)`` returning one — and ``oracle`` whether it is an
+    :class:`~rulemip.formulations.protocol.OracleFormulation` (its backend is its master:
+    no tangent cuts), so that checking a solver builds nothing. Without them the registry
+    builds a probe formulation and asks its ``needs()`` (what a third-party formulation
+    gets without declaring).
     """
+    if (needs is None) != (oracle is None):
+        raise InvalidParameterError(
+            "`needs` and `oracle` are declared together (what the formulation asks of a "
+            "solver, and whether it is an oracle formulation).")
     def method(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
                fit_intercept: bool, thresholds: Sequence[FloatArray],
                max_rule_length: int | None, solver: str | SolverBackend, budget: Budget,
@@ -153,6 +172,9 @@ def register_formulation(name: str, factory: Callable[..., Formulation], *,
                      warm_start=warm_start, callback=callback, seed=seed)
 
     def solver_needs(loss: str, reg: float) -> tuple[set[Capability], bool]:
+        if needs is not None:
+            declared = needs(loss, reg) if callable(needs) else needs
+            return set(declared), not oracle
         probe = factory(1, loss=loss, reg=reg if reg > 0 else 1e-3, fit_intercept=True,
                         thresholds=None, max_rule_length=None)
         # an oracle formulation needs its backend as its master: no tangent cuts

@@ -342,6 +342,6 @@ def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | Non
 
 
 register_formulation("kbox", KBoxSearch, losses=("squared",), fits=check_kbox_fits,
-                     wants_local_start=False,
+                     wants_local_start=False, needs=frozenset(), oracle=True,
                      description="exact search over ensembles of k <= 2 short boxes "
                                  "(docs/explanation/kbox_search.md)")

@@ -62,6 +62,13 @@ LINEARIZATIONS = ("auto", "indicator", "bigm")
 BIGM_LIMIT = 1e4  # "auto" uses big-M up to this proved weight bound
 
 
+#: what the big-M model asks of a backend to be taken natively, with a ridge (the engine
+#: registry's declared ``needs``: it checks a solver as for a positive ``reg``, as its
+#: probe did; :meth:`IntervalCoverMIP.capabilities` is the exact set of one model)
+BIGM_NEEDS = frozenset({Capability.LP, Capability.INTEGER, Capability.NONLINEAR_LOSS,
+                        Capability.QUADRATIC_OBJECTIVE})
+
+
 class IntervalCoverMIP(IntervalCoverCodec):
     """The interval-cover MIP of [GAP] §4.1 (module docstring; docs/explanation/interval_cover.md).
 
@@ -447,5 +454,5 @@ def _add_coo(model: MIPModel, name: str, rows: IntArray, cols: IntArray, vals: F
     model.add_constraints(name, matrix=A, lower=lower, upper=upper)
 
 
-__all__ = ["BuiltIntervalCover", "FixedRules", "IntervalCoverMIP", "max_det01",
+__all__ = ["BIGM_NEEDS", "BuiltIntervalCover", "FixedRules", "IntervalCoverMIP", "max_det01",
            "sublevel_interval"]

@@ -120,3 +120,52 @@ def test_cip_and_cg_registered_as_formulations_in_their_modules() -> None:
         assert any(isinstance(f(1, loss="squared", reg=0.1, fit_intercept=True,
                                 thresholds=None, max_rule_length=None), cls)
                    for f in factories)
+
+
+def test_declared_solver_needs_equal_what_a_probe_formulation_asks() -> None:
+    """Every built-in formulation engine declares its ``needs`` (no probe is built to check
+    a solver); the declaration equals what a probe formulation's ``needs()`` returns, and
+    whether it is an oracle, for every loss it takes and ridge 0, 1e-3 and 1."""
+    from functools import partial
+
+    from rulemip.algorithms.cell_bnb import CellSweepSearch
+    from rulemip.algorithms.engine_registry import ENGINES
+    from rulemip.algorithms.kbox import KBoxSearch
+    from rulemip.formulations.interval_cover import IntervalCoverMIP
+    from rulemip.formulations.protocol import OracleFormulation
+
+    factories = {"cip": partial(BoxSelectionSearch, method="auto"),
+                 "cip-bnb": partial(BoxSelectionSearch, method="bnb"),
+                 "mip": IntervalCoverMIP, "cg": ColumnGeneration,
+                 "cell-bnb": CellSweepSearch, "kbox": KBoxSearch}
+    assert set(factories) == set(ENGINES) - {"auto"}
+    for engine, factory in factories.items():
+        spec = method_spec(engine)
+        assert spec.solver_needs is not None
+        for loss in spec.losses or ("squared", "logistic", "poisson"):
+            for reg in (0.0, 1e-3, 1.0):
+                probe = factory(1, loss=loss, reg=reg if reg > 0 else 1e-3,
+                                fit_intercept=True, thresholds=None, max_rule_length=None)
+                needs, tangent_cuts = spec.solver_needs(loss, reg)
+                assert needs == probe.needs(), (engine, loss, reg)
+                assert tangent_cuts == (not isinstance(probe, OracleFormulation))
+
+
+def test_a_declared_formulation_is_never_built_to_check_a_solver() -> None:
+    """With ``needs``/``oracle`` declared, asking what the engine needs builds nothing (the
+    factory here would fail if called); the two are declared together or not at all."""
+    from rulemip.algorithms.engine_registry import _METHODS, register_formulation
+    from rulemip.exceptions import InvalidParameterError
+    from rulemip.solvers.base import Capability
+
+    def factory(*args, **kwargs):
+        raise AssertionError("a probe was built")
+
+    register_formulation("declared-test", factory, needs={Capability.LP}, oracle=False)
+    try:
+        assert method_spec("declared-test").solver_needs("squared", 0.0) == (
+            {Capability.LP}, True)
+    finally:
+        _METHODS.pop("declared-test", None)
+    with pytest.raises(InvalidParameterError, match="together"):
+        register_formulation("half-declared", factory, needs=frozenset())
