@@ -52,8 +52,10 @@ def test_diabetes_regression_study_is_valid_and_certificates_verify():
     data = load_diabetes()
     X = data.data[:80, [2, 8]]
     y = data.target[:80]
+    # k = 1..3 are proved within a second; k = 4, 5 stop at their limit (3 s each, was 10:
+    # the rows stay valid intervals at any limit, which is what is checked)
     study = gap_study(X, y, k_max=5, variants=["SGS", "SGB", "COB"], reg=1.0,
-                      max_thresholds=3, fit_intercept=True, time_limit=10)
+                      max_thresholds=3, fit_intercept=True, time_limit=3)
     assert len(study.table) == 5 * 3
     assert_intervals_valid(study.table)
     assert set(study.summary.index) == {"SGS", "SGB", "COB"}
