@@ -264,11 +264,23 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
 
     workers = resolve_n_jobs(n_jobs)
     if workers != 1 or scheduler is not None:
+        # the budget's work left caps the split search's branchings as it caps the serial
+        # loop's (a branching is a unit of work), and they are charged to it afterwards
+        expanded0 = int(ctr[K.C_EXPANDED])
+        limit = node_limit
+        work = clock.work_left()
+        if work is not None:
+            cap = expanded0 + work
+            limit = cap if node_limit is None else min(int(node_limit), cap)
         status, bound, n_exp, n_ev, peak = split_search(
             pool, ctr, fstate, best_box, (LE, off, m, valid, prob.S, prob.params), iparams,
             max_slots=int(max_slots), reserve=reserve, initial_slots=INITIAL_SLOTS,
-            per_node=per_node, clock=clock, node_limit=node_limit, n_jobs=workers,
+            per_node=per_node, clock=clock, node_limit=limit, n_jobs=workers,
             scheduler=scheduler, progress=progress)
+        clock.charge(n_exp - expanded0)
+        if status == "node_limit" and limit != node_limit and (
+                node_limit is None or n_exp < int(node_limit)):
+            status = "work_limit"
         if not np.isfinite(fstate[K.F_BEST]):
             return None
         lower, upper, q, length = _decode(space, best_box, m)

@@ -248,7 +248,7 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
     st = K.ST_EVALS
     while ctr[K.C_HEAP] + ctr[K.C_DFS] < N_TASKS or ctr[K.C_EVALS] < RAMP_MIN_EVALS:
         if clock.expired():
-            return _stopped("time_limit", pool, ctr, fstate, per_node)
+            return _stopped(f"{clock.stop_reason()}_limit", pool, ctr, fstate, per_node)
         if node_limit is not None and ctr[K.C_EXPANDED] >= node_limit:
             return _stopped("node_limit", pool, ctr, fstate, per_node)
         step = RAMP_EVALS if ctr[K.C_EVALS] >= RAMP_MIN_EVALS else \
@@ -280,7 +280,7 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
     try:
         while tasks:
             if clock.expired():
-                status = "time_limit"
+                status = f"{clock.stop_reason()}_limit"
                 break
             total = ROUND_EVALS
             if node_limit is not None:

@@ -6,13 +6,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rulemip.certify.certificate import (
-    Certificate,
-    CheckResult,
-    VerificationReport,
-    make_certificate,
-    verify,
-)
+from rulemip.certify.certificate import Certificate, make_certificate
+from rulemip.certify.verification import CheckResult, VerificationReport, verify
 
 _LAZY = {"gap_study": "rulemip.certify.gap", "GapStudy": "rulemip.certify.gap"}
 

@@ -44,9 +44,7 @@ solution (event ``BESTSOLFOUND``) and at the end; returning ``True`` calls
 
 from __future__ import annotations
 
-import functools
 import math
-import threading
 import time
 from typing import Any
 
@@ -69,63 +67,19 @@ from rulemip.solvers._common import (
 )
 from rulemip.solvers.base import Capability, module_available
 from rulemip.solvers.result import Limit, SolveOptions, SolveResult, TerminationReason
+from rulemip.solvers.scip_settings import (
+    LIMIT_STATUS,
+    NLP_PLUGINS_OFF,
+    WATCHDOG_SLACK,
+    Watchdog,
+    scip_version,
+    watchdog_delay,
+)
 
-__all__ = ["ScipBackend", "ScipPersistent"]
+# NLP_PLUGINS_OFF, WATCHDOG_SLACK and watchdog_delay stay importable from here
+__all__ = ["NLP_PLUGINS_OFF", "WATCHDOG_SLACK", "ScipBackend", "ScipPersistent", "watchdog_delay"]
 
-_LIMIT_STATUS = {
-    "timelimit": Limit.TIME,
-    "nodelimit": Limit.NODE,
-    "totalnodelimit": Limit.NODE,
-    "stallnodelimit": Limit.NODE,
-    "userinterrupt": Limit.INTERRUPTED,
-    "terminate": Limit.INTERRUPTED,
-    "memlimit": Limit.OTHER,
-    "sollimit": Limit.OTHER,
-    "bestsollimit": Limit.OTHER,
-    "restartlimit": Limit.OTHER,
-    "primallimit": Limit.OTHER,
-    "duallimit": Limit.OTHER,
-}
 _LOSSES = ("squared", "logistic", "poisson")
-
-WATCHDOG_SLACK = 2.0
-"""Seconds, plus 10% of the time limit, that a solve may run past ``time_limit`` before
-the watchdog thread interrupts it (:func:`watchdog_delay`)."""
-
-
-def watchdog_delay(time_limit: float) -> float:
-    """When the watchdog interrupts a solve that SCIP's own clock did not stop:
-    ``time_limit + WATCHDOG_SLACK + 0.1·time_limit`` seconds after it started."""
-    return float(time_limit) * 1.1 + WATCHDOG_SLACK
-
-#: SCIP plug-ins that call an NLP solver (Ipopt). Our nonlinear models are convex epigraph
-#: models that SCIP solves by LP outer approximation; these plug-ins only look for
-#: incumbents (heuristics) or tighten bounds (propagator, separators) and are not needed —
-#: and SCIP's MPEC heuristic crashed the process inside Ipopt (heap corruption) on a
-#: 1 070 x 6 table (issue 22). They are switched off in every solve (``extra`` may turn one
-#: back on).
-NLP_PLUGINS_OFF: dict[str, Any] = {
-    "heuristics/subnlp/freq": -1,
-    "heuristics/mpec/freq": -1,
-    "heuristics/nlpdiving/freq": -1,
-    "heuristics/multistart/freq": -1,
-    "heuristics/dualval/freq": -1,
-    "heuristics/undercover/freq": -1,
-    "heuristics/undercover/postnlp": False,
-    "propagating/nlobbt/freq": -1,
-    "separating/convexproj/freq": -1,
-    "separating/gauge/freq": -1,
-}
-
-
-@functools.lru_cache(maxsize=1)
-def _version() -> str:
-    import pyscipopt
-
-    m = pyscipopt.Model()
-    return (f"SCIP {m.getMajorVersion()}.{m.getMinorVersion()}.{m.getTechVersion()} "
-            f"(PySCIPOpt {pyscipopt.__version__})")
-
 
 def _bound(v: float) -> float | None:
     return None if math.isinf(v) else float(v)
@@ -485,7 +439,7 @@ class ScipPersistent:
         progress = Progress(opts.callback)
         self._progress = progress if progress else None
         t0 = time.perf_counter()
-        watchdog = _Watchdog(self._m, opts.time_limit)
+        watchdog = Watchdog(self._m, opts.time_limit)
         try:
             with watchdog:
                 # without the GIL, so that the watchdog thread can run during the solve
@@ -537,9 +491,9 @@ class ScipPersistent:
             x = None
             primal, dual = ((math.inf, math.inf) if term is TerminationReason.INFEASIBLE
                             else (-math.inf, -math.inf))
-        elif status in _LIMIT_STATUS:
+        elif status in LIMIT_STATUS:
             which = (Limit.TIME if watchdog_fired
-                     else Limit.INTERRUPTED if progress.interrupt else _LIMIT_STATUS[status])
+                     else Limit.INTERRUPTED if progress.interrupt else LIMIT_STATUS[status])
             term, limit = limit_status(has_sol, which)
         else:
             term = TerminationReason.FEASIBLE if has_sol else TerminationReason.ERROR
@@ -552,7 +506,7 @@ class ScipPersistent:
             iters = None
         return make_result(term, primal=primal, dual=dual, limit=limit, x=x, wall_time=wall,
                            nodes=int(m.getNNodes()), iterations=iters, backend="scip",
-                           backend_version=_version(), options=opts, raw_status=status,
+                           backend_version=scip_version(), options=opts, raw_status=status,
                            raw_gap=float(m.getGap()) if has_sol else None, notes=notes)
 
     def _infeasible_or_unbounded(self, opts: SolveOptions, notes: list[str]
@@ -581,44 +535,6 @@ class ScipPersistent:
         return TerminationReason.ERROR
 
 
-class _Watchdog:
-    """Interrupts a SCIP solve still running :func:`watchdog_delay` seconds after it
-    started (a plug-in that ignores SCIP's clock, e.g. a long NLP call); no-op without a
-    time limit. SCIP stops at its next check of the interrupt flag."""
-
-    def __init__(self, model: Any, time_limit: float | None) -> None:
-        self._m = model
-        self._lock = threading.Lock()
-        self._running = False
-        self.fired = False
-        self._timer = None if time_limit is None else threading.Timer(
-            watchdog_delay(time_limit), self._fire)
-        if self._timer is not None:
-            self._timer.daemon = True
-
-    def _fire(self) -> None:
-        with self._lock:
-            if not self._running:
-                return
-            try:
-                self._m.interruptSolve()
-                self.fired = True
-            except Exception:  # pragma: no cover - SCIP left the solving stage meanwhile
-                pass
-
-    def __enter__(self) -> _Watchdog:
-        self._running = True
-        if self._timer is not None:
-            self._timer.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        with self._lock:
-            self._running = False
-        if self._timer is not None:
-            self._timer.cancel()
-
-
 class ScipBackend:
     """SCIP through PySCIPOpt (see the module docstring)."""
 
@@ -634,7 +550,7 @@ class ScipBackend:
         return module_available("pyscipopt")
 
     def version(self) -> str:
-        return _version()
+        return scip_version()
 
     def solve(self, model: StandardForm, options: SolveOptions | None = None,
               start: NDArray[np.float64] | None = None) -> SolveResult:

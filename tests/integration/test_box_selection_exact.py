@@ -41,7 +41,9 @@ def test_cip_equals_brute_force(loss, fit_intercept, d):
         bf = brute_force_optimum(ds.X, ds.y, k, loss, reg, fit_intercept, max_thresholds=2)
         cip = BoxSelectionCIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                               max_thresholds=2)
-        for method in ("oa", "enumerate"):
+        # outer approximation (HiGHS masters, most of this test's time) at k = 1 and 3,
+        # enumeration at every k: k = 2 runs the same OA code as k = 3
+        for method in ("oa", "enumerate") if k != 2 else ("enumerate",):
             res = solve_box_selection(cip, ds, method=method, time_limit=60)
             assert res.termination is TerminationReason.OPTIMAL, (method, res.notes)
             assert res.risk == pytest.approx(bf.risk, rel=1e-7, abs=1e-9)

@@ -13,6 +13,7 @@ import pytest
 from rulemip.algorithms.column_generation import farley_bound
 from rulemip.algorithms.driver import choose_engine, solve_exact
 from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 
@@ -140,10 +141,13 @@ def test_progress_incumbent_is_a_model_risk_never_below_the_returned_one():
     start = RuleBooster.from_preset("COB", n_rules=3, loss="squared", reg=1e-3,
                                     thresholds=ths).fit(ds).ensembles_[-1]
     seen: list[dict] = []
+    # a deterministic work limit (it stops in the pricing rounds, 7 reported), not 20 s of
+    # wall time spent to the end
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         res = solve_exact(ds, 3, loss="squared", reg=1e-3, fit_intercept=True,
-                          thresholds=ths, engine="cg", time_limit=20, warm_start=start,
+                          thresholds=ths, engine="cg", warm_start=start,
+                          budget=Budget.from_time_limit(60.0, work_limit=1000),
                           callback=lambda info: seen.append(dict(info)))
     priced = [s for s in seen if "relaxation" in s]
     assert priced, "the pricer reported no progress"

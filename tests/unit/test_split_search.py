@@ -4,6 +4,8 @@ that do not depend on the number of workers, reproducible node limits."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,31 @@ def test_node_limit_is_reproducible():
     assert runs[0].status == "node_limit"
     _same(runs[0], runs[1])
     _same(runs[0], runs[2])
+    full = box_search(space, obj, n_jobs=1)
+    assert runs[0].value <= full.value + 1e-12 <= runs[0].bound + 2e-12
+
+
+def test_a_work_limit_caps_and_is_charged_by_the_split_search():
+    """The budget's work (one unit a branching) stops the split search as it stops the
+    serial one: an uncapped split search ran 10^7 evaluations inside a work-limited fit."""
+    from rulemip.budget import Budget
+
+    space, r = _problem(5, n=300, d=6, cuts=30)        # 313 branchings when serial
+    obj = ridge_gain_objective(r, reg=0.01)
+    runs = []
+    for j in (2, 2, 4):
+        budget = Budget.from_time_limit(None, work_limit=120)
+        res = box_search(space, obj, n_jobs=j, budget=budget)
+        assert res.status == "work_limit" and budget.expired()
+        assert budget.work_spent() == res.n_expanded
+        runs.append(res)
+    _same(runs[0], runs[1])
+    _same(runs[0], runs[2])
+    # the same stop as a node limit at the work left, and within one round of it
+    by_nodes = box_search(space, obj, n_jobs=2, node_limit=120)
+    assert by_nodes.status == "node_limit"
+    _same(runs[0], dataclasses.replace(by_nodes, status="work_limit"))
+    assert 120 <= runs[0].n_expanded <= 120 + SS.ROUND_EVALS
     full = box_search(space, obj, n_jobs=1)
     assert runs[0].value <= full.value + 1e-12 <= runs[0].bound + 2e-12
 
