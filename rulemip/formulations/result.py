@@ -12,6 +12,7 @@ under a bound that is valid (``bound_valid``).
 from __future__ import annotations
 
 import math
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -19,7 +20,7 @@ from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.result import Limit, TerminationReason
 
 
-class SolveStatus:
+class SolveStatus(ABC):
     """What every exact fit reports, whatever its family: ``termination`` and ``limit``
     (why it ended), the valid ``lower_bound`` and the relative ``gap`` of its
     :attr:`upper_bound`, decided once by :func:`rulemip.solvers.status.promote`, plus a
@@ -35,12 +36,14 @@ class SolveStatus:
     notes: tuple[str, ...]
 
     @property
+    @abstractmethod
     def upper_bound(self) -> float:
-        raise NotImplementedError
+        """The family's incumbent value (the recomputed risk or objective)."""
 
     @property
+    @abstractmethod
     def payload(self) -> Any:
-        raise NotImplementedError
+        """The family's own result (the rule ensemble, the pruning engine's record)."""
 
     @property
     def is_optimal(self) -> bool:
