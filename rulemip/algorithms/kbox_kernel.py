@@ -325,7 +325,6 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     T = np.empty(slabs.shape[0])
     Tp = np.empty(max_depth + 2)
     Dp = np.empty(max_depth + 2)
-    Ts = np.empty(max_depth + 2)
     region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
     region[0, :] = ~_ZERO
     n_visited = 0
@@ -343,7 +342,6 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                                          W, lam, centred)
         Tp[0] = Na
         Dp[0] = W - Na
-        Ts[0] = Na
         i = 0
         while i < n_nodes:
             d = node_depth[i]
@@ -366,7 +364,6 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                     region[d, w] = region[d - 1, w] & slabs[sl, w]
                 Tp[d] = _and_weight(region[d], bits[a], unit, weight)
                 Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
-                Ts[d] = Tp[d]
                 if Tp[d] < n_need and Dp[d] < m_need:
                     i = node_skip[i]
                     continue
@@ -379,7 +376,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                     continue
             b = node_box[i]
             if b >= 0 and rank[b] > ra:
-                _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Ts[d], 1, W,
+                _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Tp[d], 1, W,
                        centred, unit, weight, Gp, state, best, counts)
             lo = node_run[i, 0]
             hi = node_run[i, 1]
@@ -412,7 +409,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                         n_checked += 1
                         _score(bits, a, bb, Sa, Ka, Na, S, K, N, za, z[bb],
                                min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
-                               Ts[d] + T[sl], 2, W, centred, unit, weight,
+                               Tp[d] + T[sl], 2, W, centred, unit, weight,
                                state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
             i += 1
     counts[1] += n_visited
