@@ -1,4 +1,4 @@
-"""The exact box search (rulemip/boosting/box_kernel.py) on ordinary tables: the targets of
+"""The exact box search (rulemip/boosting/boxsearch/kernel.py) on ordinary tables: the targets of
 the compiled search, side by side with the set-enumeration search it replaces.
 
 Three parts, all in one process after a warm-up fit (numba's cached machine code is loaded
@@ -150,8 +150,8 @@ def part_jobs(repeats: int = 3) -> list[str]:
     except ImportError:
         Client = None
     if Client is not None:      # the one-rule search itself (the fit's proof) on two processes
+        from rulemip.boosting.boxsearch.range_search import box_search
         from rulemip.boosting.objectives import ridge_gain_objective
-        from rulemip.boosting.range_search import box_search
         from rulemip.boosting.space import SearchSpace
 
         space = SearchSpace.build(X, None)

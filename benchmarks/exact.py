@@ -53,8 +53,8 @@ from typing import Any
 
 import numpy as np
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
-from rulemip.algorithms.driver import solve as solve_formulation
+from rulemip.algorithms.krule.box_selection import solve_box_selection
+from rulemip.algorithms.solve.driver import solve as solve_formulation
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP

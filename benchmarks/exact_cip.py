@@ -19,7 +19,7 @@ from typing import Any
 
 from exact import diabetes
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.formulations.box_selection import BoxSelectionCIP

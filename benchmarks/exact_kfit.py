@@ -20,7 +20,7 @@ Part 2 (``tiny``): random tables of 6-12 rows and 2 features (3 quantile cuts pe
 feature), k = 1..3, ridge 1e-3 and 0.1, with and without intercept; every engine that
 accepts the problem, against the brute-force optimum
 (:func:`rulemip.testing.brute_force.brute_force_optimum`). For squared-loss fits the
-returned model is re-checked by :func:`rulemip.algorithms.local_swap.check_one_swap`
+returned model is re-checked by :func:`rulemip.algorithms.local.rule_swaps.check_one_swap`
 (is there a single rule swap that lowers its risk?).
 """
 
@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 from sklearn.datasets import load_diabetes
 
-from rulemip.algorithms.local_swap import check_one_swap
+from rulemip.algorithms.local.rule_swaps import check_one_swap
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.estimators import ExactRuleEnsembleRegressor
 from rulemip.testing.brute_force import brute_force_optimum

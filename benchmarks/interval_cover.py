@@ -23,8 +23,8 @@ import time
 import numpy as np
 from exact import mip_backends
 
-from rulemip.algorithms.driver import solve
-from rulemip.algorithms.mip_boosting import mip_boosting
+from rulemip.algorithms.krule.mip_boosting import mip_boosting
+from rulemip.algorithms.solve.driver import solve
 from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating
 from rulemip.formulations.interval_cover import IntervalCoverMIP

@@ -49,8 +49,8 @@ def instance(n: int, trees: int, depth: int, seed: int = 0) -> tuple[Any, np.nda
 
 def run(n: int, trees: int, depth: int, gamma_n: float, time_limit: float, K: int = 20,
         **kw: Any) -> dict[str, Any]:
-    from rulemip.algorithms.outer_approximation import OAOptions
-    from rulemip.algorithms.prune_exact import prune_exact
+    from rulemip.algorithms.convex.outer_approximation import OAOptions
+    from rulemip.algorithms.pruning.exact import prune_exact
 
     nodes, y, t_fit = instance(n, trees, depth)
     extra = kw.pop("master_extra", {})
@@ -138,7 +138,7 @@ def heldout(args: argparse.Namespace) -> None:
     """Train/held-out R² of the K = 20 rule refit vs γ (heuristic selection, no bound)."""
     from sklearn.datasets import make_friedman1
 
-    from rulemip.algorithms.prune_exact import local_search_prune
+    from rulemip.algorithms.pruning.exact import local_search_prune
     from rulemip.formulations.tree_pruning import TreePruningCIP
 
     n, T, d = 1000, 100, 3

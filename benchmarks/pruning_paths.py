@@ -27,8 +27,8 @@ from sklearn.datasets import make_friedman1
 from sklearn.ensemble import GradientBoostingRegressor
 from sklearn.model_selection import train_test_split
 
-from rulemip.algorithms.cbcd import node_reach, regularization_path
-from rulemip.algorithms.relax_and_round import relax_and_round
+from rulemip.algorithms.pruning.cbcd import node_reach, regularization_path
+from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 from rulemip.formulations.node_matrix import extract_nodes
 from rulemip.solvers.result import relative_gap
 

@@ -41,7 +41,7 @@ from sklearn.impute import SimpleImputer
 from sklearn.model_selection import StratifiedKFold, cross_val_score
 from sklearn.pipeline import make_pipeline
 
-from rulemip.boosting.rgb_families import FamilyGrid
+from rulemip.boosting.rgb.families import FamilyGrid
 from rulemip.estimators.rgb import RGBClassifier
 
 

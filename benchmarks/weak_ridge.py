@@ -12,7 +12,7 @@ without replacement) of the bundled diabetes data (features bmi=2, s5=8, bp=3) o
         --engines cell-bnb auto cip-bnb --time-limit 30
 
 Engines: ``auto`` / ``cip`` / ``cip-bnb`` through :func:`rulemip.algorithms.fit_plan.solve_exact`
-and ``cell-bnb`` (:func:`rulemip.algorithms.cell_bnb.solve_cell_bnb`). Every solve asks for
+and ``cell-bnb`` (:func:`rulemip.algorithms.krule.cell_bnb.solve_cell_bnb`). Every solve asks for
 relative gap 1e-4; the table reports the certified gap reached. Timings are wall-clock on a
 shared 2-core machine: noisy.
 """
@@ -27,8 +27,8 @@ import time
 import numpy as np
 from sklearn.datasets import load_diabetes, make_friedman1
 
-from rulemip.algorithms.cell_bnb import solve_cell_bnb
 from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.krule.cell_bnb import solve_cell_bnb
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds

@@ -13,6 +13,10 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
+from rulemip import _moved
+
+_moved.install()   # former module addresses still import, with a FutureWarning
+
 __version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
@@ -43,9 +47,9 @@ _EXPORTS: dict[str, str] = {
     "Formulation": "rulemip.formulations.protocol",
     "OracleFormulation": "rulemip.formulations.protocol",
     "SearchOutcome": "rulemip.formulations.protocol",
-    "register_formulation": "rulemip.algorithms.driver",
-    "register_method": "rulemip.algorithms.driver",
-    "solve": "rulemip.algorithms.driver",
+    "register_formulation": "rulemip.algorithms.solve.driver",
+    "register_method": "rulemip.algorithms.solve.driver",
+    "solve": "rulemip.algorithms.solve.driver",
     "register_backend": "rulemip.solvers.base:register",
     # errors and warnings
     "RulemipError": "rulemip.exceptions",

@@ -1,8 +1,8 @@
 """Compile the numba kernels before a fit's clock starts, and say how long it took.
 
-The package's compiled kernels (the box search of :mod:`rulemip.boosting.box_kernel`, the
+The package's compiled kernels (the box search of :mod:`rulemip.boosting.boxsearch.kernel`, the
 levels bound of :mod:`rulemip.formulations.levels`, the two-rule branch and bound of
-:mod:`rulemip.algorithms.two_rule_bound`) are compiled by numba on their first call and
+:mod:`rulemip.algorithms.krule.two_rule_bound`) are compiled by numba on their first call and
 cached on disk (``cache=True``; numba's cache directory, ``NUMBA_CACHE_DIR`` when set).
 A later process loads them in a fraction of a second. Compiling them takes seconds, and
 before this module a fit paid that inside its time limit: the first run of a fresh
@@ -92,8 +92,8 @@ def _tiny_data() -> tuple[np.ndarray, np.ndarray]:
 
 def _warm_box() -> None:
     """One box search (init_root, run, open_bound and every callee of evaluate)."""
+    from rulemip.boosting.boxsearch.range_search import box_search
     from rulemip.boosting.objectives import make_objective
-    from rulemip.boosting.range_search import box_search
     from rulemip.boosting.space import SearchSpace
 
     X, y = _tiny_data()
@@ -109,7 +109,7 @@ def _warm_levels() -> None:
 
 
 def _warm_two_rule() -> None:
-    from rulemip.algorithms import two_rule_bound as trb
+    from rulemip.algorithms.krule import two_rule_bound as trb
     from rulemip.data import Dataset, candidate_thresholds
     from rulemip.formulations.box_selection import BoxSelectionCIP
 
@@ -123,7 +123,7 @@ def _warm_two_rule() -> None:
 def _warm_kbox() -> None:
     """The k-box table (enumeration, duplicates, sums), a start pair's gain and the pair
     scan, one thread."""
-    from rulemip.algorithms.kbox import KBoxSearch
+    from rulemip.algorithms.kbox.engine import KBoxSearch
     from rulemip.budget import Budget
     from rulemip.data import Dataset
 

@@ -44,6 +44,7 @@ from __future__ import annotations
 import math
 import numbers
 import time
+import warnings
 from dataclasses import dataclass, field
 
 from rulemip.exceptions import InvalidParameterError, RulemipError
@@ -273,7 +274,8 @@ class Budget:
                 "(`max_thresholds`), a smaller `max_rule_length`, or raise the budget.")
 
 
-__all__ = ["Budget", "ResourceLimitError", "WorkCounter", "check_work_limit"]
+__all__ = ["Budget", "ResourceLimitError", "WorkCounter", "check_work_limit",
+           "deprecated_time_limit"]
 
 
 #: share of the machine's available memory a search may use by default
@@ -310,3 +312,14 @@ def default_max_memory() -> int:
     if avail is None:
         return DEFAULT_MEMORY_FALLBACK
     return int(max(64 * 2**20, min(DEFAULT_MEMORY_CAP, DEFAULT_MEMORY_SHARE * avail)))
+
+
+def deprecated_time_limit(time_limit: float | None, where: str) -> float | None:
+    """``time_limit`` of a public function below the estimators, with a ``FutureWarning``
+    when given: time is a :class:`~rulemip.budget.Budget` there
+    (docs/architecture.md, "One way to say time")."""
+    if time_limit is not None:
+        warnings.warn(f"`{where}(time_limit=...)` is deprecated and will be removed; pass "
+                      "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
+                      FutureWarning, stacklevel=3)
+    return time_limit

@@ -275,7 +275,7 @@ def at_least_warm_start(result: ExactResult, dataset: Dataset,
     """Deprecated: the fit's decision (:func:`decide_fit`) never returns a model worse
     than the warm start, nor no model, nor a bound below 0."""
     warnings.warn("`at_least_warm_start` is deprecated and will be removed; the fit's "
-                  "decision (rulemip.algorithms.driver.decide_fit) does it.", FutureWarning,
+                  "decision (rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
                   stacklevel=2)
     return decide_fit(_engine_state(result, dataset, reg=reg, mip_gap=mip_gap,
                                     warm_start=warm_start, loss=loss,
@@ -287,7 +287,7 @@ def checked(result: ExactResult, dataset: Dataset, *, reg: float,
     """Deprecated: the fit's decision (:func:`decide_fit`) re-checks the engine's model
     (its language, its risk recomputed from the data)."""
     warnings.warn("`checked` is deprecated and will be removed; the fit's decision "
-                  "(rulemip.algorithms.driver.decide_fit) does it.", FutureWarning,
+                  "(rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
                   stacklevel=2)
     return decide_fit(_engine_state(result, dataset, reg=reg, mip_gap=mip_gap,
                                     language=language))
@@ -296,7 +296,7 @@ def checked(result: ExactResult, dataset: Dataset, *, reg: float,
 def with_time_limit_named(result: ExactResult, clock: Budget) -> ExactResult:
     """Deprecated: the fit's decision names a spent time limit (:func:`absorb`)."""
     warnings.warn("`with_time_limit_named` is deprecated and will be removed; the fit's "
-                  "decision (rulemip.algorithms.driver.decide_fit) does it.", FutureWarning,
+                  "decision (rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
                   stacklevel=2)
     if result.is_optimal or result.limit not in (Limit.GAP, None) \
             or result.ensemble is None or not _spent(clock):

@@ -11,7 +11,7 @@ finished or a limit, never a status. The plan of the estimators:
 2. :class:`LocalStart` — squared loss, a start given, an engine that wants it: every
    start (the warm start, SGB, a (k + 1)-leaf tree) ended 1-swap optimal, the best handed
    to the engine (docs/explanation/local_optimality.md);
-3. :class:`EnginePhase` — the registered engine (:mod:`rulemip.algorithms.engine_registry`);
+3. :class:`EnginePhase` — the registered engine (:mod:`rulemip.algorithms.solve.registry`);
 4. :class:`SwapsAndKicks` — squared loss, not proved: rule swaps and kicks from the
    engine's model within what the engine left;
 5. :class:`TwoRuleBound` — two squared-loss rules, not proved: the branch and bound over
@@ -36,19 +36,19 @@ from typing import Any, Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms.driver import deprecated_time_limit, with_gap
-from rulemip.algorithms.engine_registry import (
+from rulemip.algorithms.fit_decision import FitState, PhaseOutcome, absorb, decide_fit
+from rulemip.algorithms.krule.two_rule_bound import two_rule_bound
+from rulemip.algorithms.local.multi_start import best_local_model, threshold_tree_rules
+from rulemip.algorithms.local.rule_swaps import local_optimality_record, refit_ensemble
+from rulemip.algorithms.solve.driver import with_gap
+from rulemip.algorithms.solve.registry import (
     ENGINES,
     check_solver,
     choose_engine,
     method_spec,
 )
-from rulemip.algorithms.fit_decision import FitState, PhaseOutcome, absorb, decide_fit
-from rulemip.algorithms.local_swap import local_optimality_record, refit_ensemble
-from rulemip.algorithms.multi_start import best_local_model, threshold_tree_rules
-from rulemip.algorithms.two_rule_bound import two_rule_bound
 from rulemip.boosting import RuleBooster
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.cells import reduce_to_cells
@@ -276,7 +276,7 @@ class LocalStart:
 @dataclass(frozen=True)
 class EnginePhase:
     """The registered engine, from the best start; it receives only the keywords its
-    function names (:meth:`~rulemip.algorithms.engine_registry.MethodSpec.accepted`).
+    function names (:meth:`~rulemip.algorithms.solve.registry.MethodSpec.accepted`).
     ``alone``: no phase follows it, it gets the whole budget left."""
 
     name: str = "engine"
@@ -354,7 +354,7 @@ class SwapsAndKicks:
 @dataclass(frozen=True)
 class TwoRuleBound:
     """Two squared-loss rules, not proved, ``reg > 0``: the branch and bound over both
-    boxes (:mod:`rulemip.algorithms.two_rule_bound`) with the incumbent as its upper
+    boxes (:mod:`rulemip.algorithms.krule.two_rule_bound`) with the incumbent as its upper
     bound. Its bound replaces the fit's when higher; a better model it meets replaces the
     incumbent; when it prunes every node the incumbent is optimal."""
 
@@ -433,8 +433,8 @@ def fit_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: flo
     (default: unlimited).
 
     The engine is chosen and its solver resolved once, before any work
-    (:func:`~rulemip.algorithms.engine_registry.choose_engine`,
-    :func:`~rulemip.algorithms.engine_registry.check_solver`); ``preset`` is the boosting
+    (:func:`~rulemip.algorithms.solve.registry.choose_engine`,
+    :func:`~rulemip.algorithms.solve.registry.check_solver`); ``preset`` is the boosting
     warm start (None: none), ``warm_start`` a model offered as the first incumbent (named
     ``warm_start_source`` in the report).
     """

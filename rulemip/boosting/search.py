@@ -35,8 +35,8 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
 from rulemip.boosting.bnb import ProgressCallback, branch_and_bound
+from rulemip.boosting.boxsearch.range_search import box_search, mask_bytes
 from rulemip.boosting.objectives import RoundObjective
-from rulemip.boosting.range_search import box_search, mask_bytes
 from rulemip.boosting.space import (
     CHUNK,
     LengthCap,
@@ -59,7 +59,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
 SEARCHES: tuple[str, ...] = ("greedy", "beam", "bnb")
-#: ``search="bnb"`` runs the compiled range search (:mod:`rulemip.boosting.range_search`)
+#: ``search="bnb"`` runs the compiled range search (:mod:`rulemip.boosting.boxsearch.range_search`)
 #: whenever its masks fit half the memory budget; False forces the set-enumeration
 #: search of :mod:`rulemip.boosting.bnb` (benchmarks/box_search.py compares the two)
 USE_BOX_KERNEL: bool = True

@@ -138,7 +138,7 @@ class Certificate:
     threshold_rule: ThresholdRule = "explicit"
     problem_digest: str = ""  # empty: a format-1 certificate, problem not bound
     #: squared loss: the claim that no single rule swap lowers the risk (a record of
-    #: :func:`rulemip.algorithms.local_swap.local_optimality_record`), or None
+    #: :func:`rulemip.algorithms.local.rule_swaps.local_optimality_record`), or None
     local_optimality: dict[str, Any] | None = None
 
     def computed_problem_digest(self) -> str:

@@ -142,7 +142,7 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
     an equal share of it per round."""
     seconds = None if budget is None else budget.remaining()
     if variant == MIP_BOOSTING:
-        from rulemip.algorithms.mip_boosting import mip_boosting
+        from rulemip.algorithms.krule.mip_boosting import mip_boosting
 
         per_round = solve.mip_boosting_time_limit
         if seconds is not None:
@@ -366,7 +366,7 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
                            max_rule_length=max_rule_length)
     solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit)
     # a named engine that cannot hold the problem (its size guard) fails before boosting
-    from rulemip.algorithms.engine_registry import choose_engine
+    from rulemip.algorithms.solve.registry import choose_engine
 
     choose_engine(engine, reg, problem.threshold_arrays(), max_rule_length, n_rules=k_max,
                   loss=loss, n_samples=ds.X.shape[0])

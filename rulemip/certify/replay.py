@@ -18,8 +18,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
-from rulemip.boosting.range_search import box_search
 from rulemip.boosting.space import SearchSpace
 
 __all__ = ["ReplayResult", "replay_one_rule"]

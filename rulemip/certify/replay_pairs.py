@@ -2,7 +2,7 @@ r"""Solver-free proof of a two-rule squared-loss optimum: replay the k-box searc
 
 A certificate of two rules of at most L features claims a lower bound L_b on
 :math:`R_\lambda`. With the cells, the box table and the constants of
-:mod:`rulemip.algorithms.kbox` (:math:`W R_\lambda = \mathrm{base} + C - \mathrm{gain}`),
+:mod:`rulemip.algorithms.kbox.engine` (:math:`W R_\lambda = \mathrm{base} + C - \mathrm{gain}`),
 the claim is that no ensemble of the language gains more than
 :math:`G = \mathrm{base} + C - W L_b`. The replay runs the pair scan with G as its
 first incumbent (the scan itself first scores every box with two copies): a finished
@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from rulemip.algorithms.kbox import KBoxSearch
-from rulemip.algorithms.kbox_pairs import pair_search
+from rulemip.algorithms.kbox.engine import KBoxSearch
+from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 

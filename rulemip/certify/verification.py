@@ -237,12 +237,12 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
 
 
 def _data_scale(ds: Dataset, refit_risk: float) -> float:
-    """The scale of the verifier's tolerances: :func:`rulemip.algorithms.local_swap.
+    """The scale of the verifier's tolerances: :func:`rulemip.algorithms.local.rule_swaps.
     tolerance_scale` of the refitted risk of the recorded rules (a model of the language,
     so at least the optimum; at most the model without rules) and of the data's second
     moment. Only the data and the recorded boxes fix it: huge weights or a huge claimed
     risk do not loosen it."""
-    from rulemip.algorithms.local_swap import second_moment, tolerance_scale
+    from rulemip.algorithms.local.rule_swaps import second_moment, tolerance_scale
 
     r = refit_risk if math.isfinite(refit_risk) else 0.0
     return tolerance_scale(r, second_moment(ds))
@@ -321,7 +321,7 @@ def _pair_replay_fits(cert: Certificate, ds: Dataset) -> bool:
     """Whether the certificate's language is small enough to replay
     (:data:`PAIR_REPLAY_MAX_BOXES`) and its k-box table fits the search's memory budget."""
     from rulemip.budget import default_max_memory
-    from rulemip.formulations.engines import count_boxes, kbox_table_bytes
+    from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
 
     ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
     n_boxes = count_boxes(ths, cert.max_rule_length)
@@ -445,7 +445,7 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
     The replay trusts nothing of the record but its boxes: it refits the weights (and the
     intercept) jointly itself — a model whose recorded weights are not that optimum is not
     1-swap optimal, since re-weighting one rule and the intercept already gains — then
-    replays the k swap searches (:func:`rulemip.algorithms.local_swap.check_one_swap`) on
+    replays the k swap searches (:func:`rulemip.algorithms.local.rule_swaps.check_one_swap`) on
     the refitted model at the verifier's tolerance: ``SWAP_TOL`` (or the certificate's
     ``tol`` when smaller) times ``scale``, the data's tolerance scale (:func:`_data_scale`).
     A certificate's looser ``tol`` is not honoured."""
@@ -457,7 +457,7 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
         return [CheckResult(name, False, f"claimed for loss {cert.loss!r}; it is defined "
                             "for squared loss only")], \
             ClaimBasis("1-swap", TAKEN_ON_TRUST, "not defined for this loss")
-    from rulemip.algorithms.local_swap import SWAP_TOL, check_one_swap, refit_ensemble
+    from rulemip.algorithms.local.rule_swaps import SWAP_TOL, check_one_swap, refit_ensemble
 
     refitted, refit_risk = refit_ensemble(ds, cert.ensemble.rules, reg=cert.reg,
                                           fit_intercept=cert.fit_intercept,

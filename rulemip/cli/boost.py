@@ -8,10 +8,10 @@ import sys
 from typing import Any
 
 from rulemip.boosting.booster import PRESETS, RuleBooster
+from rulemip.boosting.boxsearch.range_search import search_workers
+from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.boosting.objectives import OBJECTIVES
-from rulemip.boosting.range_search import search_workers
 from rulemip.boosting.search import SEARCHES
-from rulemip.boosting.split_search import resolve_n_jobs
 from rulemip.boosting.weights import WEIGHT_UPDATES
 from rulemip.cli._common import (
     add_categorical_argument,

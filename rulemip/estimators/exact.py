@@ -44,8 +44,8 @@ from rulemip._validation import (
 )
 from rulemip.algorithms import fit_plan
 from rulemip.algorithms.fit_plan import ENGINES, PRESETS, fit_exact
-from rulemip.boosting.range_search import search_workers
-from rulemip.boosting.split_search import resolve_n_jobs
+from rulemip.boosting.boxsearch.range_search import search_workers
+from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.budget import Budget, check_work_limit
 from rulemip.certify import make_certificate
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds

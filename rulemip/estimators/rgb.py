@@ -1,7 +1,7 @@
 r"""scikit-learn estimators for regularized gradient boosting ([RGB], docs/explanation/rgb.md).
 
 :class:`RGBClassifier` (logistic loss) and :class:`RGBRegressor` (squared or Poisson loss)
-run [RGB] Algorithm 1 as implemented in :mod:`rulemip.boosting.rgb`; the math is in
+run [RGB] Algorithm 1 as implemented in :mod:`rulemip.boosting.rgb.algorithm`; the math is in
 ``docs/explanation/rgb.md``.
 
 Reading a fitted model as a tree ensemble (for tree pruning / rule extraction)
@@ -38,10 +38,10 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.validation import check_is_fitted
 
 from rulemip._validation import check_bool, check_nonneg_float, check_seed
-from rulemip.boosting.rgb import RGBFit, decision_function, fit_rgb
-from rulemip.boosting.rgb_families import FamilyGrid
-from rulemip.boosting.rgb_rules import trees_to_rule_ensemble
-from rulemip.boosting.rgb_select import select_beta
+from rulemip.boosting.rgb.algorithm import RGBFit, decision_function, fit_rgb
+from rulemip.boosting.rgb.families import FamilyGrid
+from rulemip.boosting.rgb.rules import trees_to_rule_ensemble
+from rulemip.boosting.rgb.select import select_beta
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import (
@@ -78,7 +78,7 @@ _PARAMS_DOC = r"""
         {0.001, 0.01, 0.1, 0.3, 1}). ``None``: chosen from {0.01, 0.1, 0.3, 1} by the
         loss on an internal validation split of 20 % (stratified for the classifier,
         seeded by ``random_state``), then the model is refitted on all rows with it
-        (:mod:`rulemip.boosting.rgb_select`; about five times the time of one fit).
+        (:mod:`rulemip.boosting.rgb.select`; about five times the time of one fit).
     families : None, "paper" or sequence of (n_internal, lambda), default=None
         The families :math:`\mathcal H_{n_k,\lambda_k,q}`: trees with at most
         ``n_internal`` internal nodes and leaf norm :math:`\|w\|_q\le\lambda`. ``None`` is
@@ -276,7 +276,7 @@ class _RGBBase(BaseEstimator):
         :math:`F_0` and one rule per leaf with weight :math:`\\alpha_t w_l` and the
         root-to-leaf path as ``lower < x_j <= upper`` conditions. Its
         ``decision_function`` equals this estimator's :meth:`predict_raw` (see
-        :mod:`rulemip.boosting.rgb_rules` for the threshold convention)."""
+        :mod:`rulemip.boosting.rgb.rules` for the threshold convention)."""
         check_is_fitted(self, "estimators_")
         ens = trees_to_rule_ensemble(self.intercept_, self.estimators_, self.coefs_,
                                      loss=self._loss_name,

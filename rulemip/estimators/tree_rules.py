@@ -7,7 +7,7 @@ Fits (or takes, ``prefit=True``) a tree ensemble, extracts every node as a candi
 Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with one of three methods:
 
 ``"exact"``
-    Alg. 1 (outer approximation, :func:`~rulemip.algorithms.prune_exact.prune_exact`) on
+    Alg. 1 (outer approximation, :func:`~rulemip.algorithms.pruning.exact.prune_exact`) on
     the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to the relative gap
     ``mip_gap`` when ``result_.termination`` is ``optimal`` (decided by
     :func:`rulemip.solvers.status.promote` on q recomputed from the data), otherwise the
@@ -15,20 +15,20 @@ Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with one of three 
     is issued).
 ``"path"``
     The penalized problem (4) over a descending grid of :math:`\lambda` by cyclic block
-    coordinate descent (:func:`rulemip.algorithms.cbcd.regularization_path`). The model
+    coordinate descent (:func:`rulemip.algorithms.pruning.cbcd.regularization_path`). The model
     kept is the one with the **largest cost** :math:`\sum_i a_i z_i \le K` (``n_rules``);
     among models of that cost, the one with the least training risk. All path models are
     kept in ``path_models_``.
 ``"relax_round"``
     The convex relaxation of the budgeted problem rounded by the knapsack-with-conflicts
-    dynamic program (:func:`rulemip.algorithms.relax_and_round.relax_and_round`), a
+    dynamic program (:func:`rulemip.algorithms.pruning.relax_and_round.relax_and_round`), a
     heuristic (no optimality claim).
 
 The fitted model is :math:`\bar y + \sum_{i\in S} s\,\mu_i w_i\,\mathbb 1\{x\in
 \text{box}_i\}`: ``rules_`` (a :class:`~rulemip.rules.RuleEnsemble`) holds one rule per
 selected node with weight ``coef_`` :math:`= s\,\mu_i w_i` and the node's root-to-node
 path as conditions (thresholds mapped by
-:func:`~rulemip.boosting.rgb_rules.float64_threshold`, so the rules route every input
+:func:`~rulemip.boosting.rgb.rules.float64_threshold`, so the rules route every input
 exactly as the trees do); :meth:`predict` is ``rules_.predict``.
 
 Accepted ensembles (``estimator``): scikit-learn random forests / extra trees / gradient
@@ -60,8 +60,8 @@ from rulemip._validation import (
     check_seed,
     renamed_param,
 )
-from rulemip.algorithms.pruning_driver import solve_pruning
-from rulemip.boosting.rgb_rules import float64_threshold
+from rulemip.algorithms.pruning.driver import solve_pruning
+from rulemip.boosting.rgb.rules import float64_threshold
 from rulemip.budget import Budget
 from rulemip.data.encoding import FeatureEncoder
 from rulemip.estimators._inputs import check_float32_range, fit_dataset, predict_matrix

@@ -23,7 +23,7 @@ convention :math:`R_\lambda = (\sum_i w_i l_i + \lambda\|\beta\|^2)/W`.
 It has the same optimum as the interval-cover MIP of docs/explanation/interval_cover.md over the
 same thresholds
 (every rule of that MIP is a box here; identical rules share a box with multiplicity).
-The solve is outer approximation (:mod:`rulemip.algorithms.outer_approximation`,
+The solve is outer approximation (:mod:`rulemip.algorithms.convex.outer_approximation`,
 [PRUNE] Alg. 1) seeded with cheap cuts, plus the combinatorial lower bounds of
 ``docs/explanation/box_selection.md``; decoding refits the weights on the original data
 with :func:`rulemip.refit.fit_weights`, so the reported risk is recomputed, not trusted.
@@ -180,8 +180,8 @@ class BoxSelectionCIP:
     :class:`BoxSelectionProblem` (the oracle, not a model a backend could take): the
     searches over it (enumeration, outer approximation, branch and bound over boxes,
     column generation) add the protocol's search hook one layer up, in
-    :mod:`rulemip.algorithms.box_selection_methods` and
-    :mod:`rulemip.algorithms.column_generation`.
+    :mod:`rulemip.algorithms.krule.box_selection` and
+    :mod:`rulemip.algorithms.krule.column_generation`.
 
     Parameters
     ----------

@@ -27,7 +27,7 @@ their intervals (symmetry breaking).
 Objective: :math:`\frac1W\big(\sum_p W_p\, l(f_{c(p)}, y_p) + C + \lambda\sum_t
 \beta_t^2\big)` — exactly :math:`R_\lambda` on the original data. The loss part is a
 :class:`~rulemip.model.SeparableLoss` term (SCIP takes it natively; MILP backends go
-through :mod:`rulemip.algorithms.tangent_cuts`), the ridge part a diagonal quadratic.
+through :mod:`rulemip.algorithms.convex.tangent_cuts`), the ridge part a diagonal quadratic.
 """
 
 from __future__ import annotations

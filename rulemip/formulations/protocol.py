@@ -1,4 +1,4 @@
-"""The formulation contract: what the driver (:func:`rulemip.algorithms.driver.solve`)
+"""The formulation contract: what the driver (:func:`rulemip.algorithms.solve.driver.solve`)
 needs from a model of a rule-ensemble problem.
 
 A formulation turns a dataset into a :class:`~rulemip.model.MIPModel`, a solution vector
@@ -8,7 +8,7 @@ native solve or tangent-cut outer approximation, the time budget, the status —
 driver's. ``docs/howto/add_formulation.md`` adds one in a single file.
 
 The model may hold loss terms and a quadratic ridge; backends that cannot take them natively
-are driven by tangent cuts (:mod:`rulemip.algorithms.tangent_cuts`), so a formulation never
+are driven by tangent cuts (:mod:`rulemip.algorithms.convex.tangent_cuts`), so a formulation never
 names a backend.
 
 Oracle formulations

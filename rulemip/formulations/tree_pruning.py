@@ -269,7 +269,7 @@ class TreePruningMIP:
 
         Deprecated (a formulation that solves itself): the pruning family's driver solves
         this model as its engine ``"mip"``,
-        ``rulemip.algorithms.pruning_driver.solve_pruning(nodes, y, engine="mip", ...)``.
+        ``rulemip.algorithms.pruning.driver.solve_pruning(nodes, y, engine="mip", ...)``.
         """
         import warnings
 
@@ -278,7 +278,7 @@ class TreePruningMIP:
         from rulemip.solvers.status import promote
 
         warnings.warn("TreePruningMIP.solve is deprecated and will be removed in rulemip "
-                      "0.3; use rulemip.algorithms.pruning_driver.solve_pruning(nodes, y, "
+                      "0.3; use rulemip.algorithms.pruning.driver.solve_pruning(nodes, y, "
                       "engine='mip', ...).", FutureWarning, stacklevel=2)
         model = self.build()
         sf = model.to_standard_form()

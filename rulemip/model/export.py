@@ -16,7 +16,7 @@ r"""Solver-neutral export of a :class:`~rulemip.model.StandardForm` (or a
 Separable loss terms (:class:`~rulemip.model.SeparableLoss`): a *squared* loss is a
 convex quadratic and is written as part of the quadratic objective; *logistic* and
 *Poisson* losses have no LP/MPS form (they raise :class:`~rulemip.exceptions.FormulationError`
-naming the tangent-cut master :func:`rulemip.algorithms.tangent_cuts.master_model` as the
+naming the tangent-cut master :func:`rulemip.algorithms.convex.tangent_cuts.master_model` as the
 remedy), while the Pyomo export writes them as nonlinear ``Expression`` components
 (``log``/``exp``) for an NLP/MINLP solver.
 
@@ -141,7 +141,7 @@ def _objective_parts(sf: StandardForm, what: str
             raise FormulationError(
                 f"a {term.loss!r} loss term cannot be written to {what} (it is not linear or "
                 "quadratic); export the tangent-cut master instead: "
-                "`rulemip.algorithms.tangent_cuts.master_model` (epigraph columns plus "
+                "`rulemip.algorithms.convex.tangent_cuts.master_model` (epigraph columns plus "
                 "tangent cuts), or use `to_pyomo()`, which keeps the loss as a nonlinear "
                 "expression.")
         cols = np.asarray(term.cols, dtype=np.int64)
@@ -486,7 +486,7 @@ def write_mps(model: StandardForm | MIPModel, path: str | os.PathLike[str]) -> N
     FormulationError
         For indicator constraints (remedy: :func:`linearize_indicators` or
         :func:`write_lp`), logistic or Poisson loss terms (remedy: the tangent-cut master
-        :func:`rulemip.algorithms.tangent_cuts.master_model`) or non-finite coefficients.
+        :func:`rulemip.algorithms.convex.tangent_cuts.master_model`) or non-finite coefficients.
     """
     text = _mps_text(as_standard_form(model))
     with open(path, "w", encoding="ascii") as fh:

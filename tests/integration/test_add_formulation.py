@@ -13,7 +13,8 @@ import numpy as np
 import pytest
 from scipy.optimize import nnls
 
-from rulemip.algorithms.driver import ENGINES, solve, solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.solve.driver import ENGINES, solve
 from rulemip.data import Dataset
 from rulemip.exceptions import UnsupportedCapabilityError
 from rulemip.solvers import TerminationReason, available_backends
@@ -96,7 +97,7 @@ def _registered_formulation_factories() -> dict[str, Any]:
     driver wraps it in a method; the factory is that method's closure variable)."""
     import inspect
 
-    from rulemip.algorithms.driver import method_spec
+    from rulemip.algorithms.solve.driver import method_spec
 
     out = {}
     for name in ENGINES:

@@ -1,4 +1,4 @@
-"""Branch and bound over boxes (rulemip.algorithms.box_bnb, squared loss): equals exact
+"""Branch and bound over boxes (rulemip.algorithms.krule.box_bnb, squared loss): equals exact
 enumeration on small random instances, time-limited runs return a valid interval, and the
 linear minimization oracle behind the node bound is exact."""
 
@@ -9,8 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_bnb import _Evaluator, _lmo, branch_and_bound
-from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.krule.box_bnb import _Evaluator, _lmo, branch_and_bound
+from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum

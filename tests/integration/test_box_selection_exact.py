@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.data import Dataset, alternating
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.refit import fit_weights

@@ -78,7 +78,7 @@ def test_prune_help_documents_every_option(capsys):
 
 
 def test_prune_relax_round(csv, capsys):
-    pytest.importorskip("rulemip.algorithms.relax_and_round")
+    pytest.importorskip("rulemip.algorithms.pruning.relax_and_round")
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "2",
                  "--method", "relax_round", "--trees", "3", "--depth", "2"]) == 0
     assert "relaxation lower bound" in capsys.readouterr().out

@@ -10,9 +10,10 @@ import warnings
 import numpy as np
 import pytest
 
-from rulemip.algorithms.column_generation import farley_bound
-from rulemip.algorithms.driver import choose_engine, solve_exact
-from rulemip.algorithms.outer_approximation import OAOptions, OuterApproximation
+from rulemip.algorithms.convex.outer_approximation import OAOptions, OuterApproximation
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.krule.column_generation import farley_bound
+from rulemip.algorithms.solve.driver import choose_engine
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP

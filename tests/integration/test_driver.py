@@ -10,8 +10,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rulemip.algorithms import driver
-from rulemip.algorithms.driver import ENGINES, register_method, solve, solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.solve import registry
+from rulemip.algorithms.solve.driver import ENGINES, register_method, solve
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError, SolverError
@@ -101,7 +102,7 @@ def test_registered_method_receives_only_its_keywords() -> None:
             solve_exact(ds, 1, reg=0.0, thresholds=candidate_thresholds(ds.X, 2),
                         engine="test-engine")
     finally:
-        driver._METHODS.pop("test-engine", None)
+        registry._METHODS.pop("test-engine", None)
     assert "test-engine" not in ENGINES
     with pytest.raises(InvalidParameterError, match="engine"):
         solve_exact(_data(), 1, thresholds=[np.zeros(1), np.zeros(1)], engine="nope")
@@ -122,7 +123,7 @@ def test_a_wrong_claim_of_an_engine_is_withdrawn() -> None:
         with pytest.warns(RefutedBoundWarning):
             res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="overclaiming")
     finally:
-        driver._METHODS.pop("overclaiming", None)
+        registry._METHODS.pop("overclaiming", None)
     assert res.termination is not TerminationReason.OPTIMAL
     assert res.ensemble is not None
     assert res.risk == pytest.approx(res.ensemble.risk(ds.X, ds.y, reg=0.1), rel=1e-12)
@@ -148,7 +149,7 @@ def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
 
 
 def test_unable_solvers_are_refused_before_any_work() -> None:
-    from rulemip.algorithms.driver import check_solver
+    from rulemip.algorithms.solve.driver import check_solver
     from rulemip.exceptions import UnsupportedCapabilityError
     from rulemip.solvers import available_backends
 
@@ -193,7 +194,7 @@ def test_a_search_that_ran_out_of_time_says_limit_time(spend: bool) -> None:
         res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="gap-ending",
                           time_limit=0.6, callback=seen.append)
     finally:
-        driver._METHODS.pop("gap-ending", None)
+        registry._METHODS.pop("gap-ending", None)
     assert res.termination is TerminationReason.FEASIBLE
     assert res.limit is (Limit.TIME if spend else Limit.GAP)
     assert any("time limit ended" in n for n in res.notes) is spend
@@ -216,7 +217,7 @@ def test_a_model_outside_the_language_is_never_the_result(edit: str) -> None:
         "too many rules": [Rule([Condition(0, upper=t0)], 1.0),
                            Rule([Condition(1, upper=t1)], 1.0)],
     }[edit]
-    from rulemip.algorithms.local_swap import refit_ensemble
+    from rulemip.algorithms.local.rule_swaps import refit_ensemble
 
     forged, forged_risk = refit_ensemble(ds, outside, reg=0.1, fit_intercept=True)
     warm, warm_risk = refit_ensemble(ds, [Rule([Condition(0, lower=t0)], 1.0)], reg=0.1,
@@ -233,7 +234,7 @@ def test_a_model_outside_the_language_is_never_the_result(edit: str) -> None:
         cold = solve_exact(ds, 1, reg=0.1, thresholds=ths, max_rule_length=1,
                            engine="outside")
     finally:
-        driver._METHODS.pop("outside", None)
+        registry._METHODS.pop("outside", None)
     assert res.ensemble is warm and res.risk == pytest.approx(warm_risk, rel=1e-12)
     assert res.termination is not TerminationReason.OPTIMAL
     assert any("outside the problem's language" in n for n in res.notes)
@@ -248,7 +249,7 @@ def test_decide_refuses_a_decoded_model_outside_the_language() -> None:
     start there is no model."""
     from types import SimpleNamespace
 
-    from rulemip.algorithms.driver import decide
+    from rulemip.algorithms.solve.driver import decide
     from rulemip.formulations.protocol import SearchOutcome
 
     ds = _data()

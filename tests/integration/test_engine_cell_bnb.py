@@ -6,7 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from rulemip.algorithms.driver import ENGINES, solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.solve.driver import ENGINES
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError

@@ -18,8 +18,8 @@ from functools import cache
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
-from rulemip.algorithms.driver import solve
+from rulemip.algorithms.krule.box_selection import solve_box_selection
+from rulemip.algorithms.solve.driver import solve
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.interval_cover import IntervalCoverMIP

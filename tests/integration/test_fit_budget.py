@@ -11,7 +11,7 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 from rulemip import ExactRuleEnsembleRegressor
-from rulemip.algorithms.driver import at_least_warm_start
+from rulemip.algorithms.fit_decision import at_least_warm_start
 from rulemip.data import Dataset
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
@@ -134,9 +134,9 @@ def test_scip_on_the_mixed_table_completes_repeatedly_within_its_limit(mixed_tab
 def test_enumerating_engine_named_explicitly_refuses_too_many_boxes_up_front(engine):
     """Issue 22: engine='cip' on diabetes with 8 cut points was still building boxes after
     150 s at 5.2 GB under a 5 s limit; now it is refused before any work, naming 'cg'."""
-    from rulemip.algorithms.driver import CIP_EXPLICIT_MAX_BOXES
+    from rulemip.algorithms.solve.driver import CIP_EXPLICIT_MAX_BOXES
     from rulemip.exceptions import InvalidParameterError
-    from rulemip.formulations.engines import count_boxes
+    from rulemip.formulations.sizes import count_boxes
 
     X, y = load_diabetes(return_X_y=True)
     t0 = time.perf_counter()

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.driver import solve
+from rulemip.algorithms.solve.driver import solve
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
@@ -173,7 +173,7 @@ def test_sample_weights_equal_repeated_rows() -> None:
 @pytest.mark.parametrize("loss", ["squared", "logistic"])
 def test_mip_and_cip_engines_agree(loss: str) -> None:
     pytest.importorskip("highspy")
-    from rulemip.algorithms.driver import solve_exact
+    from rulemip.algorithms.fit_plan import solve_exact
 
     ds = _data(loss, seed=31, n=10, d=2)
     ths = candidate_thresholds(ds.X, 3)

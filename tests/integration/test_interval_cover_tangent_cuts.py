@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.tangent_cuts import (
+from rulemip.algorithms.convex.tangent_cuts import (
     TangentCutBackend,
     solve_model,
     solve_with_tangent_cuts,

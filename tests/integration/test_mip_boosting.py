@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.driver import solve
-from rulemip.algorithms.mip_boosting import boosting_risks, mip_boosting
+from rulemip.algorithms.krule.mip_boosting import boosting_risks, mip_boosting
+from rulemip.algorithms.solve.driver import solve
 from rulemip.data import Dataset, alternating, candidate_thresholds, threshold_groups
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.refit import fit_weights

@@ -12,9 +12,10 @@ import pytest
 
 import rulemip.solvers.base as solver_base
 from rulemip import ExactRuleEnsembleRegressor
-from rulemip.algorithms.box_selection_methods import BoxSelectionSearch
-from rulemip.algorithms.column_generation import ColumnGeneration
-from rulemip.algorithms.driver import method_spec, solve, solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.krule.box_selection import BoxSelectionSearch
+from rulemip.algorithms.krule.column_generation import ColumnGeneration
+from rulemip.algorithms.solve.driver import method_spec, solve
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.protocol import (
@@ -128,9 +129,9 @@ def test_declared_solver_needs_equal_what_a_probe_formulation_asks() -> None:
     whether it is an oracle, for every loss it takes and ridge 0, 1e-3 and 1."""
     from functools import partial
 
-    from rulemip.algorithms.cell_bnb import CellSweepSearch
-    from rulemip.algorithms.engine_registry import ENGINES
-    from rulemip.algorithms.kbox import KBoxSearch
+    from rulemip.algorithms.kbox.engine import KBoxSearch
+    from rulemip.algorithms.krule.cell_bnb import CellSweepSearch
+    from rulemip.algorithms.solve.registry import ENGINES
     from rulemip.formulations.interval_cover import IntervalCoverMIP
     from rulemip.formulations.protocol import OracleFormulation
 
@@ -155,7 +156,7 @@ def test_declared_solver_needs_equal_what_a_probe_formulation_asks() -> None:
 def test_a_declared_formulation_is_never_built_to_check_a_solver() -> None:
     """With ``needs``/``oracle`` declared, asking what the engine needs builds nothing (the
     factory here would fail if called); the two are declared together or not at all."""
-    from rulemip.algorithms.engine_registry import _METHODS, register_formulation
+    from rulemip.algorithms.solve.registry import _METHODS, register_formulation
     from rulemip.exceptions import InvalidParameterError
     from rulemip.solvers.base import Capability
 

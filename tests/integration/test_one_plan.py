@@ -76,8 +76,8 @@ def test_solve_exact_runs_the_engine_alone_by_default():
 
 def test_register_method_is_deprecated_and_still_works():
     """Every engine is a formulation (issue 32): ``register_method`` warns and registers."""
-    from rulemip.algorithms import engine_registry
-    from rulemip.algorithms.engine_registry import ENGINES, register_method
+    from rulemip.algorithms.solve import registry as engine_registry
+    from rulemip.algorithms.solve.registry import ENGINES, register_method
 
     def engine(dataset, n_rules, **kw):
         return solve_exact(dataset, n_rules, engine="cip", **kw)

@@ -38,7 +38,7 @@ def _brute(nodes, oracle, K, attribute):
 @pytest.mark.parametrize("gamma", [1.0, 0.02])
 def test_prune_exact_matches_brute_force_and_bounds_stay_below(attribute, K, gamma):
     pytest.importorskip("highspy")
-    from rulemip.algorithms.prune_exact import prune_exact
+    from rulemip.algorithms.pruning.exact import prune_exact
     from rulemip.solvers.result import TerminationReason
 
     nodes, y = _tiny()
@@ -60,7 +60,7 @@ def test_integer_masters_are_needed_and_their_bounds_are_valid():
     no local search) the bound must come from integer masters; all of them stay below
     the brute-force optimum and the run still certifies it."""
     pytest.importorskip("highspy")
-    from rulemip.algorithms.prune_exact import prune_exact
+    from rulemip.algorithms.pruning.exact import prune_exact
     from rulemip.solvers.result import TerminationReason
 
     nodes, y = _tiny(seed=5, n=40, trees=3)
@@ -78,8 +78,8 @@ def test_integer_masters_are_needed_and_their_bounds_are_valid():
 
 def test_time_limited_run_reports_feasible_time_and_a_valid_bound():
     pytest.importorskip("highspy")
-    from rulemip.algorithms.outer_approximation import OAOptions
-    from rulemip.algorithms.prune_exact import local_search_prune, prune_exact
+    from rulemip.algorithms.convex.outer_approximation import OAOptions
+    from rulemip.algorithms.pruning.exact import local_search_prune, prune_exact
     from rulemip.solvers.result import Limit, TerminationReason
 
     rng = np.random.default_rng(0)
@@ -102,7 +102,7 @@ def test_time_limited_run_reports_feasible_time_and_a_valid_bound():
 
 
 def test_pruning_oracle_equals_tree_pruning_cip():
-    from rulemip.algorithms.pruning_oracle import PruningOracle
+    from rulemip.algorithms.pruning.oracle import PruningOracle
 
     nodes, y = _tiny(n=50, trees=3, depth=3)
     rng = np.random.default_rng(1)

@@ -91,7 +91,7 @@ def test_poisson_bound_is_never_above_the_brute_force_optimum(solver: str, seed:
                                                               fit_intercept: bool) -> None:
     if solver not in available_backends():
         pytest.skip(f"{solver} not installed")
-    from rulemip.algorithms.driver import solve_exact
+    from rulemip.algorithms.fit_plan import solve_exact
     from rulemip.data import Dataset, candidate_thresholds
 
     X, y = _tiny_poisson(seed)
@@ -135,7 +135,7 @@ def test_cbc_weighted_logistic_bound_is_below_the_brute_force_optimum(seed: int,
                                                                       repeated: bool) -> None:
     if "cbc" not in available_backends():
         pytest.skip("cbc (ortools) not installed")
-    from rulemip.algorithms.driver import solve_exact
+    from rulemip.algorithms.fit_plan import solve_exact
     from rulemip.data import Dataset
 
     X, y, w, reg, fit_intercept, ths = _weighted_logistic(seed)

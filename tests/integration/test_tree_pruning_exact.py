@@ -16,7 +16,7 @@ def _brute(nodes, oracle, K, attribute):
 @pytest.mark.parametrize("attribute,K", [("rule", 2), ("depth", 3), ("feature", 2)])
 def test_exact_equals_brute_force(attribute, K):
     pytest.importorskip("highspy")
-    from rulemip.algorithms.prune_exact import prune_exact
+    from rulemip.algorithms.pruning.exact import prune_exact
     from rulemip.solvers.result import TerminationReason
 
     rng = np.random.default_rng(3)

@@ -37,7 +37,7 @@ def _instance(kind, seed=3, n=25, depth=2):
     ("rf", "rule", 3, 1.0), ("rf", "depth", 2, 1.0), ("gb3", "depth", 3, 1.0)])
 def test_scip_equals_prune_exact_and_brute_force(kind, attribute, K, gamma):
     pytest.importorskip("highspy")
-    from rulemip.algorithms.prune_exact import prune_exact
+    from rulemip.algorithms.pruning.exact import prune_exact
     from rulemip.solvers.result import TerminationReason
 
     nodes, yc = _instance(kind)

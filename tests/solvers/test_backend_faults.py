@@ -87,7 +87,7 @@ class _FlakyBackend:
 
 @pytest.mark.parametrize("fail_at", [1, 3, 40])
 def test_tangent_cut_master_fault_keeps_the_incumbent_and_a_valid_bound(fail_at):
-    from rulemip.algorithms.tangent_cuts import solve_with_tangent_cuts
+    from rulemip.algorithms.convex.tangent_cuts import solve_with_tangent_cuts
     from rulemip.model import MIPModel
     from rulemip.solvers.result import SolveOptions, TerminationReason
 

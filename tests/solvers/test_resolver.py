@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_selection_methods import solve_box_selection
+from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.exceptions import InvalidParameterError, UnsupportedCapabilityError
 from rulemip.solvers import base
 from rulemip.solvers.base import (

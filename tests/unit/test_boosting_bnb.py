@@ -313,7 +313,7 @@ def test_cli_boost_limits_and_certificates(tmp_path, capsys):
 
 def test_progress_is_quiet_by_default_and_shown_when_verbose(monkeypatch, capsys):
     import rulemip.boosting.bnb as bnb
-    import rulemip.boosting.range_search as range_search
+    import rulemip.boosting.boxsearch.range_search as range_search
 
     monkeypatch.setattr(bnb, "PROGRESS_EVERY", 0.0)
     monkeypatch.setattr(range_search, "PROGRESS_EVERY", 0.0)

@@ -1,4 +1,4 @@
-"""The compiled exact box search (rulemip.boosting.box_kernel / range_search) against brute
+"""The compiled exact box search (rulemip.boosting.boxsearch.kernel / range_search) against brute
 force: exact optima for every objective, admissible and exact node bounds, agreement with a
 plain-numpy reference evaluation node by node, valid results under every limit."""
 
@@ -10,13 +10,13 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.boosting import box_kernel as K
+from rulemip.boosting.boxsearch import kernel as K
+from rulemip.boosting.boxsearch.range_search import box_search, kernel_problem
 from rulemip.boosting.objectives import (
     OrthonormalBasis,
     make_objective,
     ridge_gain_objective,
 )
-from rulemip.boosting.range_search import box_search, kernel_problem
 from rulemip.boosting.space import SearchSpace
 
 

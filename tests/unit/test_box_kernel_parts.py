@@ -8,9 +8,11 @@ import numpy as np
 import pytest
 
 from rulemip import _numba_cache
-from rulemip.boosting import box_bounds, box_kernel, box_words
+from rulemip.boosting.boxsearch import bounds as box_bounds
+from rulemip.boosting.boxsearch import kernel as box_kernel
+from rulemip.boosting.boxsearch import words as box_words
+from rulemip.boosting.boxsearch.range_search import _Pool, kernel_problem
 from rulemip.boosting.objectives import make_objective
-from rulemip.boosting.range_search import _Pool, kernel_problem
 from rulemip.boosting.space import SearchSpace
 
 

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_search import local_search
+from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.certify.theory import lemma1_risk, lemma2_risk
 from rulemip.data import Dataset, alternating
 from rulemip.exceptions import InvalidParameterError

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
 
-from rulemip.algorithms.cbcd import (
+from rulemip.algorithms.pruning.cbcd import (
     CutPool,
     _block_data,
     _Fit,

@@ -1,4 +1,4 @@
-"""Sweep branch and bound in cell space (rulemip.algorithms.cell_bnb): node bounds never
+"""Sweep branch and bound in cell space (rulemip.algorithms.krule.cell_bnb): node bounds never
 exceed brute-force minima over their subtrees (λ = 0 exactly and λ > 0), and the solver
 agrees with brute force and with exact enumeration."""
 
@@ -9,7 +9,7 @@ import itertools
 import numpy as np
 import pytest
 
-from rulemip.algorithms.cell_bnb import CellSweepBound, solve_cell_bnb
+from rulemip.algorithms.krule.cell_bnb import CellSweepBound, solve_cell_bnb
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError

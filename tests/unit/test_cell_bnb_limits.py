@@ -10,15 +10,16 @@ import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
 
-from rulemip.algorithms import cell_bnb
-from rulemip.algorithms.cell_bnb import (
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.krule import cell_bnb
+from rulemip.algorithms.krule.cell_bnb import (
     CELL_BNB_MAX_BYTES,
     CellSweepBound,
     cell_bnb_bytes,
     check_cell_bnb_fits,
     solve_cell_bnb,
 )
-from rulemip.algorithms.driver import check_engine_fits, solve_exact
+from rulemip.algorithms.solve.driver import check_engine_fits
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
@@ -67,7 +68,7 @@ def test_the_guard_accepts_what_the_engine_is_for_and_bounds_it_from_above(diabe
     check_cell_bnb_fits(th, None, n_rules=3, n_samples=60)
     # the bound's box count is at least the distinct boxes the engine builds
     prob = BoxSelectionCIP(3, reg=1.0, thresholds=th).build(Dataset.from_arrays(cols, y[:60]))
-    from rulemip.formulations.engines import count_boxes
+    from rulemip.formulations.sizes import count_boxes
 
     assert prob.n_boxes <= count_boxes(th, None)
     assert prob.n_cells <= 60

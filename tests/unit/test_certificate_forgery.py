@@ -12,7 +12,7 @@ import json
 import numpy as np
 import pytest
 
-from rulemip.algorithms.local_swap import refit_ensemble, swap_descent
+from rulemip.algorithms.local.rule_swaps import refit_ensemble, swap_descent
 from rulemip.certify import Certificate, make_certificate, verify
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import CertificateError

@@ -5,14 +5,14 @@ import pytest
 import scipy.sparse as sp
 from test_relax_and_round import _brute, _cvxpy_relaxation, _feasible, _instance
 
-from rulemip.algorithms.cbcd import path_clique_matrix
-from rulemip.algorithms.frank_wolfe import (
+from rulemip.algorithms.convex.frank_wolfe import (
     ForestLMO,
     antichain_min,
     frank_wolfe_bound,
     frank_wolfe_relaxation,
 )
-from rulemip.algorithms.knapsack_conflicts import forest_penalized
+from rulemip.algorithms.pruning.cbcd import path_clique_matrix
+from rulemip.algorithms.pruning.knapsack_conflicts import forest_penalized
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.model import MIPModel
@@ -135,7 +135,7 @@ def test_limits_keep_bounds_valid():
 @pytest.mark.solver
 def test_relax_and_round_fw_agrees_with_oa():
     pytest.importorskip("highspy")
-    from rulemip.algorithms.relax_and_round import relax_and_round
+    from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 
     y, nodes = _instance(0)
     a = nodes.attribute("rule")

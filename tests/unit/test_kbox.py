@@ -1,4 +1,4 @@
-"""The exact k-box search (rulemip.algorithms.kbox*): its box table equals the brute-force
+"""The exact k-box search (rulemip.algorithms.kbox.engine*): its box table equals the brute-force
 language, its correlation bounds hold for every feasible intersection, and its optimum
 equals brute force over every single box and pair of boxes on small random tables (ties,
 duplicate rows, constant features, weights, intercept on and off, ridge 0 to 10, length
@@ -11,10 +11,10 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.driver import solve_exact
-from rulemip.algorithms.kbox import KBoxSearch
-from rulemip.algorithms.kbox_kernel import needed_overlaps, rho_range
-from rulemip.algorithms.kbox_table import build_box_table
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.kbox.engine import KBoxSearch
+from rulemip.algorithms.kbox.pair_kernel import needed_overlaps, rho_range
+from rulemip.algorithms.kbox.table import build_box_table
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
@@ -188,7 +188,7 @@ def test_kbox_refuses_what_it_cannot_prove():
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_threads_find_the_same_optimum(fit_intercept):
     """One worker and three give the same pair, gain and finish (ties to the least pair)."""
-    from rulemip.algorithms.kbox_pairs import pair_search
+    from rulemip.algorithms.kbox.pairs import pair_search
 
     rng = np.random.default_rng(7)
     X = rng.integers(0, 5, size=(60, 4)).astype(float)
@@ -208,7 +208,7 @@ def test_a_dask_cluster_finds_the_same_optimum():
     scheduler)."""
     distributed = pytest.importorskip("dask.distributed")
     from rulemip import ExactRuleEnsembleRegressor
-    from rulemip.algorithms.kbox_pairs import pair_search
+    from rulemip.algorithms.kbox.pairs import pair_search
 
     rng = np.random.default_rng(8)
     X = rng.integers(0, 5, size=(60, 4)).astype(float)
@@ -237,7 +237,7 @@ def test_the_estimator_skips_its_local_phase_for_an_engine_that_declares_so():
     """``MethodSpec.wants_local_start``: kbox registers False, so the exact estimator goes
     straight from the warm start to the engine; the CIP still gets the local phase."""
     from rulemip import ExactRuleEnsembleRegressor
-    from rulemip.algorithms.driver import method_spec
+    from rulemip.algorithms.solve.driver import method_spec
 
     assert method_spec("kbox").wants_local_start is False
     assert method_spec("cip").wants_local_start is True

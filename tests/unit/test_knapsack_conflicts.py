@@ -3,7 +3,7 @@ import itertools
 import numpy as np
 import pytest
 
-from rulemip.algorithms.knapsack_conflicts import (
+from rulemip.algorithms.pruning.knapsack_conflicts import (
     forest_knapsack,
     forest_knapsack_fptas,
     forest_penalized,

@@ -1,4 +1,4 @@
-"""Rule swaps and 1-swap optimality (rulemip.algorithms.local_swap) against brute force:
+"""Rule swaps and 1-swap optimality (rulemip.algorithms.local.rule_swaps) against brute force:
 every box of the language tried in every slot, the other rules' weights fixed, the
 intercept and the new weight re-optimized by least squares."""
 
@@ -9,7 +9,7 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.local_swap import check_one_swap, refit_ensemble, swap_descent
+from rulemip.algorithms.local.rule_swaps import check_one_swap, refit_ensemble, swap_descent
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box

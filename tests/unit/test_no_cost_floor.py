@@ -5,8 +5,8 @@ import itertools
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_search import local_search
-from rulemip.algorithms.driver import solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
+from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP

@@ -10,8 +10,8 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.oa_loop import NearLimitGuard, run_rows
-from rulemip.algorithms.oa_options import MasterGapSchedule, OAIteration, OAOptions
+from rulemip.algorithms.convex.oa_loop import NearLimitGuard, run_rows
+from rulemip.algorithms.convex.oa_options import MasterGapSchedule, OAIteration, OAOptions
 from rulemip.solvers.result import TerminationReason
 
 pytest.importorskip("highspy")
@@ -35,7 +35,7 @@ def test_adaptive_schedule_follows_the_outer_gap_and_tightens_on_a_repeat():
 
 
 def test_tangent_schedule_and_a_rule():
-    from rulemip.algorithms.tangent_cuts import _master_gap_schedule
+    from rulemip.algorithms.convex.tangent_cuts import _master_gap_schedule
 
     s = _master_gap_schedule(1e-4, adaptive=True)
     assert s.first(10.0, -math.inf) == 1e-5          # unknown outer gap: the floor
@@ -58,7 +58,7 @@ def test_guard_applies_to_highs_near_the_limit_only():
 
 
 def test_both_masters_write_one_history_record():
-    from rulemip.algorithms.outer_approximation import outer_approximation
+    from rulemip.algorithms.convex.outer_approximation import outer_approximation
     from rulemip.model import MIPModel
     from rulemip.solvers.base import get_backend
     from tests.unit.test_outer_approximation import (

@@ -12,11 +12,11 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.algorithms.box_bnb import branch_and_bound
-from rulemip.algorithms.box_search import local_search
-from rulemip.algorithms.cell_bnb import solve_cell_bnb
+from rulemip.algorithms.krule.box_bnb import branch_and_bound
+from rulemip.algorithms.krule.cell_bnb import solve_cell_bnb
+from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.boosting import RuleBooster, SearchSpace, find_rule, make_objective
-from rulemip.boosting.range_search import box_search
+from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds

@@ -14,7 +14,7 @@ from rulemip.model import MIPModel
 from rulemip.solvers import Limit, TerminationReason
 
 pytest.importorskip("highspy")
-oa_mod = pytest.importorskip("rulemip.algorithms.outer_approximation")
+oa_mod = pytest.importorskip("rulemip.algorithms.convex.outer_approximation")
 OAOptions, OuterApproximation = oa_mod.OAOptions, oa_mod.OuterApproximation
 outer_approximation = oa_mod.outer_approximation
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
 
-from rulemip.algorithms.pruning_driver import (
+from rulemip.algorithms.pruning.driver import (
     PRUNING_ENGINES,
     PruningProblem,
     decide,

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from sklearn.ensemble import GradientBoostingRegressor
 
-from rulemip.algorithms.cbcd import path_clique_matrix
+from rulemip.algorithms.pruning.cbcd import path_clique_matrix
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.node_matrix import extract_nodes
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -53,7 +53,7 @@ def _cvxpy_relaxation(nodes, y, a, K=None, lam=0.0, gamma=1.0):
 @pytest.mark.parametrize("attribute,K", [("rule", 2), ("rule", 3), ("depth", 3)])
 def test_budgeted_bounds_feasibility_and_cvxpy(attribute, K, relaxation):
     pytest.importorskip("highspy")
-    from rulemip.algorithms.relax_and_round import relax_and_round
+    from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 
     y, nodes = _instance(0)
     oracle = TreePruningCIP(nodes.M, y, 1.0)
@@ -85,7 +85,7 @@ def test_budgeted_bounds_feasibility_and_cvxpy(attribute, K, relaxation):
 @pytest.mark.parametrize("lam", [0.05, 0.5])
 def test_penalized_bounds_and_cvxpy(lam, relaxation):
     pytest.importorskip("highspy")
-    from rulemip.algorithms.relax_and_round import relax_and_round
+    from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 
     y, nodes = _instance(1)
     oracle = TreePruningCIP(nodes.M, y, 1.0)
@@ -103,7 +103,7 @@ def test_penalized_bounds_and_cvxpy(lam, relaxation):
 
 def test_fptas_rounding_is_feasible():
     pytest.importorskip("highspy")
-    from rulemip.algorithms.relax_and_round import relax_and_round
+    from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 
     y, nodes = _instance(2, trees=3)
     a = nodes.attribute("depth")
@@ -114,7 +114,7 @@ def test_fptas_rounding_is_feasible():
 
 
 def test_errors():
-    from rulemip.algorithms.relax_and_round import relax_and_round
+    from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 
     y, nodes = _instance(0)
     with pytest.raises(InvalidParameterError, match="exactly one"):

@@ -35,7 +35,7 @@ def test_verify_replays_a_two_rule_certificate_and_refutes_a_forged_one():
     """A genuine k = 2 optimum of a capped language: verify lists its bound as
     re-derived. A worse pair claimed optimal with its own risk as the bound is refuted by
     the replay (a better pair exists)."""
-    from rulemip.algorithms.driver import solve_exact
+    from rulemip.algorithms.fit_plan import solve_exact
     from rulemip.certify import make_certificate, verify
     from rulemip.rules import RuleEnsemble
 

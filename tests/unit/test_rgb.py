@@ -7,8 +7,8 @@ import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.ensemble import GradientBoostingRegressor
 
-from rulemip.boosting.rgb import fit_rgb, line_search_step, lipschitz_step
-from rulemip.boosting.rgb_families import FamilyGrid
+from rulemip.boosting.rgb.algorithm import fit_rgb, line_search_step, lipschitz_step
+from rulemip.boosting.rgb.families import FamilyGrid
 from rulemip.estimators.rgb import RGBClassifier, RGBRegressor
 from rulemip.exceptions import InvalidParameterError
 from rulemip.losses import get_loss
@@ -329,7 +329,7 @@ def test_fit_rgb_rejects_bad_options(kw: dict, fragment: str) -> None:
 def test_newton_node_values_by_brute_force(data: dict) -> None:
     from sklearn.tree import DecisionTreeRegressor
 
-    from rulemip.boosting.rgb import newton_node_values
+    from rulemip.boosting.rgb.algorithm import newton_node_values
 
     X, y = data["logistic"]
     X32 = X.astype(np.float32)

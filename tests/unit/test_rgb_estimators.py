@@ -11,8 +11,8 @@ import pytest
 from sklearn.tree import DecisionTreeRegressor
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from rulemip.boosting.rgb_families import FamilyGrid
-from rulemip.boosting.rgb_rules import float64_threshold, tree_rules
+from rulemip.boosting.rgb.families import FamilyGrid
+from rulemip.boosting.rgb.rules import float64_threshold, tree_rules
 from rulemip.estimators.rgb import RGBClassifier, RGBRegressor
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
 from rulemip.rules import RuleEnsemble

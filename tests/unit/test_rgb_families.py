@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.boosting.rgb_families import (
+from rulemip.boosting.rgb.families import (
     PAPER_LAMBDAS,
     PAPER_N_INTERNAL,
     FamilyGrid,

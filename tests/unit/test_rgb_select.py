@@ -1,13 +1,13 @@
-"""beta=None: RGB's beta chosen by an internal validation split (rulemip.boosting.rgb_select)."""
+"""beta=None: RGB's beta chosen by an internal validation split (rulemip.boosting.rgb.select)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rulemip.boosting.rgb import decision_function, fit_rgb
-from rulemip.boosting.rgb_families import FamilyGrid
-from rulemip.boosting.rgb_select import (
+from rulemip.boosting.rgb.algorithm import decision_function, fit_rgb
+from rulemip.boosting.rgb.families import FamilyGrid
+from rulemip.boosting.rgb.select import (
     AUTO_BETAS,
     FALLBACK_BETA,
     VALIDATION_FRACTION,

@@ -9,7 +9,7 @@ import warnings
 import numpy as np
 import pytest
 
-from rulemip.algorithms.driver import solve_exact
+from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace

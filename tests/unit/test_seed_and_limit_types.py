@@ -108,7 +108,7 @@ def test_cli_refuses_a_negative_seed_by_its_flag(command, tmp_path, capsys):
 
 def test_pruning_loops_accept_numpy_reals_and_refuse_bools():
     from rulemip._validation import is_real
-    from rulemip.algorithms.cbcd import _check_common
+    from rulemip.algorithms.pruning.cbcd import _check_common
 
     assert is_real(np.int64(2)) and is_real(np.float32(0.5)) and is_real(3)
     assert not is_real(True) and not is_real(np.bool_(True)) and not is_real("1")

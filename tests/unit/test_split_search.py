@@ -1,5 +1,5 @@
 """The one-rule box search split over threads and a Dask cluster
-(rulemip.boosting.split_search): the same optimum and bound as the serial search, results
+(rulemip.boosting.boxsearch.split_search): the same optimum and bound as the serial search, results
 that do not depend on the number of workers, reproducible node limits."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import dataclasses
 import numpy as np
 import pytest
 
-import rulemip.boosting.split_search as SS
+import rulemip.boosting.boxsearch.split_search as SS
+from rulemip.boosting.boxsearch.range_search import box_search, search_workers
 from rulemip.boosting.objectives import OrthonormalBasis, make_objective, ridge_gain_objective
-from rulemip.boosting.range_search import box_search, search_workers
 from rulemip.boosting.space import SearchSpace
 
 

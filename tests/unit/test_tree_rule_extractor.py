@@ -219,9 +219,9 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
                               np.nan))
         return _PR(tuple(models), np.array([m.lam for m in models]), 0.01, ())
 
-    fake = types.ModuleType("rulemip.algorithms.cbcd")
+    fake = types.ModuleType("rulemip.algorithms.pruning.cbcd")
     fake.regularization_path = regularization_path
-    monkeypatch.setitem(sys.modules, "rulemip.algorithms.cbcd", fake)
+    monkeypatch.setitem(sys.modules, "rulemip.algorithms.pruning.cbcd", fake)
     m = TreeRuleExtractor(gb, n_rules=3, engine="path", prefit=True, reg=2.0,
                           n_lambdas=7).fit(X, y)
     assert calls["n_lambdas"] == 7 and calls["gamma"] == 0.5
@@ -238,7 +238,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
 
 
 def test_path_method_real():
-    pytest.importorskip("rulemip.algorithms.cbcd")
+    pytest.importorskip("rulemip.algorithms.pruning.cbcd")
     X, y = _data(60, seed=6)
     gb = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
     m = TreeRuleExtractor(gb, n_rules=4, engine="path", prefit=True, reg=1.0,
@@ -252,7 +252,7 @@ def test_path_method_real():
 
 
 def test_relax_round_method():
-    pytest.importorskip("rulemip.algorithms.relax_and_round")
+    pytest.importorskip("rulemip.algorithms.pruning.relax_and_round")
     X, y = _data(60, seed=6)
     gb = GradientBoostingRegressor(n_estimators=5, max_depth=2, random_state=0).fit(X, y)
     exact = TreeRuleExtractor(gb, n_rules=3, prefit=True, reg=50.0).fit(X, y)
@@ -309,7 +309,7 @@ def test_vocabulary_defaults_and_errors():
 def test_mip_gap_is_the_certification_tolerance_and_one_budget_is_passed(monkeypatch):
     """The exact method gets the user's mip_gap and the fit's Budget; the status it
     reports is promote's: OPTIMAL only with a gap within mip_gap."""
-    import rulemip.algorithms.prune_exact as pe
+    import rulemip.algorithms.pruning.exact as pe
     from rulemip.budget import Budget
     from rulemip.solvers.result import TerminationReason
 

@@ -7,8 +7,8 @@ import itertools
 import numpy as np
 import pytest
 
-from rulemip.algorithms import two_rule_bound as trb
-from rulemip.algorithms.local_swap import refit_ensemble
+from rulemip.algorithms.krule import two_rule_bound as trb
+from rulemip.algorithms.local.rule_swaps import refit_ensemble
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.formulations.box_selection import BoxSelectionCIP

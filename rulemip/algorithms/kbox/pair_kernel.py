@@ -1,0 +1,459 @@
+r"""Compiled kernels of the exact pair scan (docs/explanation/kbox_search.md §2).
+
+Boxes are bitsets over the occupied grid cells (64 cells a word; the table's kernels are in
+:mod:`rulemip.algorithms.kbox.table_kernel`). The kernels scan the pairs of boxes down a
+trie of their restrictions (:func:`build_trie`), skipping every subtree whose correlation
+with the first box is too weak to beat the incumbent (:func:`rho_range`,
+:func:`needed_overlaps`, :func:`scan_pairs`), and score the survivors exactly from one
+intersection count (:func:`pair_gain`). No Python runs per pair.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from rulemip.boosting.boxsearch.kernel import _cttz, _popcount
+
+__all__ = ["build_trie", "needed_overlaps", "pair_gain", "pair_value", "rho_range",
+           "scan_pairs", "slab_overlaps"]
+
+_ONE = np.uint64(1)
+_ZERO = np.uint64(0)
+
+#: a pair whose Gram determinant is below this share of ``K_a K_b`` is collinear (its two
+#: centred columns are proportional: one box and its complement at λ = 0)
+COLLINEAR_TOL = 1e-10
+
+
+@njit(cache=True, inline="always")
+def _inter(bits: np.ndarray, a: int, b: int, unit: float, weight: np.ndarray) -> float:
+    """Weight of the cells covered by boxes a and b (:func:`_and_weight`)."""
+    return _and_weight(bits[a], bits[b], unit, weight)
+
+
+@njit(cache=True, inline="always")
+def pair_gain(Sa: float, Ka: float, Sb: float, Kb: float, c: float) -> float:
+    r"""Least-squares gain :math:`g^\top(G + \lambda I)^{-1} g` of two columns with sums
+    ``Sa, Sb``, diagonal ``Ka, Kb`` (ridge included) and cross term ``c``; a collinear pair
+    (determinant below :data:`COLLINEAR_TOL`) gains what its better column gains alone."""
+    det = Ka * Kb - c * c
+    if det <= COLLINEAR_TOL * Ka * Kb:
+        ga = Sa * Sa / Ka
+        gb = Sb * Sb / Kb
+        return ga if ga > gb else gb
+    return (Sa * Sa * Kb - 2.0 * Sa * Sb * c + Sb * Sb * Ka) / det
+
+
+@njit(cache=True)
+def pair_value(bits: np.ndarray, S: np.ndarray, K: np.ndarray, N: np.ndarray, a: int,
+               b: int, W: float, centred: bool, unit: float, weight: np.ndarray) -> float:
+    """Gain of the pair of distinct boxes (a, b) (the scan's own scoring, for one pair)."""
+    nab = _inter(bits, a, b, unit, weight)
+    return pair_gain(S[a], K[a], S[b], K[b], _cross(nab, N[a], N[b], W, centred))
+
+
+@njit(cache=True, inline="always")
+def _cross(nab: float, Na: float, Nb: float, W: float, centred: bool) -> float:
+    return nab - Na * Nb / W if centred else nab
+
+
+@njit(cache=True, inline="always")
+def _h(za: float, zb: float, rho: float) -> float:
+    """:math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)`, the gain of two columns with
+    normalized sums z and correlation ρ."""
+    return (za * za - 2.0 * rho * za * zb + zb * zb) / (1.0 - rho * rho)
+
+
+@njit(cache=True, inline="always")
+def _norm(n: float, W: float, lam: float, centred: bool) -> float:
+    r""":math:`K(N) = V(N) + \lambda`: the squared norm of a box's (centred) indicator of
+    weight N, plus the ridge."""
+    return (n * (W - n) / W if centred else n) + lam
+
+
+@njit(cache=True, nogil=True)
+def rho_range(Na: float, Ka: float, n0: float, n1: float, T: float, D: float, W: float,
+              lam: float, centred: bool) -> tuple[float, float]:
+    r"""Bounds :math:`[\rho_{lo}, \rho_{hi}]` on the correlation
+    :math:`c/\sqrt{K_a K(N_b)}` of box a with every box b of weight
+    :math:`N_b \in [n_0, n_1]` whose common weight with a satisfies
+    :math:`\max(0, N_a + N_b - W, N_b - D) \le n_{ab} \le \min(N_a, N_b, T)`.
+
+    The cross term is piecewise linear in :math:`N_b`; on each piece its ratio to
+    :math:`\sqrt{K(N_b)}` is either monotone (the pieces through the origin, since
+    :math:`N^2/K(N)` increases) or bounded by the piece's extreme cross term over the
+    piece's least K (K is concave in N, so least at an end) — docs/explanation/
+    kbox_search.md §2."""
+    if _norm(n0, W, lam, centred) <= 0.0 or _norm(n1, W, lam, centred) <= 0.0:
+        return -1.0, 1.0  # a zero-norm partner (collinear with the intercept): no bound
+    M = min(Na, T)
+    alpha = Na / W if centred else 0.0
+    # the high side: (min(N, M) - αN) / sqrt(Ka K(N))
+    hi = -math.inf
+    if n0 <= M:
+        n = min(n1, M)
+        hi = (1.0 - alpha) * n / math.sqrt(Ka * _norm(n, W, lam, centred))
+    if n1 >= M:
+        left = max(n0, M)
+        num = M - alpha * left
+        k_left = _norm(left, W, lam, centred)
+        k_right = _norm(n1, W, lam, centred)
+        k = min(k_left, k_right) if num > 0.0 else max(k_left, k_right)
+        hi = max(hi, num / math.sqrt(Ka * k))
+    # the low side: (max(0, Na + N - W, N - D) - αN) / sqrt(Ka K(N))
+    kappa = min(W - Na, D)
+    lo = math.inf
+    if n0 <= kappa:
+        n = min(n1, kappa)
+        lo = -alpha * n / math.sqrt(Ka * _norm(n, W, lam, centred))
+    if n1 >= kappa:
+        left = max(n0, kappa)
+        num = max(0.0, Na + left - W, left - D) - alpha * left
+        k_left = _norm(left, W, lam, centred)
+        k_right = _norm(n1, W, lam, centred)
+        k = min(k_left, k_right) if num < 0.0 else max(k_left, k_right)
+        lo = min(lo, num / math.sqrt(Ka * k))
+    return lo, hi
+
+
+@njit(cache=True, nogil=True)
+def needed_overlaps(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
+                    centred: bool) -> tuple[float, float]:
+    r"""What a partner b of a (with :math:`|z_b| \le |z_a|`) must share with a, or with
+    a's complement, to gain at least Gp: ``(n_need, m_need)`` such that every such b has
+    :math:`n_{ab} \ge` n_need or :math:`N_b - n_{ab} \ge` m_need.
+
+    Over :math:`|z_b| \le |z_a|` the gain h(ρ, z_b) is at most
+    :math:`2 z_a^2/(1 - |\rho|)`, so :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p`. For
+    ρ ≥ ρ_0: :math:`n_{ab} \ge f(N_b) = \alpha N_b + \rho_0\sqrt{K_a K(N_b)}` (α =
+    N_a/W, 0 without intercept) and :math:`n_{ab} \le N_b`; :math:`N - f(N)` is convex
+    and not positive at 0, so the feasible weights are :math:`[N_1, W]`, and the concave f
+    is least there at an end: :math:`\min(f(N_1), f(W)) \ge \min(N_1, N_a)`. For
+    ρ ≤ −ρ_0 (with intercept only) the same argument on :math:`N_b - n_{ab} \ge
+    (1-\alpha) N_b + \rho_0\sqrt{K_a K(N_b)}`, with :math:`n_{ab} \ge 0`, gives
+    :math:`\min(N_2, W - N_a)`. :math:`N_1, N_2` are found by bisection from below (a
+    smaller value is still a valid bound). Returns (0, 0) — no condition — when
+    :math:`\rho_0 \le 0` (docs/explanation/kbox_search.md §2)."""
+    if 2.0 * za * za >= Gp or Gp <= 0.0:
+        return 0.0, 0.0
+    rho0 = 1.0 - 2.0 * za * za / Gp
+    alpha = Na / W if centred else 0.0
+    n_need = math.inf
+    # ρ ≥ ρ0: smallest feasible weight N1 of (1 - α) N >= ρ0 sqrt(Ka K(N))
+    if (1.0 - alpha) * W - rho0 * math.sqrt(Ka * max(_norm(W, W, lam, centred), 0.0)) >= 0.0:
+        lo, hi = 0.0, W
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if (1.0 - alpha) * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
+                                                                 0.0)) >= 0.0:
+                hi = mid
+            else:
+                lo = mid
+        n_need = min(lo, Na)
+    m_need = math.inf
+    if centred and alpha * W - rho0 * math.sqrt(Ka * max(lam, 0.0)) >= 0.0:
+        lo, hi = 0.0, W
+        for _ in range(60):
+            mid = 0.5 * (lo + hi)
+            if alpha * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
+                                                       0.0)) >= 0.0:
+                hi = mid
+            else:
+                lo = mid
+        m_need = min(lo, W - Na)
+    slack = 1e-9 * W
+    return n_need - slack, m_need - slack
+
+
+@njit(cache=True, inline="always")
+def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
+              Gp: float) -> bool:
+    r"""Whether some partner with :math:`z_b \in [z_{lo}, z_{hi}]` and correlation in
+    [ρ_lo, ρ_hi] may gain at least Gp: the gain is convex in ρ and in :math:`z_b`, so its
+    maximum over the rectangle is at a corner."""
+    if zlo > zhi:
+        return False
+    if rho_hi >= 1.0 - 1e-12 or rho_lo <= -1.0 + 1e-12:
+        return True
+    for zb in (zlo, zhi):  # noqa: SIM110  (compiled: no generators)
+        if _h(za, zb, rho_lo) >= Gp or _h(za, zb, rho_hi) >= Gp:
+            return True
+    return False
+
+
+@njit(cache=True, nogil=True)
+def slab_overlaps(bits: np.ndarray, a: int, slabs: np.ndarray, unit: float,
+                  weight: np.ndarray, out: np.ndarray) -> None:
+    """``out[i]``: the weight of box a's cells inside slab i."""
+    for i in range(slabs.shape[0]):
+        out[i] = _and_weight(bits[a], slabs[i], unit, weight)
+
+
+@njit(cache=True, inline="always")
+def _and_weight(x: np.ndarray, y: np.ndarray, unit: float, weight: np.ndarray) -> float:
+    """Weight of the cells in both bitsets: a popcount when every cell weighs ``unit``
+    (> 0), else the weights of the common cells summed."""
+    nw = x.shape[0]
+    if unit > 0.0:
+        c = _ZERO
+        for w in range(nw):
+            c += _popcount(x[w] & y[w])
+        return unit * float(c)
+    s = 0.0
+    for w in range(nw):
+        v = x[w] & y[w]
+        while v != _ZERO:
+            s += weight[w * 64 + int(_cttz(v))]
+            v &= v - _ONE
+    return s
+
+
+@njit(cache=True, inline="always")
+def _tails(za: float, rho: float, G: float) -> tuple[float, float]:
+    """Roots of :math:`z_b^2 - 2\\rho z_a z_b + z_a^2 = G(1-\\rho^2)` in :math:`z_b`:
+    a partner strictly between them gains less than G at correlation ρ."""
+    d = (1.0 - rho * rho) * (G - za * za)
+    r = math.sqrt(d) if d > 0.0 else 0.0
+    return rho * za - r, rho * za + r
+
+
+@njit(cache=True, nogil=True)
+def _first_ge(z: np.ndarray, lo: int, hi: int, v: float) -> int:
+    """First position in z[lo:hi] (ascending) with z >= v."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if z[mid] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, nogil=True)
+def _first_gt(z: np.ndarray, lo: int, hi: int, v: float) -> int:
+    """First position in z[lo:hi] (ascending) with z > v."""
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if z[mid] <= v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+@njit(cache=True, inline="always")
+def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S: np.ndarray,
+           K: np.ndarray, N: np.ndarray, za: float, zb: float, Tl: float, Dl: float,
+           Tsum: float, depth: int, W: float, centred: bool, unit: float,
+           weight: np.ndarray, Gp: float, state: np.ndarray, best: np.ndarray,
+           counts: np.ndarray) -> None:
+    """Partner b with every slab on the path (``Tl``, ``Dl``, ``Tsum`` over its ``depth``
+    slabs): its own correlation bounds, then, if it may beat the incumbent, its exact
+    gain."""
+    Nb = N[b]
+    if za * za < Gp:
+        # distinct covers of equal weight share at most N_a - unit
+        off = unit if (unit > 0.0 and Nb == Na) else 0.0
+        n_hi = min(Na, Nb, Tl) - off
+        n_lo = max(0.0, Na + Nb - W, Nb - Dl, Tsum - (depth - 1) * Na)
+        root = math.sqrt(Ka * K[b])
+        if not _may_beat(za, zb, zb, _cross(n_lo, Na, Nb, W, centred) / root,
+                         _cross(n_hi, Na, Nb, W, centred) / root, Gp):
+            return
+    counts[0] += 1
+    nab = _inter(bits, a, b, unit, weight)
+    gain = pair_gain(Sa, Ka, S[b], K[b], _cross(nab, Na, Nb, W, centred))
+    lo = min(a, b)
+    hi = max(a, b)
+    # ties go to the least pair of positions: the same optimum whatever the scan order
+    if gain > state[0] or (gain == state[0] and (best[0] < 0 or lo < best[0]
+                                                 or (lo == best[0] and hi < best[1]))):
+        state[0] = gain
+        best[0] = lo
+        best[1] = hi
+
+
+@njit(cache=True, nogil=True)
+def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
+               z: np.ndarray, rank: np.ndarray, last_slab: np.ndarray, a_order: np.ndarray,
+               r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,
+               node_skip: np.ndarray, node_box: np.ndarray, node_run: np.ndarray,
+               node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray, W: float,
+               lam: float, centred: bool, unit: float, weight: np.ndarray,
+               state: np.ndarray, best: np.ndarray, counts: np.ndarray) -> None:
+    r"""Scan the pairs (a, b) for the boxes a at ranks ``r0..r1-1`` of ``a_order`` and
+    every partner b of larger rank (each unordered pair once).
+
+    Boxes are identified by their position. ``K`` is :math:`V + \lambda` (V the centred or
+    raw column norm), ``z`` = :math:`S/\sqrt K`, ``rank`` orders the boxes by decreasing
+    :math:`|z|`. Partners hang in a trie over their restrictions (slabs: one feature's run
+    of groups), in depth-first order: node i adds slab ``node_iv[i]`` at depth
+    ``node_depth[i]``, its subtree ends before node ``node_skip[i]``, it is box
+    ``node_box[i]`` (or −1); the boxes one slab below it without boxes below them are the
+    run ``node_run[i, 0] .. node_run[i, 1] - 1`` of positions, sorted by z (their last
+    slab: ``last_slab``); ``node_rng[i]`` = (N_min, N_max, z_min, z_max) over its subtree
+    and ``node_rng[i, 4:6]`` the N range of its run. Every box b below a node lies inside
+    the node's region R, the intersection of the slabs on its path (a bitset, one AND per
+    node), so with :math:`T_R` the weight of a inside R and :math:`D_R` that of R ∖ a,
+
+    .. math:: \max(0, N_a + N_b - W, N_b - D_R) \le n_{ab} \le \min(N_a, N_b, T_R);
+
+    a node's own box is R itself (:math:`n_{ab} = T_R`), and a run member R ∩ s (s its
+    last slab, :math:`T_s` the weight of a inside s) also has
+    :math:`T_R + T_s - N_a \le n_{ab} \le T_s` and :math:`N_b - n_{ab} \le |s| - T_s`.
+    These bound the correlation ρ of a with every box below (:func:`rho_range`), and the
+    gain :math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)` is convex in ρ and
+    :math:`z_b`: a subtree none of whose corners reaches the incumbent is skipped, and in
+    a run only the two tails in z beyond the roots at the ends of the ρ range are looked
+    at (docs/explanation/kbox_search.md §2). Survivors are scored exactly from their
+    intersection weight.
+
+    ``state = [G*, margin]``: the incumbent's gain and an absolute slack: a partner stays a
+    candidate while its bound reaches :math:`G^*(1 - 10^{-9}) - \mathrm{margin}` (round-off
+    never prunes a pair that beats the incumbent); updated in place with ``best = [a, b]``
+    and ``counts = [scored pairs, nodes visited, run members checked by their own
+    slabs]``.
+    """
+    n_nodes = node_iv.shape[0]
+    max_depth = 0
+    for i in range(n_nodes):
+        if node_depth[i] > max_depth:
+            max_depth = node_depth[i]
+    T = np.empty(slabs.shape[0])
+    Tp = np.empty(max_depth + 2)
+    Dp = np.empty(max_depth + 2)
+    region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
+    region[0, :] = ~_ZERO
+    n_visited = 0
+    n_checked = 0
+    for ra in range(r0, r1):
+        a = a_order[ra]
+        za = z[a]
+        Ka = K[a]
+        Na = N[a]
+        Sa = S[a]
+        za_abs = abs(za)
+        slab_overlaps(bits, a, slabs, unit, weight, T)
+        # a weak box helps only a partner nearly equal to it or to its complement
+        n_need, m_need = needed_overlaps(za, state[0] * (1.0 - 1e-9) - state[1], Na, Ka,
+                                         W, lam, centred)
+        Tp[0] = Na
+        Dp[0] = W - Na
+        i = 0
+        while i < n_nodes:
+            d = node_depth[i]
+            n_visited += 1
+            if d > 0:
+                sl = node_iv[i]
+                # cheap first: the parent's region and the new slab, each an upper end
+                if min(Tp[d - 1], T[sl]) < n_need and \
+                        min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
+                    i = node_skip[i]
+                    continue
+            zlo = max(node_rng[i, 2], -za_abs)
+            zhi = min(node_rng[i, 3], za_abs)
+            if zlo > zhi:
+                i = node_skip[i]
+                continue
+            if d > 0:
+                # the node's region (its slabs' intersection): a's exact weight in it
+                for w in range(region.shape[1]):
+                    region[d, w] = region[d - 1, w] & slabs[sl, w]
+                Tp[d] = _and_weight(region[d], bits[a], unit, weight)
+                Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
+                if Tp[d] < n_need and Dp[d] < m_need:
+                    i = node_skip[i]
+                    continue
+            Gp = state[0] * (1.0 - 1e-9) - state[1]
+            if za * za < Gp:
+                r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
+                                       W, lam, centred)
+                if not _may_beat(za, zlo, zhi, r_lo, r_hi, Gp):
+                    i = node_skip[i]
+                    continue
+            b = node_box[i]
+            if b >= 0 and rank[b] > ra:
+                _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Tp[d], 1, W,
+                       centred, unit, weight, Gp, state, best, counts)
+            lo = node_run[i, 0]
+            hi = node_run[i, 1]
+            if hi > lo:
+                Gp = state[0] * (1.0 - 1e-9) - state[1]
+                t_lo = za_abs  # candidates: z_b <= t_lo or z_b >= t_hi, |z_b| <= |z_a|
+                t_hi = za_abs
+                if za * za < Gp:
+                    r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 4], node_rng[i, 5], Tp[d],
+                                           Dp[d], W, lam, centred)
+                    if r_hi < 1.0 - 1e-12 and r_lo > -1.0 + 1e-12:
+                        m1, p1 = _tails(za, r_lo, Gp)
+                        m2, p2 = _tails(za, r_hi, Gp)
+                        t_lo = min(max(m1, m2), za_abs)
+                        t_hi = max(min(p1, p2), t_lo)
+                p = _first_ge(z, lo, hi, -za_abs)
+                q = _first_gt(z, p, hi, t_lo)
+                u = _first_ge(z, q, hi, t_hi)
+                v = _first_gt(z, u, hi, za_abs)
+                for part in range(2):
+                    s0 = p if part == 0 else u
+                    s1 = q if part == 0 else v
+                    for bb in range(s0, s1):
+                        if rank[bb] <= ra:
+                            continue
+                        sl = last_slab[bb]
+                        if min(Tp[d], T[sl]) < n_need and \
+                                min(Dp[d], slab_w[sl] - T[sl]) < m_need:
+                            continue
+                        n_checked += 1
+                        _score(bits, a, bb, Sa, Ka, Na, S, K, N, za, z[bb],
+                               min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
+                               Tp[d] + T[sl], 2, W, centred, unit, weight,
+                               state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
+            i += 1
+    counts[1] += n_visited
+    counts[2] += n_checked
+
+
+@njit(cache=True)
+def build_trie(paths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray,
+                                           np.ndarray]:
+    """The trie of the boxes' restriction lists. ``paths`` (boxes × L, −1 padded) is
+    sorted lexicographically (a prefix before its extensions). Returns ``(iv, depth, skip,
+    box, parent)`` per node in depth-first order; node 0 is the root (no restriction)."""
+    B, L = paths.shape
+    cap = B * L + 1
+    iv = np.full(cap, -1, dtype=np.int64)
+    depth = np.zeros(cap, dtype=np.int64)
+    box = np.full(cap, -1, dtype=np.int64)
+    parent = np.full(cap, -1, dtype=np.int64)
+    stack = np.zeros(L + 1, dtype=np.int64)  # node at each depth of the current path
+    cur = np.full(L + 1, -2, dtype=np.int64)  # slab at each depth of the current path
+    n = 1
+    for b in range(B):
+        t = 0
+        while t < L and paths[b, t] >= 0:
+            if cur[t + 1] != paths[b, t]:
+                iv[n] = paths[b, t]
+                depth[n] = t + 1
+                parent[n] = stack[t]
+                stack[t + 1] = n
+                cur[t + 1] = paths[b, t]
+                for u in range(t + 2, L + 1):
+                    cur[u] = -2
+                n += 1
+            t += 1
+        for u in range(t + 1, L + 1):
+            cur[u] = -2
+        box[stack[t]] = b
+    skip = np.full(n, n, dtype=np.int64)
+    open_nodes = np.zeros(L + 2, dtype=np.int64)
+    top = 0
+    for j in range(n):
+        while top > 0 and depth[open_nodes[top - 1]] >= depth[j]:
+            skip[open_nodes[top - 1]] = j
+            top -= 1
+        open_nodes[top] = j
+        top += 1
+    return iv[:n].copy(), depth[:n].copy(), skip, box[:n].copy(), parent[:n].copy()

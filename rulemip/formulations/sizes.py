@@ -1,0 +1,67 @@
+"""Sizes that decide between the exact engines (:func:`count_boxes`, ``CIP_MAX_BOXES``).
+
+The engines themselves are registered methods of :mod:`rulemip.algorithms.solve.driver`, whose
+:func:`~rulemip.algorithms.fit_plan.solve_exact` is the one entry point of estimators, the
+command line and gap studies (``"cip"``: the box-selection CIP, needs ``reg > 0``;
+``"cip-bnb"``: the same CIP by branch and bound over boxes, squared loss only, the fastest
+certifier at moderate ridges on 2–3 features, ``docs/benchmarks/exact.md`` §7; ``"mip"``:
+the interval-cover MIP; ``"cg"``: the box-selection CIP by column generation).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from numpy.typing import NDArray
+
+#: ``engine="auto"`` builds every candidate box (the CIP) up to this many, and prices them
+#: by column generation beyond. Measured (docs/benchmarks/exact.md, "Ordinary tables"):
+#: at 62 840 distinct boxes (diabetes bmi/bp/s5, 8 cut points, k = 3) the CIP's
+#: outer-approximation masters carry dense cuts over every box and a HiGHS master ran
+#: 40 s past a 60 s budget, while column generation returned a better model in budget.
+CIP_MAX_BOXES = 20_000
+
+
+def count_boxes(thresholds: Sequence[NDArray[np.float64]], max_rule_length: int | None) -> int:
+    """Number of candidate boxes before removing duplicate query vectors.
+
+    Feature ``j`` with ``g_j`` cut points has ``g_j + 1`` groups and
+    ``(g_j+1)(g_j+2)/2 - 1`` restricting intervals (runs of consecutive groups other than
+    the whole line); a box picks one interval or "no restriction" per feature, restricting
+    at most ``max_rule_length`` features.
+    """
+    per_feature = [((len(t) + 1) * (len(t) + 2)) // 2 - 1 for t in thresholds]
+    limit = len(per_feature) if max_rule_length is None else min(max_rule_length,
+                                                                 len(per_feature))
+    e = np.zeros(limit + 1)  # elementary symmetric sums e_0..e_limit
+    e[0] = 1.0
+    for p in per_feature:
+        e[1:] = e[1:] + p * e[:-1]
+    return int(e.sum())
+
+
+#: ``engine="auto"`` proves k ≤ ``KBOX_MAX_RULES`` squared-loss rules of a capped length
+#: by the k-box search (``"kbox"``, docs/explanation/kbox_search.md) whenever its box table
+#: fits the search's memory budget.
+KBOX_MAX_RULES = 2
+#: bytes per raw box while the k-box table is built (hash, flag, sort index, statistics and
+#: bookkeeping of a kept box), besides its bitset of ⌈cells/64⌉ words
+KBOX_BYTES_PER_BOX = 8 + 1 + 8 + 8 + 48
+
+
+def kbox_table_bytes(n_raw_boxes: int, n_cells: int) -> int:
+    """Peak memory of the k-box search's table for ``n_raw_boxes`` boxes over ``n_cells``
+    cells, every box kept (the worst case)."""
+    words = max((n_cells + 63) // 64, 1)
+    return int(n_raw_boxes) * (KBOX_BYTES_PER_BOX + 8 * words)
+
+
+def kbox_fits(thresholds: Sequence[NDArray[np.float64]], max_rule_length: int | None,
+              n_rules: int, n_rows: int, max_bytes: int) -> bool:
+    """Whether the k-box search serves: k ≤ :data:`KBOX_MAX_RULES`, a rule length cap, and
+    a table (counted by :func:`count_boxes`, before anything is built) within
+    ``max_bytes``."""
+    if not 1 <= n_rules <= KBOX_MAX_RULES or max_rule_length is None:
+        return False
+    return kbox_table_bytes(count_boxes(thresholds, max_rule_length), n_rows) <= max_bytes
