@@ -266,7 +266,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
         remaining = budget.remaining()
         search = self.local_search_time if remaining is None else \
             min(self.local_search_time, 0.1 * remaining)
-        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, deadline=budget,
+        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, budget=budget,
                                rel_tol=mip_gap, lower_bound_hint=prob.bound, incumbent=start,
                                search_time=search, seed=seed)
         notes.append(f"branch and bound: {res.nodes} nodes, {res.leaves} supports evaluated"

@@ -165,7 +165,6 @@ class _Pricer:
         while len(self.work) < self.max_columns:
             if share.expired():
                 return
-            left = share.remaining()
             share.charge()                  # a pricing round is a unit of work
             if len(self.work):
                 self.z = _restricted_relaxation(self.prob, self.cuts, self.z, share,
@@ -173,13 +172,11 @@ class _Pricer:
             value, grad = self.prob.oracle.value_and_gradient(self.z)
             objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
             best_inside = float(-grad.min(initial=0.0))
-            left = share.remaining()
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
             found: Any = find_rule(self.space, objective, search="beam",
                                    beam_width=self.beam_width, max_rule_length=self.max_len,
-                                   allow_empty=not self.fit_intercept, time_limit=left,
-                                   budget=share)
+                                   allow_empty=not self.fit_intercept, budget=share)
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
