@@ -404,9 +404,9 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
     have all their multiplicity vectors evaluated. Returns ``(z*, R(z*), lower bound,
     complete)``; ``complete`` is False when ``budget`` (the fit's
     :class:`~rulemip.budget.Budget`; None: unlimited) stopped the enumeration — the lower
-    bound is then ``-inf``. ``deadline`` is deprecated (:func:`search_budget`). The clock is read once per
-    block of ``chunk`` supports for squared loss (vectorized closed forms) and once per
-    support otherwise (each evaluation is a refit).
+    bound is then ``-inf``. The clock is read once per block of ``chunk`` supports for
+    squared loss (vectorized closed forms) and once per support otherwise (each evaluation
+    is a refit). ``deadline`` is deprecated (:func:`search_budget`).
     """
     import itertools
 

@@ -56,6 +56,10 @@ from rulemip.budget import Budget
 from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions, search_budget
 
 FloatArray = NDArray[np.float64]
+
+#: under a work limit, share of the work the starting local search gets (with a time limit
+#: it gets ``search_time`` seconds instead; docs/architecture.md, "Time shares")
+LOCAL_SEARCH_WORK_SHARE: float = 0.1
 BoolArray = NDArray[np.bool_]
 
 __all__ = ["BnBResult", "branch_and_bound"]
@@ -160,7 +164,8 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
     # under a work limit the local search gets a tenth of the work, not seconds
     ls = local_search(oracle, z0, k, time_budget=None if clock.deterministic else search_time,
                       max_kicks=max(B, 1), seed=seed, target=lower_bound_hint,
-                      budget=clock.fraction(0.1) if clock.deterministic else clock)
+                      budget=clock.fraction(LOCAL_SEARCH_WORK_SHARE) if clock.deterministic
+                      else clock)
     best_z, best = ls.z, ls.value
     leaves = 0
 

@@ -28,6 +28,10 @@ from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import relative_gap
 
 FloatArray = NDArray[np.float64]
+
+#: share of a pricing round's budget (time and work left) the restricted relaxation's outer
+#: approximation gets (docs/architecture.md, "Time shares")
+RELAXATION_SHARE: float = 0.25
 IntArray = NDArray[np.int64]
 
 
@@ -227,7 +231,8 @@ def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0
     with LP masters; any feasible point keeps the Farley bound valid), within a quarter of
     ``budget``'s time and work."""
     oa = OuterApproximation(prob.oracle, prob.model, "z",
-                            OAOptions(budget=budget.fraction(0.25), rel_tol=1e-8, abs_tol=1e-12,
+                            OAOptions(budget=budget.fraction(RELAXATION_SHARE), rel_tol=1e-8,
+                                      abs_tol=1e-12,
                                       max_iter=400, relax=True, solver=solver, seed=seed),
                             lower_bound_hint=prob.bound)
     oa.add_cut_at(np.zeros(prob.n_boxes))
