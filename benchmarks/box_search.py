@@ -77,6 +77,7 @@ def part_search(time_limit: float) -> list[str]:
     import rulemip.boosting.search as search
     from rulemip.boosting.objectives import ridge_gain_objective
     from rulemip.boosting.space import SearchSpace
+    from rulemip.budget import Budget
 
     rows = ["| instance | search | seconds | status | nodes | value | bound |",
             "|---|---|---|---|---|---|---|"]
@@ -91,7 +92,7 @@ def part_search(time_limit: float) -> list[str]:
         for label, kernel in (("compiled ranges", True), ("set enumeration", False)):
             search.USE_BOX_KERNEL = kernel
             t = time.perf_counter()
-            res = search.find_rule(space, obj, time_limit=time_limit)
+            res = search.find_rule(space, obj, budget=Budget.from_time_limit(time_limit))
             dt = time.perf_counter() - t
             assert res is not None
             rows.append(f"| {name} | {label} | {dt:.2f} | {res.status} | {res.n_expanded} "

@@ -203,7 +203,7 @@ class BnbOutcome:
 
 def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
                      best: _Node | None, max_len: LengthCap | None, *,
-                     deadline: Budget | float | None = None, node_limit: int | None = None,
+                     budget: Budget | None = None, node_limit: int | None = None,
                      max_memory: int | None = None,
                      progress: ProgressCallback | None = None) -> BnbOutcome:
     """Maximize ``obj`` over the boxes below ``root`` (module docstring).
@@ -211,18 +211,18 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
     Parameters
     ----------
     best : the incumbent (the root itself when the empty query is a candidate).
-    deadline : the fit's :class:`~rulemip.budget.Budget` (or, the older form, a
-        ``time.perf_counter()`` value at which to stop; None: no time limit).
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited); the search
+        stops with ``status="time_limit"`` (``"work_limit"``) when it is spent.
     node_limit : stop after this many expansions (None: unlimited).
     max_memory : budget in bytes of the open-node store (None: ``DEFAULT_MAX_MEMORY``).
     progress : called about every ``PROGRESS_EVERY`` seconds with (expanded, best, bound).
     """
-    clock = Budget.of(deadline)
-    budget = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
+    clock = Budget.coerce(budget, None)
+    memory = DEFAULT_MAX_MEMORY if max_memory is None else int(max_memory)
     best_val = float(best.value) if best is not None else -math.inf
     heuristic_bound = -math.inf     # admissible bounds of heuristically pruned nodes
     n_expanded = n_children = 0
-    frontier = _Frontier(budget)
+    frontier = _Frontier(memory)
     status = "optimal"
     last_report = time.perf_counter()
     closed = max_len is None or max_len.unlimited
@@ -230,7 +230,7 @@ def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, r
     # one expansion batch makes up to 2 d |cover| children of ~8 (8 + 2 c) bytes each
     # while they are evaluated: keep that transient below a quarter of the budget
     n_cols = obj.stats.shape[1] + (0 if obj.bound_stats is None else obj.bound_stats.shape[1])
-    batch_points = max(1, budget // (4 * 2 * space.d * 8 * (8 + 2 * n_cols)))
+    batch_points = max(1, memory // (4 * 2 * space.d * 8 * (8 + 2 * n_cols)))
     if closed:
         root.closure = _closure(space, root.idx)
     pending = [root]

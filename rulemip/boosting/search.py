@@ -53,7 +53,7 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
@@ -91,15 +91,17 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     grouped : force (True) or forbid (False) the per-group (bincount) path for the
         children's prefix sums; None chooses by size (few thresholds: grouped). The two
         paths differ only by floating-point rounding.
-    time_limit : seconds (None = unlimited). Branch-and-bound stops with its best query
-        and ``status="time_limit"``; greedy and beam stop after the current level.
+    time_limit : deprecated (a ``FutureWarning``; pass ``budget``): seconds that still
+        shorten ``budget``.
     node_limit : at most this many node expansions (branch-and-bound; None = unlimited).
     max_memory : bytes for branch-and-bound's open nodes (None = 512 MiB); reaching it
         ends the search with ``status="memory_limit"``.
     progress : ``progress(n_expanded, best_value, bound)`` about every 2 s
         (branch-and-bound only; None = quiet).
-    budget : the fit's :class:`~rulemip.budget.Budget` (None: this search's own, of
-        ``time_limit`` seconds); ``time_limit`` may only shorten it.
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited). When its time
+        or work is spent, branch-and-bound stops with its best query and
+        ``status="time_limit"`` (``"work_limit"``); greedy and beam stop after the current
+        level.
 
     Returns
     -------
@@ -110,7 +112,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     Notes
     -----
     **Pricing oracle.** Column generation asks for the best rule under a gradient ``g``
-    with a budget: ``find_rule(space, make_objective("gs", g), time_limit=t)`` returns
+    with a budget: ``find_rule(space, make_objective("gs", g), budget=b)`` returns
     ``value`` (the best :math:`|g^T q|` found) and ``bound`` (no query of the language
     has a larger value, proved also when the search was stopped) — no column prices out
     by more than ``bound``.
@@ -127,7 +129,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     max_len = LengthCap(max_feats, max_props)
     check_positive_int(node_limit, "node_limit", allow_none=True)
     check_positive_int(max_memory, "max_memory", allow_none=True)
-    if time_limit is not None:
+    if deprecated_time_limit(time_limit, "find_rule") is not None:
         check_nonneg_float(time_limit, "time_limit")
     clock = Budget.coerce(budget, time_limit)
     if search == "bnb":
@@ -243,7 +245,7 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         left = None if node_limit is None else node_limit - n_exp
         if left is not None and left <= 0:
             break
-        out = branch_and_bound(space, obj, kernel, root, best, stage_len, deadline=clock,
+        out = branch_and_bound(space, obj, kernel, root, best, stage_len, budget=clock,
                                node_limit=left, max_memory=max_memory, progress=progress)
         best, best_val = out.best, out.best_val
         n_exp, n_ch = n_exp + out.n_expanded, n_ch + out.n_children

@@ -21,6 +21,7 @@ from numpy.typing import NDArray
 from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.space import SearchSpace
+from rulemip.budget import Budget
 
 __all__ = ["ReplayResult", "replay_one_rule"]
 
@@ -57,7 +58,8 @@ def replay_one_rule(X: NDArray[np.float64], y: NDArray[np.float64], weights: NDA
     obj = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     res = box_search(space, obj, allow_empty=not fit_intercept,
                      max_rule_length=max_rule_length, length_counts="features",
-                     time_limit=time_limit, incumbent=claim * (1.0 - GAIN_RTOL))
+                     budget=Budget.from_time_limit(time_limit),
+                     incumbent=claim * (1.0 - GAIN_RTOL))
     if res is None:      # no box at all: the intercept-only model is the only model
         return ReplayResult(True, False, True, sst / W, 0, 0.0)
     complete = res.status == "optimal"

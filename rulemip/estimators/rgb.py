@@ -65,6 +65,9 @@ FloatArray = NDArray[np.float64]
 #: (docs/explanation/rgb.md §9).
 #: Poisson and logistic keep 0.5.
 DEFAULT_LEARNING_RATE: dict[str, float] = {"squared": 1.0}
+#: ``beta=None``: share of the fit's budget (time and work left) the candidate fits of the
+#: beta selection share; the final fit gets the rest (docs/architecture.md, "Time shares")
+BETA_SELECTION_SHARE: float = 0.8
 
 _PARAMS_DOC = r"""
     n_estimators : int, default=100
@@ -226,10 +229,11 @@ class _RGBBase(BaseEstimator):
 
         self.beta_validation_losses_: dict[float, float] = {}
         if self.beta is None:
-            # the candidate fits share 80 % of the time left; the final fit gets the rest
+            # the candidate fits share BETA_SELECTION_SHARE of the time left; the final
+            # fit gets the rest
             beta, self.beta_validation_losses_ = select_beta(
                 X, y, loss, stratify=loss == "logistic", fit=run,
-                random_state=self.random_state, budget=budget.fraction(0.8))
+                random_state=self.random_state, budget=budget.fraction(BETA_SELECTION_SHARE))
             if self.verbose:
                 print(f"RGB: beta={beta:g} chosen by validation loss "
                       f"{self.beta_validation_losses_}", file=sys.stderr, flush=True)

@@ -15,6 +15,7 @@ from scipy.optimize import nnls
 
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.solve.driver import ENGINES, solve
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import UnsupportedCapabilityError
 from rulemip.solvers import TerminationReason, available_backends
@@ -78,7 +79,8 @@ def test_nonnegative_rules_match_brute_force_on_every_capable_backend(backend: s
     assert all(r.weight >= 0 for r in res.ensemble.rules)
     # the unconstrained optimum is better here: the constraint is really in the model
     unconstrained = solve_exact(ds, k, reg=reg, fit_intercept=False, thresholds=ths,
-                                engine="mip", solver=backend, time_limit=120, mip_gap=1e-7)
+                                engine="mip", solver=backend,
+                                budget=Budget.from_time_limit(120), mip_gap=1e-7)
     assert unconstrained.risk < expected - 1e-6
 
 
@@ -87,7 +89,7 @@ def test_registered_as_an_engine() -> None:
     assert "mip-nonneg" in ENGINES
     ds, ths = _data()
     res = solve_exact(ds, 1, reg=0.05, fit_intercept=False, thresholds=ths,
-                      engine="mip-nonneg", time_limit=60)
+                      engine="mip-nonneg", budget=Budget.from_time_limit(60))
     assert res.engine == "mip-nonneg" and res.ensemble is not None
     assert all(r.weight >= 0 for r in res.ensemble.rules)
 

@@ -4,13 +4,12 @@ linear minimization oracle behind the node bound is exact."""
 
 from __future__ import annotations
 
-import time
-
 import numpy as np
 import pytest
 
 from rulemip.algorithms.krule.box_bnb import _Evaluator, _lmo, branch_and_bound
 from rulemip.algorithms.krule.box_selection import solve_box_selection
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
@@ -68,11 +67,12 @@ def test_time_limited_run_returns_valid_interval():
     _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
     assert complete
     res = branch_and_bound(prob.oracle, prob.n_boxes, k, search_time=0.0,
-                           deadline=time.perf_counter() + 0.05)
+                           budget=Budget.from_time_limit(0.05))
     assert res.lower_bound <= v_enum * (1 + 1e-9) <= res.value * (1 + 2e-9)
     if not res.complete:
         assert res.lower_bound < res.value
-    out = solve_box_selection(cip, ds, method="bnb", time_limit=0.3, local_search_time=0.0)
+    out = solve_box_selection(cip, ds, method="bnb",
+                              budget=Budget.from_time_limit(0.3), local_search_time=0.0)
     assert out.lower_bound <= v_enum * (1 + 1e-9)
     assert out.risk >= v_enum * (1 - 1e-9)
     if out.termination is not TerminationReason.OPTIMAL:

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from rulemip.algorithms.krule.box_selection import solve_box_selection
+from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.refit import fit_weights
@@ -44,7 +45,7 @@ def test_cip_equals_brute_force(loss, fit_intercept, d):
         # outer approximation (HiGHS masters, most of this test's time) at k = 1 and 3,
         # enumeration at every k: k = 2 runs the same OA code as k = 3
         for method in ("oa", "enumerate") if k != 2 else ("enumerate",):
-            res = solve_box_selection(cip, ds, method=method, time_limit=60)
+            res = solve_box_selection(cip, ds, method=method, budget=Budget.from_time_limit(60))
             assert res.termination is TerminationReason.OPTIMAL, (method, res.notes)
             assert res.risk == pytest.approx(bf.risk, rel=1e-7, abs=1e-9)
             assert res.lower_bound <= bf.risk * (1 + 1e-9) + 1e-12
@@ -81,7 +82,7 @@ def test_time_limit_gives_feasible_with_valid_interval():
     y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=60)
     ds = Dataset.from_arrays(X, y)
     cip = BoxSelectionCIP(3, reg=0.05, max_thresholds=5)
-    res = solve_box_selection(cip, ds, method="oa", time_limit=1.0)
+    res = solve_box_selection(cip, ds, method="oa", budget=Budget.from_time_limit(1.0))
     assert res.termination in (TerminationReason.FEASIBLE, TerminationReason.OPTIMAL)
     if res.termination is TerminationReason.FEASIBLE:
         assert res.limit is Limit.TIME

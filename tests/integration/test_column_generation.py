@@ -61,7 +61,8 @@ def test_converged_bound_is_the_relaxation_of_the_full_problem():
     continuous relaxation over *all* candidate boxes (computed here with every box)."""
     ds, ths = _instance(3, "squared", n=40)
     k, reg = 2, 0.5
-    res = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cg", time_limit=60)
+    res = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cg",
+                      budget=Budget.from_time_limit(60))
     assert any("no box prices out" in note for note in res.notes), res.notes
     cip = BoxSelectionCIP(k, reg=reg, thresholds=ths)
     prob = cip.build(ds)
@@ -80,7 +81,8 @@ def test_converged_bound_is_the_relaxation_of_the_full_problem():
     assert farley >= target * (1 - 1e-3)
     # with time left, the last integer solve over all boxes may raise the reported bound
     # above the relaxation's, never above the optimum
-    optimum = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cip", time_limit=60)
+    optimum = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cip",
+                          budget=Budget.from_time_limit(60))
     assert optimum.is_optimal
     assert farley * (1 - 1e-9) <= res.lower_bound <= optimum.risk * (1 + 1e-7)
 
@@ -123,7 +125,8 @@ def test_a_time_budget_is_honoured_on_a_real_table():
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = solve_exact(ds, 3, reg=1.0, thresholds=ths, engine="cg", time_limit=3.0)
+        res = solve_exact(ds, 3, reg=1.0, thresholds=ths, engine="cg",
+                          budget=Budget.from_time_limit(3.0))
     elapsed = time.perf_counter() - t0
     assert elapsed < 3.0 + 2.0
     assert res.ensemble is not None

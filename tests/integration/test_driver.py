@@ -95,7 +95,7 @@ def test_registered_method_receives_only_its_keywords() -> None:
         assert "test-engine" in ENGINES
         ds = _data()
         res = solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
-                          engine="test-engine", time_limit=30.0)
+                          engine="test-engine", budget=Budget.from_time_limit(30.0))
         assert res.ensemble is not None and seen["n"] == 1 and seen["reg"] == 0.1
         assert seen["time_limit"] is not None and seen["time_limit"] <= 30.0
         with pytest.raises(InvalidParameterError, match="reg"):
@@ -192,7 +192,7 @@ def test_a_search_that_ran_out_of_time_says_limit_time(spend: bool) -> None:
     register_method("gap-ending", gap_ending, replace=True)
     try:
         res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="gap-ending",
-                          time_limit=0.6, callback=seen.append)
+                          budget=Budget.from_time_limit(0.6), callback=seen.append)
     finally:
         registry._METHODS.pop("gap-ending", None)
     assert res.termination is TerminationReason.FEASIBLE

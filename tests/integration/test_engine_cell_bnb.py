@@ -8,6 +8,7 @@ import pytest
 
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.solve.driver import ENGINES
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -26,7 +27,8 @@ def _tiny(seed: int):
 def test_cell_bnb_engine_matches_enumeration(seed):
     ds = _tiny(seed)
     th = candidate_thresholds(ds.X, 2)
-    res = solve_exact(ds, 2, reg=1e-3, thresholds=th, engine="cell-bnb", time_limit=60)
+    res = solve_exact(ds, 2, reg=1e-3, thresholds=th, engine="cell-bnb",
+                      budget=Budget.from_time_limit(60))
     assert "cell-bnb" in ENGINES
     assert res.is_optimal
     prob = BoxSelectionCIP(2, reg=1e-3, thresholds=th).build(ds)
@@ -38,7 +40,8 @@ def test_cell_bnb_engine_matches_enumeration(seed):
 def test_cell_bnb_engine_accepts_zero_ridge_and_refuses_other_losses():
     ds = _tiny(2)
     th = candidate_thresholds(ds.X, 2)
-    res = solve_exact(ds, 1, reg=0.0, thresholds=th, engine="cell-bnb", time_limit=60)
+    res = solve_exact(ds, 1, reg=0.0, thresholds=th, engine="cell-bnb",
+                      budget=Budget.from_time_limit(60))
     assert res.ensemble is not None and 0.0 <= res.lower_bound <= res.risk
     yb = (ds.y > 0).astype(float)
     dsl = Dataset.from_arrays(ds.X, yb, loss="logistic")

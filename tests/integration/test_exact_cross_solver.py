@@ -20,6 +20,7 @@ import pytest
 
 from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.algorithms.solve.driver import solve
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.interval_cover import IntervalCoverMIP
@@ -64,7 +65,8 @@ def _solve(engine: str, loss: str, d: int, k: int, reg: float) -> ExactResult:
     if engine.startswith("cip"):
         cip = BoxSelectionCIP(k, loss=loss, reg=reg, thresholds=ths)
         method = "enumerate" if engine == "cip-enum" else "oa"
-        return solve_box_selection(cip, ds, method=method, solver="highs", time_limit=60,
+        return solve_box_selection(cip, ds, method=method, solver="highs",
+                                   budget=Budget.from_time_limit(60),
                                    mip_gap=1e-7)
     mip = IntervalCoverMIP(k, loss=loss, reg=reg, thresholds=ths)
     return solve(mip, ds, solver=engine.split(":")[1], time_limit=60, mip_gap=1e-7)

@@ -16,6 +16,7 @@ from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.krule.box_selection import BoxSelectionSearch
 from rulemip.algorithms.krule.column_generation import ColumnGeneration
 from rulemip.algorithms.solve.driver import method_spec, solve
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.protocol import (
@@ -76,7 +77,7 @@ def test_results_name_the_engine_method_and_backend(engine: str, method: str,
     ds = Dataset.from_arrays(X, y)
     ths = candidate_thresholds(X, 2)
     res = solve_exact(ds, 2, reg=0.05, thresholds=ths, engine=engine, solver="highs"
-                      if engine != "mip" else "scip", time_limit=60)
+                      if engine != "mip" else "scip", budget=Budget.from_time_limit(60))
     assert res.engine == engine and res.method == method
     assert (res.backend != "") is uses_backend
     assert res.is_optimal

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 from rulemip.boosting import OrthonormalBasis, RuleBooster, SearchSpace, find_rule, make_objective
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.estimators.boosting import RuleBoostingClassifier, RuleBoostingRegressor
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
@@ -166,7 +167,8 @@ def test_stopped_search_gives_valid_partial_result(seed, name):
     full = find_rule(space, obj)
     assert full is not None
     runs = [dict(node_limit=k) for k in (1, 2, 3, 5, 8)]
-    runs += [dict(time_limit=0.0), dict(max_memory=1), dict(max_memory=3000)]
+    runs += [dict(budget=Budget.from_time_limit(0.0)), dict(max_memory=1),
+             dict(max_memory=3000)]
     for kw in runs:
         res = find_rule(space, obj, **kw)
         assert res is not None
@@ -216,7 +218,9 @@ def test_bad_limits():
     obj = make_objective("gs", np.arange(6.0) - 2.5)
     with pytest.raises(InvalidParameterError, match="node_limit"):
         find_rule(space, obj, node_limit=0)
-    with pytest.raises(InvalidParameterError, match="time_limit"):
+    # the deprecated keyword is still checked, with its FutureWarning
+    with pytest.warns(FutureWarning, match="find_rule"), \
+            pytest.raises(InvalidParameterError, match="time_limit"):
         find_rule(space, obj, time_limit=-1.0)
     with pytest.raises(InvalidParameterError, match="max_memory"):
         RuleBooster(max_memory=-5)

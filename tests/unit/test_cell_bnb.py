@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from rulemip.algorithms.krule.cell_bnb import CellSweepBound, solve_cell_bnb
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -121,7 +122,8 @@ def test_time_limit_returns_a_valid_interval():
     ds = Dataset.from_arrays(X, y)
     # k = 3: the limit stops the search (feasible at 0.3 s) and the full proof takes about
     # a second (k = 4 took 16-40 s of the default run for the same check)
-    res = solve_cell_bnb(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th, time_limit=0.3)
+    res = solve_cell_bnb(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th,
+                         budget=Budget.from_time_limit(0.3))
     full = solve_cell_bnb(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th)
     assert full.is_optimal
     assert res.lower_bound <= full.risk + 1e-9 <= res.risk + 2e-9

@@ -99,7 +99,8 @@ def test_a_short_limit_ends_promptly_with_a_model_and_a_valid_bound(diabetes):
     ds = Dataset.from_arrays(cols, y[:40])
     th = candidate_thresholds(cols)  # every midpoint: 15 490 distinct boxes
     t0 = time.perf_counter()
-    res = solve_exact(ds, 3, reg=0.0, thresholds=th, engine="cell-bnb", time_limit=1.0)
+    res = solve_exact(ds, 3, reg=0.0, thresholds=th, engine="cell-bnb",
+                      budget=Budget.from_time_limit(1.0))
     wall = time.perf_counter() - t0
     assert wall < 1.0 + 2.0, wall
     assert res.ensemble is not None and not res.is_optimal and res.limit is Limit.TIME

@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
@@ -41,6 +42,6 @@ def test_logistic_enumeration_stops_within_one_support_of_the_deadline() -> None
     assert prob.n_boxes > 20
     slow = _SlowAfter(prob.oracle, time.perf_counter() + 0.2, trigger=3)
     _, _, lb, complete = enumerate_optimum(slow, prob.n_boxes, 2,  # type: ignore[arg-type]
-                                           deadline=slow.deadline)
+                                           budget=Budget.of(slow.deadline))
     assert not complete and lb == -np.inf
     assert slow.calls <= 4

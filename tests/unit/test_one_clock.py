@@ -48,22 +48,22 @@ def test_enumeration_stops_on_a_spent_budget_and_matches_without_one() -> None:
     _, v, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, 3)
     assert complete and lb <= v
     _, v2, lb2, complete2 = enumerate_optimum(prob.oracle, prob.n_boxes, 3,
-                                              deadline=Budget.unlimited())
+                                              budget=Budget.unlimited())
     assert complete2 and v2 == v and lb2 == lb
-    _, _, lb3, complete3 = enumerate_optimum(prob.oracle, prob.n_boxes, 3, deadline=_spent())
+    _, _, lb3, complete3 = enumerate_optimum(prob.oracle, prob.n_boxes, 3, budget=_spent())
     assert not complete3 and lb3 == -np.inf
 
 
 def test_box_branch_and_bound_stops_on_a_spent_budget_with_a_valid_bound() -> None:
     _, prob = _problem()
     _, v, _, _ = enumerate_optimum(prob.oracle, prob.n_boxes, 3)
-    res = branch_and_bound(prob.oracle, prob.n_boxes, 3, deadline=_spent(), search_time=0.0)
+    res = branch_and_bound(prob.oracle, prob.n_boxes, 3, budget=_spent(), search_time=0.0)
     assert not res.complete and res.nodes == 0
     assert res.lower_bound <= v * (1 + 1e-9) <= res.value * (1 + 1e-9)
     # an unlimited budget completes (k = 2: 1 400 nodes in about 2 s; k = 3 took 50 s of the
     # default run for the same check)
     _, v2, _, _ = enumerate_optimum(prob.oracle, prob.n_boxes, 2)
-    full = branch_and_bound(prob.oracle, prob.n_boxes, 2, deadline=Budget.unlimited())
+    full = branch_and_bound(prob.oracle, prob.n_boxes, 2, budget=Budget.unlimited())
     assert full.complete and full.value == pytest.approx(v2, rel=1e-9)
 
 

@@ -13,6 +13,7 @@ from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.refit import fit_weights
 
@@ -63,8 +64,10 @@ def test_one_rule_is_certified_by_the_rule_search(rng):
     ths = candidate_thresholds(ds.X, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cg = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="cg", time_limit=30)
-        cip = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="cip", time_limit=30)
+        cg = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="cg",
+                         budget=Budget.from_time_limit(30))
+        cip = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="cip",
+                          budget=Budget.from_time_limit(30))
     assert cip.is_optimal and cg.is_optimal
     assert cg.risk == pytest.approx(cip.risk, rel=1e-9)
     assert "one rule exactly" in cg.notes[0]

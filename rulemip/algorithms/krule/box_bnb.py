@@ -53,9 +53,13 @@ from numpy.typing import NDArray
 from rulemip.algorithms.convex.frank_wolfe import frank_wolfe_bound
 from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.budget import Budget
-from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions
+from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions, search_budget
 
 FloatArray = NDArray[np.float64]
+
+#: under a work limit, share of the work the starting local search gets (with a time limit
+#: it gets ``search_time`` seconds instead; docs/architecture.md, "Time shares")
+LOCAL_SEARCH_WORK_SHARE: float = 0.1
 BoolArray = NDArray[np.bool_]
 
 __all__ = ["BnBResult", "branch_and_bound"]
@@ -138,28 +142,30 @@ def _support_leaf(ev: _Evaluator, F: tuple[int, ...], B: int, k: int
 
 
 def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
-                     deadline: Budget | float | None = None, rel_tol: float = 1e-6,
+                     budget: Budget | None = None, rel_tol: float = 1e-6,
                      lower_bound_hint: float = -np.inf, incumbent: FloatArray | None = None,
-                     search_time: float = 2.0, fw_iters: int = 60, seed: int = 0
-                     ) -> BnBResult:
+                     search_time: float = 2.0, fw_iters: int = 60, seed: int = 0,
+                     deadline: Budget | float | None = None) -> BnBResult:
     """Exact best point by best-first branch and bound (module docstring).
 
-    ``deadline`` is the fit's :class:`~rulemip.budget.Budget` (or, the older form, an
-    absolute ``time.perf_counter`` value; ``search_time`` seconds of it at most go to the
-    starting local search); when it stops the search,
+    ``budget`` is the fit's :class:`~rulemip.budget.Budget` (None: unlimited;
+    ``search_time`` seconds of it at most go to the starting local search; ``deadline``
+    is deprecated, :func:`~rulemip.formulations.box_oracles.search_budget`); when it stops
+    the search,
     ``complete`` is False and ``lower_bound`` is the least bound of the open and pruned
     nodes (still valid). ``lower_bound_hint`` is a valid bound known beforehand (e.g. the
     combinatorial bounds), used as a floor.
     """
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = Budget.of(deadline)
+    clock = search_budget(budget, deadline, "branch_and_bound")
     B = n_boxes
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)
     # under a work limit the local search gets a tenth of the work, not seconds
     ls = local_search(oracle, z0, k, time_budget=None if clock.deterministic else search_time,
                       max_kicks=max(B, 1), seed=seed, target=lower_bound_hint,
-                      budget=clock.fraction(0.1) if clock.deterministic else clock)
+                      budget=clock.fraction(LOCAL_SEARCH_WORK_SHARE) if clock.deterministic
+                      else clock)
     best_z, best = ls.z, ls.value
     leaves = 0
 

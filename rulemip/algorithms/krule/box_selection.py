@@ -46,6 +46,20 @@ Callback = Callable[[dict[str, Any]], Any]
 _LOCAL_SEARCH_KICKS = 50  # kicks of the incumbent search (capped by local_search_time)
 METHODS = ("auto", "oa", "enumerate", "bnb")
 
+# The engine's time shares (docs/architecture.md, "Time shares"); each is a share of the
+# time *and* of the work left when its step starts (``Budget.fraction``).
+#: ``method="auto"``: share of the budget the support enumeration gets before outer
+#: approximation takes over, seeded with its incumbent
+ENUMERATION_SHARE: float = 0.5
+#: ``method="auto"`` without a time limit (and no work limit): seconds of that enumeration
+ENUMERATION_DEFAULT_SECONDS: float = 20.0
+#: share of the budget the continuous relaxation's outer approximation (LP masters) gets
+#: for its bound and cut points
+RELAXATION_SHARE: float = 0.25
+#: share of the time left the swap local search from the incumbent may use (at most
+#: ``local_search_time`` seconds; under a work limit, this share of the work instead)
+LOCAL_SEARCH_SHARE: float = 0.1
+
 
 class BoxSelectionSearch(BoxSelectionCIP):
     """The box-selection CIP with its search (an
@@ -158,7 +172,9 @@ class BoxSelectionSearch(BoxSelectionCIP):
             # under a work limit half the work, not seconds), then fall back to OA seeded
             # with its incumbent
             enum = self._enumerate(prob, budget.fraction(
-                0.5, default=None if budget.deterministic else 20.0), notes, count)
+                ENUMERATION_SHARE,
+                default=None if budget.deterministic else ENUMERATION_DEFAULT_SECONDS),
+                notes, count)
             if self._proves(prob, enum, mip_gap):
                 return enum
             z_enum = enum.x
@@ -201,7 +217,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
         # seeded by the point z = 0
         return relaxation_bound(
             prob.oracle, prob.model,
-            OAOptions(budget=budget.fraction(0.25), rel_tol=1e-4, abs_tol=1e-12,
+            OAOptions(budget=budget.fraction(RELAXATION_SHARE), rel_tol=1e-4, abs_tol=1e-12,
                       max_iter=max(self.relaxation_iters, 1), solver=backend,
                       threads=threads, seed=seed),
             hint=prob.bound, seeds=[np.zeros(prob.n_boxes)])
@@ -243,14 +259,15 @@ class BoxSelectionSearch(BoxSelectionCIP):
             return
         remaining = budget.remaining()
         if remaining is not None:
-            seconds = min(seconds, 0.1 * remaining)
+            seconds = min(seconds, LOCAL_SEARCH_SHARE * remaining)
         before = oa.upper_bound
         # under a work limit the search's share is a tenth of the work left, not seconds
         # (so its incumbent is the same on every machine)
         found = local_search(prob.oracle, np.round(oa.incumbent), self.n_rules,
                              time_budget=None if budget.deterministic else seconds,
                              max_kicks=_LOCAL_SEARCH_KICKS, seed=seed, target=prob.bound,
-                             budget=budget.fraction(0.1) if budget.deterministic else None)
+                             budget=budget.fraction(LOCAL_SEARCH_SHARE) if budget.deterministic
+                             else None)
         if found.value < before:
             oa.add_cut_at(found.z)
         notes.append(f"local search: {before:.10g} -> {min(found.value, before):.10g} "
@@ -265,8 +282,8 @@ class BoxSelectionSearch(BoxSelectionCIP):
                 f"method='bnb' supports squared loss only; got loss={self.loss!r}.")
         remaining = budget.remaining()
         search = self.local_search_time if remaining is None else \
-            min(self.local_search_time, 0.1 * remaining)
-        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, deadline=budget,
+            min(self.local_search_time, LOCAL_SEARCH_SHARE * remaining)
+        res = branch_and_bound(prob.oracle, prob.n_boxes, self.n_rules, budget=budget,
                                rel_tol=mip_gap, lower_bound_hint=prob.bound, incumbent=start,
                                search_time=search, seed=seed)
         notes.append(f"branch and bound: {res.nodes} nodes, {res.leaves} supports evaluated"

@@ -83,6 +83,7 @@ from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.box_oracles import search_budget
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
@@ -297,21 +298,22 @@ def _support_point(sb: CellSweepBound, positions: Sequence[int], k: int) -> Floa
 
 def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], float],
                            incumbent: FloatArray, incumbent_value: float, *,
-                           rel_tol: float = 1e-6, deadline: Budget | float | None = None,
+                           rel_tol: float = 1e-6, budget: Budget | None = None,
                            max_open: int = _MAX_OPEN,
-                           callback: Callable[[dict[str, Any]], None] | None = None
-                           ) -> SweepResult:
+                           callback: Callable[[dict[str, Any]], None] | None = None,
+                           deadline: Budget | float | None = None) -> SweepResult:
     """Sweep branch and bound (module docstring). ``value(z)`` is the exact risk of
     multiplicities z over the original box order.
 
     Best first (least bound) while at most ``max_open`` nodes are open — the reported
     bound then rises steadily; beyond that, the children of the popped node are searched
     depth first to the end before the next pop (memory ``max_open + O(kB)`` nodes).
-    ``deadline`` is the fit's :class:`~rulemip.budget.Budget` (or, the older form, an
-    absolute ``time.perf_counter`` value), asked before every node and between the chunks
-    of a node's children (:meth:`CellSweepBound.child_bounds`)."""
+    ``budget`` is the fit's :class:`~rulemip.budget.Budget` (None: unlimited), asked
+    before every node and between the chunks of a node's children
+    (:meth:`CellSweepBound.child_bounds`); ``deadline`` is deprecated
+    (:func:`~rulemip.formulations.box_oracles.search_budget`)."""
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = Budget.of(deadline)
+    clock = search_budget(budget, deadline, "sweep_branch_and_bound")
     k, B = sb.k, sb.n_boxes
     best_z, best = np.asarray(incumbent, dtype=float), float(incumbent_value)
 
@@ -448,7 +450,7 @@ class CellSweepSearch(BoxSelectionCIP):
                             self.true_reg, self.n_rules, self.fit_intercept, cells.constant,
                             cells.total_weight)
         res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
-                                     deadline=budget, callback=callback)
+                                     budget=budget, callback=callback)
         notes = (f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
                  f"local search: {ls.value:.10g} ({ls.kicks} kicks, {ls.wall_time:.2f} s)",
                  f"sweep branch and bound: {res.nodes} nodes"

@@ -28,6 +28,10 @@ from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import relative_gap
 
 FloatArray = NDArray[np.float64]
+
+#: share of a pricing round's budget (time and work left) the restricted relaxation's outer
+#: approximation gets (docs/architecture.md, "Time shares")
+RELAXATION_SHARE: float = 0.25
 IntArray = NDArray[np.int64]
 
 
@@ -165,7 +169,6 @@ class _Pricer:
         while len(self.work) < self.max_columns:
             if share.expired():
                 return
-            left = share.remaining()
             share.charge()                  # a pricing round is a unit of work
             if len(self.work):
                 self.z = _restricted_relaxation(self.prob, self.cuts, self.z, share,
@@ -173,13 +176,11 @@ class _Pricer:
             value, grad = self.prob.oracle.value_and_gradient(self.z)
             objective = make_objective("gs", _row_gradient(self.prob, self.z, self.dataset))
             best_inside = float(-grad.min(initial=0.0))
-            left = share.remaining()
             # cheap pricing first (beam search: columns, no bound); branch and bound only
             # when the beam finds nothing that prices out — it proves that, or finds one
             found: Any = find_rule(self.space, objective, search="beam",
                                    beam_width=self.beam_width, max_rule_length=self.max_len,
-                                   allow_empty=not self.fit_intercept, time_limit=left,
-                                   budget=share)
+                                   allow_empty=not self.fit_intercept, budget=share)
             exact = found is None or not _prices_out(found.value, best_inside, reg,
                                                      cells.total_weight)
             if exact:
@@ -230,7 +231,8 @@ def _restricted_relaxation(prob: BoxSelectionProblem, cuts: list[FloatArray], z0
     with LP masters; any feasible point keeps the Farley bound valid), within a quarter of
     ``budget``'s time and work."""
     oa = OuterApproximation(prob.oracle, prob.model, "z",
-                            OAOptions(budget=budget.fraction(0.25), rel_tol=1e-8, abs_tol=1e-12,
+                            OAOptions(budget=budget.fraction(RELAXATION_SHARE), rel_tol=1e-8,
+                                      abs_tol=1e-12,
                                       max_iter=400, relax=True, solver=solver, seed=seed),
                             lower_bound_hint=prob.bound)
     oa.add_cut_at(np.zeros(prob.n_boxes))

@@ -54,7 +54,7 @@ from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.refit import fit_weights
@@ -157,12 +157,14 @@ def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | Non
 
 def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: SearchSpace, *,
                 reg: float, fit_intercept: bool, max_rule_length: int | None,
-                time_limit: float | None, search: str = "bnb", beam_width: int = 10,
+                time_limit: float | None = None, search: str = "bnb", beam_width: int = 10,
                 budget: Budget | None = None) -> SwapCheck | None:
     """The best replacement of rule ``slot`` (``slot >= len(ensemble)``: an empty slot) by
     the exact box search on the partial residual of the other rules (module docstring).
     ``ensemble`` must carry jointly optimal weights. None when the language is empty.
-    ``budget`` (the fit's; ``time_limit`` may only shorten it) carries the work limit."""
+    ``budget`` (the fit's; None: unlimited) carries the time and the work limit;
+    ``time_limit`` is deprecated (a ``FutureWarning``): seconds that still shorten it."""
+    budget = Budget.coerce(budget, deprecated_time_limit(time_limit, "search_slot"))
     y = np.asarray(dataset.y, dtype=float)
     w = dataset.weights
     W = float(w.sum())
@@ -177,13 +179,11 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
     current = objective.value(Q[:, slot] > 0.5) if slot < m else 0.0
     if search == "bnb":   # max_rule_length counts restricted features everywhere
         found = box_search(space, objective, max_rule_length=max_rule_length,
-                           allow_empty=not fit_intercept,
-                           time_limit=time_limit, budget=budget)
+                           allow_empty=not fit_intercept, budget=budget)
     else:
         found = find_rule(space, objective, search=search, beam_width=beam_width,
                           max_rule_length=max_rule_length,
-                          allow_empty=not fit_intercept, time_limit=time_limit,
-                          budget=budget)
+                          allow_empty=not fit_intercept, budget=budget)
     if found is None:
         return None
     bound = found.bound if math.isfinite(found.bound) else math.inf
@@ -197,14 +197,15 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
 def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg: float,
                    fit_intercept: bool, thresholds: Sequence[FloatArray],
                    max_rule_length: int | None = None, tol: float = SWAP_TOL,
-                   time_limit: float | None = None, atol: float | None = None
-                   ) -> tuple[bool, tuple[SwapCheck, ...]]:
+                   time_limit: float | None = None, atol: float | None = None,
+                   budget: Budget | None = None) -> tuple[bool, tuple[SwapCheck, ...]]:
     """Replay the ``n_rules`` swap searches on ``ensemble`` *with its weights as given*
     (they must be the joint optimum of its boxes, as the module docstring's identity
     assumes: :func:`rulemip.certify.verify` refits them first). Returns (every search
     proves that no swap lowers the risk by more than ``tol *`` :func:`tolerance_scale`,
     or by ``atol`` when given, the checks). The first check that finds an improving swap
-    ends the replay."""
+    ends the replay. The searches share ``budget`` (None: unlimited; ``time_limit`` is
+    deprecated, a ``FutureWarning``: seconds that still shorten it)."""
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"1-swap optimality is proved for squared loss only; got loss={ensemble.loss!r}.")
@@ -215,13 +216,12 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
                                sample_weight=dataset.sample_weight))
     if atol is None:
         atol = tol * tolerance_scale(risk, second_moment(dataset))
-    clock = Budget.from_time_limit(time_limit)
+    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "check_one_swap"))
     checks: list[SwapCheck] = []
     for slot in range(n_rules):
-        left = clock.remaining()
         check = search_slot(dataset, ensemble, slot, space, reg=reg,
                             fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                            time_limit=left)
+                            budget=clock)
         if check is None:  # no box at all: nothing can be swapped in
             continue
         checks.append(check)
@@ -294,7 +294,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                 break
             check = search_slot(dataset, model, slot, space, reg=reg,
                                 fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                                time_limit=None, search="beam", budget=budget)
+                                search="beam", budget=budget)
             searches += 1
             if check is not None and check.improves(tol * tolerance_scale(risk, moment)):
                 improved = apply(check) or improved
@@ -309,7 +309,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                 break
             check = search_slot(dataset, model, slot, space, reg=reg,
                                 fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                                time_limit=None, budget=budget)
+                                budget=budget)
             searches += 1
             atol = tol * tolerance_scale(risk, moment)
             if check is None:

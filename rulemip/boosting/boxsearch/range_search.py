@@ -37,7 +37,7 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.exceptions import InvalidParameterError
 
 FloatArray = NDArray[np.float64]
@@ -204,9 +204,11 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         interval counts two; None: unlimited); both caps hold when both are given.
     length_counts : ``"features"`` (default); ``"propositions"`` reads
         ``max_rule_length`` as ``max_propositions`` (the older convention).
-    time_limit : seconds; the search stops with its best box and ``status="time_limit"``.
-    budget : the fit's :class:`~rulemip.budget.Budget` (``time_limit`` may only shorten
-        it); the search stops at its deadline likewise.
+    time_limit : deprecated (a ``FutureWarning``; pass ``budget``): seconds that still
+        shorten ``budget``.
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited); the search
+        stops with its best box and ``status="time_limit"`` at its deadline
+        (``"work_limit"`` when its work is spent).
     node_limit : at most this many node expansions (``status="node_limit"``).
     max_memory : bytes for the masks and the node pool (None: :func:`default_max_memory`).
     progress : ``progress(n_evaluated, best_value, bound)`` about every 2 s.
@@ -235,7 +237,8 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                                                                       int(max_propositions))
         max_rule_length = None
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = Budget.coerce(budget, None if time_limit is None else max(0.0, float(time_limit)))
+    seconds = deprecated_time_limit(time_limit, "box_search")
+    clock = Budget.coerce(budget, None if seconds is None else max(0.0, float(seconds)))
     memory = clock.search_memory(max_memory)
     prob = kernel_problem(obj)
     d = space.d
