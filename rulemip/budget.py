@@ -275,7 +275,7 @@ class Budget:
 
 
 __all__ = ["Budget", "ResourceLimitError", "WorkCounter", "check_work_limit",
-           "deprecated_time_limit"]
+           "deprecated_deadline", "deprecated_time_limit"]
 
 
 #: share of the machine's available memory a search may use by default
@@ -317,9 +317,27 @@ def default_max_memory() -> int:
 def deprecated_time_limit(time_limit: float | None, where: str) -> float | None:
     """``time_limit`` of a public function below the estimators, with a ``FutureWarning``
     when given: time is a :class:`~rulemip.budget.Budget` there
-    (docs/architecture.md, "One way to say time")."""
+    (docs/architecture.md, "The budget")."""
     if time_limit is not None:
         warnings.warn(f"`{where}(time_limit=...)` is deprecated and will be removed; pass "
                       "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
                       FutureWarning, stacklevel=3)
     return time_limit
+
+
+def deprecated_deadline(budget: Budget | None, deadline: Budget | float | None,
+                  where: str) -> Budget:
+    """The :class:`~rulemip.budget.Budget` a search below the estimators asks: ``budget``
+    (None: unlimited). ``deadline`` — a ``Budget`` or an absolute
+    :func:`time.perf_counter` value, the older way to say time — is deprecated: it is
+    still honoured (the search ends at it), with a ``FutureWarning``, and cannot be
+    given together with ``budget`` (docs/architecture.md, "The budget")."""
+    if deadline is None:
+        return Budget.coerce(budget, None)
+    warnings.warn(f"`{where}(deadline=...)` is deprecated and will be removed; pass "
+                  "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
+                  FutureWarning, stacklevel=3)
+    if budget is not None:
+        raise InvalidParameterError(f"`{where}`: give `budget` or the deprecated "
+                                    "`deadline`, not both.")
+    return Budget.of(deadline)

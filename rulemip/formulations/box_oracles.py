@@ -31,14 +31,12 @@ loss :math:`\tfrac12(f-y)^2`, rescaled to :math:`l = (f - y)^2` and :math:`R_\la
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget
-from rulemip.exceptions import InvalidParameterError
+from rulemip.budget import Budget, deprecated_deadline
 from rulemip.losses import get_loss
 
 FloatArray = NDArray[np.float64]
@@ -371,24 +369,6 @@ def _squared_support_values(oracle: SquaredBoxOracle, combos: NDArray[np.int64],
     return (np.maximum(vals, 0.0) + oracle.constant) / oracle.W
 
 
-def search_budget(budget: Budget | None, deadline: Budget | float | None,
-                  where: str) -> Budget:
-    """The :class:`~rulemip.budget.Budget` a search below the estimators asks: ``budget``
-    (None: unlimited). ``deadline`` — a ``Budget`` or an absolute
-    :func:`time.perf_counter` value, the older way to say time — is deprecated: it is
-    still honoured (the search ends at it), with a ``FutureWarning``, and cannot be
-    given together with ``budget`` (docs/architecture.md, "One way to say time")."""
-    if deadline is None:
-        return Budget.coerce(budget, None)
-    warnings.warn(f"`{where}(deadline=...)` is deprecated and will be removed; pass "
-                  "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
-                  FutureWarning, stacklevel=3)
-    if budget is not None:
-        raise InvalidParameterError(f"`{where}`: give `budget` or the deprecated "
-                                    "`deadline`, not both.")
-    return Budget.of(deadline)
-
-
 def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, k: int,
                       budget: Budget | None = None, chunk: int = 20_000, *,
                       deadline: Budget | float | None = None
@@ -406,11 +386,11 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
     :class:`~rulemip.budget.Budget`; None: unlimited) stopped the enumeration — the lower
     bound is then ``-inf``. The clock is read once per block of ``chunk`` supports for
     squared loss (vectorized closed forms) and once per support otherwise (each evaluation
-    is a refit). ``deadline`` is deprecated (:func:`search_budget`).
+    is a refit). ``deadline`` is deprecated (:func:`~rulemip.budget.deprecated_deadline`).
     """
     import itertools
 
-    clock = search_budget(budget, deadline, "enumerate_optimum")
+    clock = deprecated_deadline(budget, deadline, "enumerate_optimum")
     best_z = np.zeros(n_boxes)
     best = oracle.value_and_gradient(best_z)[0]
     pending: list[tuple[tuple[int, ...], float]] = []

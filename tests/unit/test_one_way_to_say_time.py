@@ -29,10 +29,10 @@ from rulemip.algorithms.local.rule_swaps import check_one_swap, refit_ensemble, 
 from rulemip.boosting import SearchSpace, find_rule, make_objective
 from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_deadline
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
-from rulemip.formulations.box_oracles import enumerate_optimum, search_budget
+from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
 
 PACKAGES = ("rulemip.boosting", "rulemip.algorithms", "rulemip.formulations")
@@ -84,16 +84,16 @@ def test_the_walk_sees_the_searches() -> None:
 
 def test_deadline_is_only_the_deprecated_twin_of_budget() -> None:
     """A ``deadline`` parameter exists only next to ``budget``, defaults to None and goes
-    through :func:`search_budget` (which warns)."""
+    through :func:`deprecated_deadline` (which warns)."""
     for name, (f, _) in _public_callables().items():
         ps = _params(f)
         if "deadline" not in ps:
             continue
         assert "budget" in ps, name
-        if f is search_budget:   # the deprecation itself
+        if f is deprecated_deadline:   # the deprecation itself
             continue
         assert ps["deadline"].default is None, name
-        assert "search_budget(" in inspect.getsource(f), name
+        assert "deprecated_deadline(" in inspect.getsource(f), name
 
 
 def test_time_limit_comes_with_budget() -> None:
@@ -243,9 +243,9 @@ def test_sweep_branch_and_bound_deadline_warns_and_stops_as_a_spent_budget() -> 
     assert new.lower_bound <= full.value + 1e-9
 
 
-def test_search_budget_rejects_a_number_as_budget() -> None:
+def test_deprecated_deadline_rejects_a_number_as_budget() -> None:
     with pytest.raises(InvalidParameterError, match="Budget"):
-        search_budget(5.0, None, "f")  # type: ignore[arg-type]
+        deprecated_deadline(5.0, None, "f")  # type: ignore[arg-type]
 
 
 def test_a_search_given_a_budget_warns_nothing() -> None:

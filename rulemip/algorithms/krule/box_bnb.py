@@ -52,8 +52,8 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms.convex.frank_wolfe import frank_wolfe_bound
 from rulemip.algorithms.local.box_swaps import local_search
-from rulemip.budget import Budget
-from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions, search_budget
+from rulemip.budget import Budget, deprecated_deadline
+from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions
 
 FloatArray = NDArray[np.float64]
 
@@ -150,14 +150,14 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
 
     ``budget`` is the fit's :class:`~rulemip.budget.Budget` (None: unlimited;
     ``search_time`` seconds of it at most go to the starting local search; ``deadline``
-    is deprecated, :func:`~rulemip.formulations.box_oracles.search_budget`); when it stops
+    is deprecated, :func:`~rulemip.budget.deprecated_deadline`); when it stops
     the search,
     ``complete`` is False and ``lower_bound`` is the least bound of the open and pruned
     nodes (still valid). ``lower_bound_hint`` is a valid bound known beforehand (e.g. the
     combinatorial bounds), used as a floor.
     """
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = search_budget(budget, deadline, "branch_and_bound")
+    clock = deprecated_deadline(budget, deadline, "branch_and_bound")
     B = n_boxes
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)

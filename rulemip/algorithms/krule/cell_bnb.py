@@ -79,11 +79,10 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.algorithms.solve.driver import register_formulation, solve
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget, deprecated_deadline, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
-from rulemip.formulations.box_oracles import search_budget
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
@@ -311,9 +310,9 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     ``budget`` is the fit's :class:`~rulemip.budget.Budget` (None: unlimited), asked
     before every node and between the chunks of a node's children
     (:meth:`CellSweepBound.child_bounds`); ``deadline`` is deprecated
-    (:func:`~rulemip.formulations.box_oracles.search_budget`)."""
+    (:func:`~rulemip.budget.deprecated_deadline`)."""
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = search_budget(budget, deadline, "sweep_branch_and_bound")
+    clock = deprecated_deadline(budget, deadline, "sweep_branch_and_bound")
     k, B = sb.k, sb.n_boxes
     best_z, best = np.asarray(incumbent, dtype=float), float(incumbent_value)
 
