@@ -44,6 +44,24 @@ IntArray = NDArray[np.int64]
 
 _SUPPORT_TOL = 1e-12  # z_b below this counts as 0 (relaxed masters give tiny positives)
 
+#: relative margin against round-off of the box searches' pruning tests and bounds
+#: (enumeration, :mod:`~rulemip.algorithms.krule.box_bnb`): it multiplies :func:`risk_unit`
+ROUNDING_MARGIN = 1e-9
+#: floor of :func:`risk_unit` relative to the risk of the model without rules
+RISK_UNIT_FLOOR = 1e-9
+
+
+def risk_unit(value: float, empty_risk: float) -> float:
+    r"""What relative margins and tolerances on a risk multiply:
+    :math:`\max(|R|, 10^{-9} R_0)` with ``empty_risk`` :math:`R_0` the risk of the model
+    without rules (the data's scale; a positive floor besides). No absolute unit:
+    multiplying y by c multiplies every risk, bound and this unit by :math:`c^2` (``reg``
+    is scale-free, the weights scale with y), so a search proves at the same relative gap
+    for every scale of y. The old unit :math:`\max(1, |R|)` made a margin of 1e-9 worth
+    a relative gap of 0.2 at risks near 5e-9 (docs/explanation/box_selection.md,
+    "Tolerances")."""
+    return max(abs(float(value)), RISK_UNIT_FLOOR * abs(float(empty_risk)), 1e-300)
+
 
 # ---------------------------------------------------------------------- candidate boxes
 @dataclass(frozen=True)
@@ -393,6 +411,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
     clock = deprecated_deadline(budget, deadline, "enumerate_optimum")
     best_z = np.zeros(n_boxes)
     best = oracle.value_and_gradient(best_z)[0]
+    empty_risk = best  # the model without rules: the unit's floor (risk_unit)
     pending: list[tuple[tuple[int, ...], float]] = []
     pruned_floor = math.inf  # least lower bound of a support pruned before full evaluation
     squared = isinstance(oracle, SquaredBoxOracle)
@@ -432,13 +451,13 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
                 best_z = np.zeros(n_boxes)
                 best_z[list(block[i_best])] = 1.0
             if s < k:
-                margin = 1e-9 * max(1.0, abs(best))
+                margin = ROUNDING_MARGIN * risk_unit(best, empty_risk)
                 open_ = lb < best - margin
                 pending.extend((block[i], float(lb[i])) for i in np.flatnonzero(open_))
                 if not np.all(open_):  # pruned supports keep their exact lower bound
                     pruned_floor = min(pruned_floor, float(lb[~open_].min()))
     # refine supports that might hold a better multiplicity vector
-    margin = 1e-9 * max(1.0, abs(best))
+    margin = ROUNDING_MARGIN * risk_unit(best, empty_risk)
     by_size: dict[int, list[tuple[tuple[int, ...], float]]] = {}
     for S, lb_s in pending:
         by_size.setdefault(len(S), []).append((S, lb_s))
@@ -473,7 +492,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
                 best = float(vals[i_best])
                 best_z = np.zeros(n_boxes)
                 best_z[supports[live[i_best]]] = comp
-                margin = 1e-9 * max(1.0, abs(best))
+                margin = ROUNDING_MARGIN * risk_unit(best, empty_risk)
         # supports that left the live set skipped some multiplicity vectors: their
         # lower bound is what is proved for them (live ones were evaluated in full)
         dropped = np.setdiff1d(np.arange(len(lbs)), live)
@@ -481,6 +500,7 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
             pruned_floor = min(pruned_floor, float(lbs[dropped].min()))
     # every support was either evaluated in full (values >= best) or pruned with its
     # exact lower bound, so min(best, least pruned bound) is proved — pruning used a
-    # margin of 1e-9 against rounding, but the bound does not pay it when nothing was
+    # margin of 1e-9 of risk_unit(best) against rounding (relative: at any scale of y it
+    # costs the gap at most 1e-9), but the bound does not pay it when nothing was
     # pruned within the margin (k = 1, or supports far above the optimum)
     return best_z, best, min(best, pruned_floor), True

@@ -32,8 +32,12 @@ closed cells. It is evaluated for all children of a node at once by batched Hous
 QR of the row-masked (and, for λ > 0, ridge-augmented) design: with
 :math:`A = \mathcal Q\mathcal R` exactly, :math:`\mathrm{col}(A) \subseteq
 \mathrm{col}(\mathcal Q)`, so the computed residual is never above the true one even
-when A is rank deficient (the bound stays valid, at worst weaker). A relative margin of
-1e-9 covers round-off.
+when A is rank deficient (the bound stays valid, at worst weaker). A margin covers
+round-off: 1e-9 of the bound plus 1e-12 of :math:`\|t\|^2/W` (the weighted second moment
+of the cell means, the magnitude the residual is computed from by projection), so it
+scales with y² like every risk and the search proves at the same relative gap for every
+scale of y; the former margin :math:`10^{-9}\max(1, |R|)` had an absolute unit and
+cost a relative gap of 0.2 at risks near 5e-9.
 
 **Closure.** If at most :math:`r = k - |F|` cells are open, the support F plus the
 single-cell boxes of the open cells (all at positions ≥ i by the ordering) fits every open
@@ -97,7 +101,10 @@ IntArray = NDArray[np.int64]
 __all__ = ["CELL_BNB_MAX_BYTES", "CellSweepBound", "SweepResult", "cell_bnb_bytes",
            "check_cell_bnb_fits", "solve_cell_bnb", "sweep_branch_and_bound"]
 
-_MARGIN = 1e-9
+_MARGIN = 1e-9  # relative round-off margin of a node bound
+#: round-off of a residual computed by projection, relative to the second moment it is
+#: computed from (``‖t‖²/W``): the node bound's margin besides :data:`_MARGIN`
+_ROUNDOFF = 1e-12
 #: share of the time left after building the cells that the starting local search may use
 LOCAL_SEARCH_SHARE = 0.1
 _ORACLE_REG = 1e-12  # ridge of the incumbent oracle when reg = 0 (its values are then ≥ truth)
@@ -193,6 +200,8 @@ class CellSweepBound:
         self.constant = float(constant)
         self.W = float(total_weight)
         self.n_boxes = n_boxes
+        #: the absolute part of the node bound's round-off margin (module docstring)
+        self.roundoff = _ROUNDOFF * float(self.t @ self.t) / self.W
 
     def residuals(self, F: Sequence[int], children: IntArray, closed: IntArray
                   ) -> FloatArray:
@@ -236,7 +245,7 @@ class CellSweepBound:
         gain = np.divide(num, den, out=np.zeros_like(num), where=den > 0)
         res = np.maximum(rho_F[group] - gain, 0.0)
         val = (res + self.constant) / self.W
-        return val - _MARGIN * np.maximum(1.0, np.abs(val))
+        return val - _MARGIN * np.abs(val) - self.roundoff
 
     def chunk_size(self, depth: int) -> int:
         """Children per chunk of :meth:`residuals` for a support of ``depth`` boxes: its
