@@ -123,3 +123,85 @@ def test_lmo_is_exact(seed):
     assert np.all(v >= lo - 1e-12) and np.all(v <= up + 1e-12)
     assert v.sum() <= k + 1e-12 and v[free].sum() >= 1 - 1e-12
     assert float(g @ v) <= lp.fun + 1e-10
+
+
+# ------------------------------------------------------------------ scale of y (issue h33)
+def _near_boxes(scale: float, n: int = 60) -> tuple[Dataset, list[np.ndarray], np.ndarray]:
+    """y nearly a sum of two boxes that the thresholds can express, times ``scale``."""
+    rng = np.random.default_rng(1)
+    X = rng.random((n, 2))
+    y = 2.0 * ((X[:, 0] > 0.5) & (X[:, 1] > 0.3)) - 1.5 * (X[:, 1] > 0.7) \
+        + 1e-4 * rng.normal(size=n)
+    ths = [np.array([0.25, 0.5]), np.array([0.3, 0.7])]
+    return Dataset.from_arrays(X, scale * y), ths, X
+
+
+def _rules(result):
+    return [(tuple((c.feature, c.lower, c.upper) for c in r.conditions), r.weight)
+            for r in result.ensemble.rules]
+
+
+@pytest.mark.parametrize("engine", ["cip-bnb", "cell-bnb"])
+def test_status_is_scale_invariant(engine):
+    """y and 1e-4·y (reg is scale-free: weights scale with y, the risk with y²) give the
+    same status OPTIMAL, the same boxes, weights scaled by 1e-4 and risk and bound scaled
+    by 1e-8; the optimum is the brute-force one. Before the fix, cip-bnb pruned every node
+    at the root against an absolute margin of 1e-6 and stopped at a gap of 0.9 (unscaled,
+    risk 1.1e-7) or 0.18 (scaled)."""
+    from rulemip.algorithms.fit_plan import solve_exact
+    from rulemip.testing.brute_force import brute_force_optimum
+
+    reg, c = 1e-6, 1e-4
+    out = {}
+    for scale in (1.0, c):
+        ds, ths, X = _near_boxes(scale)
+        res = solve_exact(ds, 2, engine=engine, reg=reg, thresholds=ths,
+                          budget=Budget.from_time_limit(None, work_limit=20_000))
+        assert res.termination is TerminationReason.OPTIMAL, (scale, res.gap, res.limit)
+        assert res.gap <= 1e-6
+        brute = brute_force_optimum(X, np.asarray(ds.y), 2, reg=reg, thresholds=ths)
+        assert abs(res.risk - brute.risk) <= 1e-6 * brute.risk
+        assert res.lower_bound <= brute.risk * (1 + 1e-9)
+        out[scale] = res
+    a, b = out[1.0], out[c]
+    assert a.risk < 1e-5  # the regime of the defect: a risk far below 1
+    ra, rb = _rules(a), _rules(b)
+    assert [r[0] for r in ra] == [r[0] for r in rb]
+    np.testing.assert_allclose([c * r[1] for r in ra], [r[1] for r in rb], rtol=1e-6)
+    assert b.risk == pytest.approx(c * c * a.risk, rel=1e-8)
+    assert b.lower_bound == pytest.approx(c * c * a.lower_bound, rel=1e-6)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.1, 1e3])
+def test_bnb_search_is_scale_invariant(scale):
+    """The same search at every scale of y: the same nodes and value, and a gap within
+    rel_tol (the relative margins of risk_unit). Scales keep the risk (1.1e-7 unscaled)
+    above 1e-10, below which the status rule's gap has an absolute denominator."""
+    ds0, ths, _ = _near_boxes(1.0)
+    ds, _, _ = _near_boxes(scale)
+    runs = []
+    for d in (ds0, ds):
+        prob = BoxSelectionCIP(2, reg=1e-6, thresholds=ths).build(d)
+        res = branch_and_bound(prob.oracle, prob.n_boxes, 2, lower_bound_hint=prob.bound,
+                               budget=Budget.from_time_limit(None, work_limit=50_000))
+        assert res.complete
+        assert res.value - res.lower_bound <= 1e-6 * res.value
+        runs.append(res)
+    assert runs[1].nodes == runs[0].nodes > 0
+    # (the point may be another of tied optima: a box and its complement fit alike)
+    assert runs[1].value == pytest.approx(scale ** 2 * runs[0].value, rel=1e-8)
+
+
+def test_enumeration_margin_is_relative():
+    """The enumeration's pruning margin scales with the risk (risk_unit), so its bound
+    closes at every scale of y."""
+    from rulemip.formulations.box_oracles import risk_unit
+
+    assert risk_unit(4e-9, 1.0) == 4e-9
+    assert risk_unit(1e-4 ** 2 * 3.0, 1e-4 ** 2 * 7.0) == pytest.approx(1e-8 * risk_unit(3.0, 7.0))
+    assert risk_unit(0.0, 2.0) == pytest.approx(2e-9)
+    for scale in (1.0, 1e-4):
+        ds, ths, _ = _near_boxes(scale)
+        prob = BoxSelectionCIP(3, reg=1e-6, thresholds=ths).build(ds)
+        _, v, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, 3)
+        assert complete and v - lb <= 1e-9 * v
