@@ -28,7 +28,7 @@ def test_finds_the_enumerated_optimum_on_tiny_instances(seed, k):
     prob = _problem(seed, k)
     _, best, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
     assert complete
-    res = local_search(prob.oracle, np.zeros(prob.n_boxes), k, time_budget=None,
+    res = local_search(prob.oracle, np.zeros(prob.n_boxes), k,
                        max_kicks=30, seed=seed)
     assert res.value == pytest.approx(best, rel=1e-9, abs=1e-12)
     assert res.z.sum() == k and np.all(res.z == np.round(res.z)) and np.all(res.z >= 0)
@@ -40,7 +40,7 @@ def test_value_is_exact_and_never_worse_than_the_start(loss):
     z0 = np.zeros(prob.n_boxes)
     z0[[0, 1]] = 1.0
     start = prob.oracle.value_and_gradient(z0)[0]
-    res = local_search(prob.oracle, z0, 3, time_budget=None, max_kicks=5)
+    res = local_search(prob.oracle, z0, 3, max_kicks=5)
     assert res.value == pytest.approx(prob.oracle.value_and_gradient(res.z)[0], rel=1e-12)
     assert res.value <= start + 1e-12
     # the decoded rules carry exactly that risk (recomputed from the data)
@@ -54,7 +54,7 @@ def test_reaches_below_lemma1_on_the_alternating_dataset():
     k, delta = 6, 0.04
     X, y = alternating(k, delta)
     prob = BoxSelectionCIP(k, reg=1e-9, fit_intercept=False).build(Dataset.from_arrays(X, y))
-    res = local_search(prob.oracle, np.zeros(prob.n_boxes), k, time_budget=None,
+    res = local_search(prob.oracle, np.zeros(prob.n_boxes), k,
                        max_kicks=20, seed=0)
     assert res.value <= lemma1_risk(k, delta) + 1e-6
     assert res.value < lemma2_risk(k, delta) / 10
@@ -70,3 +70,26 @@ def test_bad_arguments():
         local_search(prob.oracle, z, 2)
     with pytest.raises(InvalidParameterError, match="time_budget"):
         local_search(prob.oracle, np.zeros(prob.n_boxes), 2, time_budget=-1.0)
+
+
+def test_no_fixed_wall_clock_share_and_no_absolute_unit():
+    # without a budget or max_kicks the search makes no kick (it used to kick for 2 s);
+    # scaling y scales every value and changes no move (the acceptance test is relative)
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(30, 2)).astype(float)
+    y = (X[:, 0] > 1) * 2.0 + (X[:, 1] > 2) + rng.normal(scale=1e-3, size=30)
+    found = []
+    for c in (1.0, 1e-7):
+        prob = BoxSelectionCIP(2, reg=1e-3).build(Dataset.from_arrays(X, c * y))
+        grad = prob.oracle.value_and_gradient(np.zeros(prob.n_boxes))[1]
+        z0 = np.zeros(prob.n_boxes)
+        z0[int(np.argmax(grad))] = 2.0      # the worst start: swaps must move both units
+        res = local_search(prob.oracle, z0, 2)
+        assert res.kicks == 0
+        kicked = local_search(prob.oracle, z0, 2, max_kicks=20, seed=1)
+        found.append((res, kicked))
+    (a, ka), (b, kb) = found
+    # (boxes with equal covers tie; which one is kept may differ, the risk may not)
+    assert b.value == pytest.approx(a.value * 1e-14, rel=1e-6, abs=0)
+    assert kb.value == pytest.approx(ka.value * 1e-14, rel=1e-6, abs=0)
+    assert ka.value < a.value or ka.improvements == 0

@@ -63,11 +63,11 @@ def test_local_search_stops_kicking_at_the_target():
     prob = BoxSelectionCIP(10, reg=1e-8, fit_intercept=False,
                            thresholds=candidate_thresholds(X, 5)).build(
         Dataset.from_arrays(X, y))
-    free = local_search(prob.oracle, np.zeros(prob.n_boxes), 10, time_budget=None,
+    free = local_search(prob.oracle, np.zeros(prob.n_boxes), 10,
                         max_kicks=20)
-    stopped = local_search(prob.oracle, np.zeros(prob.n_boxes), 10, time_budget=None,
+    stopped = local_search(prob.oracle, np.zeros(prob.n_boxes), 10,
                            max_kicks=20, target=np.inf)
-    no_kicks = local_search(prob.oracle, np.zeros(prob.n_boxes), 10, time_budget=None,
+    no_kicks = local_search(prob.oracle, np.zeros(prob.n_boxes), 10,
                             max_kicks=0)
     assert free.kicks == 20 and stopped.kicks == 0
     assert stopped.value == no_kicks.value and free.value <= stopped.value

@@ -185,10 +185,9 @@ def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)
     # under a work limit the local search gets a tenth of the work, not seconds
-    ls = local_search(oracle, z0, k, time_budget=None if clock.deterministic else search_time,
-                      max_kicks=max(B, 1), seed=seed, target=lower_bound_hint,
+    ls = local_search(oracle, z0, k, max_kicks=max(B, 1), seed=seed, target=lower_bound_hint,
                       budget=clock.fraction(LOCAL_SEARCH_WORK_SHARE) if clock.deterministic
-                      else clock)
+                      else clock.within(search_time))
     best_z, best = ls.z, ls.value
     leaves = 0
 

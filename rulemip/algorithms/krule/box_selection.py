@@ -264,10 +264,9 @@ class BoxSelectionSearch(BoxSelectionCIP):
         # under a work limit the search's share is a tenth of the work left, not seconds
         # (so its incumbent is the same on every machine)
         found = local_search(prob.oracle, np.round(oa.incumbent), self.n_rules,
-                             time_budget=None if budget.deterministic else seconds,
                              max_kicks=_LOCAL_SEARCH_KICKS, seed=seed, target=prob.bound,
                              budget=budget.fraction(LOCAL_SEARCH_SHARE) if budget.deterministic
-                             else None)
+                             else budget.within(seconds))
         if found.value < before:
             oa.add_cut_at(found.z)
         notes.append(f"local search: {before:.10g} -> {min(found.value, before):.10g} "

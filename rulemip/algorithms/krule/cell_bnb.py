@@ -445,8 +445,7 @@ class CellSweepSearch(BoxSelectionCIP):
             return float(prob.oracle.value_and_gradient(z)[0])
 
         z0 = start if start is not None else np.zeros(prob.n_boxes)
-        ls = local_search(prob.oracle, z0, self.n_rules, time_budget=None,
-                          max_kicks=max(prob.n_boxes, 1), seed=seed,
+        ls = local_search(prob.oracle, z0, self.n_rules, max_kicks=max(prob.n_boxes, 1), seed=seed,
                           target=prob.bound + mip_gap * abs(prob.bound),
                           budget=budget.fraction(LOCAL_SEARCH_SHARE))
         if budget.expired():  # building the problem took the time: no sweep structures

@@ -16,7 +16,7 @@ affects a bound:
   curvature) and the best ``n_candidates`` of them are evaluated exactly;
 * **kicks** (iterated local search): from the best support, move ``kick_size`` random units
   to random boxes and descend again; keep the result if it is better. Kicks run until the
-  time budget or ``max_kicks`` is spent and are reproducible for a fixed ``seed``.
+  budget or ``max_kicks`` is spent and are reproducible for a fixed ``seed``.
 
 Every accepted point is strictly better (by more than a relative ``1e-12``), so the
 search terminates.
@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.exceptions import InvalidParameterError
 
 __all__ = ["LocalSearchResult", "local_search"]
@@ -76,7 +76,8 @@ class _Search:
 
     @staticmethod
     def better(a: float, b: float) -> bool:
-        return a < b - 1e-12 * max(1.0, abs(b))
+        # relative to the risk itself, no absolute unit: the same moves at every scale of y
+        return a < b - 1e-12 * abs(b)
 
     def fill(self, z: FloatArray) -> tuple[FloatArray, float]:
         """Complete ``z`` to ``k`` units, each time adding the box of steepest descent."""
@@ -118,7 +119,7 @@ class _Search:
 
 
 def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
-                 time_budget: float | None = 2.0, max_kicks: int | None = None,
+                 time_budget: float | None = None, max_kicks: int | None = None,
                  kick_size: int = 2, n_candidates: int | None = None,
                  seed: int = 0, target: float = -np.inf,
                  budget: Budget | None = None) -> LocalSearchResult:
@@ -130,17 +131,17 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
         :mod:`rulemip.formulations.box_oracles`).
     z0 : starting multiplicities (non-negative integers, ``sum(z0) <= n_rules``).
     n_rules : k, the bound on ``sum(z)``.
-    time_budget : wall-clock seconds for the whole search (``None``: no limit; then
-        ``max_kicks`` bounds the kicks, default 0).
-    max_kicks : at most this many kicks (default: unlimited within ``time_budget``).
+    time_budget : deprecated (a ``FutureWarning``; still honoured): wall-clock seconds for
+        the whole search; pass ``budget`` instead.
+    max_kicks : at most this many kicks (default: unlimited within a bounded ``budget``,
+        none without one — no fixed wall-clock share).
     kick_size : units moved at random by one kick.
     n_candidates : boxes evaluated exactly per removed unit (default ``max(16, B // 8)``).
     seed : seed of the kicks.
     target : a proved lower bound on the optimum; kicks stop once ``value`` reaches it
         (nothing can improve then), so an instance settled by its bound costs no kicks.
-    budget : the fit's :class:`~rulemip.budget.Budget`; the search ends at its deadline,
-        when its work limit is spent (one unit per evaluation) or after ``time_budget``
-        seconds, whichever is first.
+    budget : the fit's :class:`~rulemip.budget.Budget`; the search ends at its deadline
+        or when its work limit is spent (one unit per evaluation), whichever is first.
 
     Returns
     -------
@@ -157,6 +158,7 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
             "`z0` must hold non-negative integers summing to at most `n_rules`.")
     if time_budget is not None and not time_budget >= 0:
         raise InvalidParameterError(f"`time_budget` must be >= 0 or None; got {time_budget!r}.")
+    time_budget = deprecated_time_limit(time_budget, "local_search")
     if kick_size < 1:
         raise InvalidParameterError(f"`kick_size` must be >= 1; got {kick_size!r}.")
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
