@@ -35,8 +35,10 @@ is a valid lower bound at every iteration.  On top of plain Alg. 1:
   master at a time through the public ``options``/``lower_bound_hint`` attributes).
 
 The lower bound reported is the best of: 0 (q ≥ 0), the LP-relaxation bound and the
-integer masters' bounds — each valid.  The status is decided once, by
-:func:`rulemip.solvers.status.promote`: q is recomputed from the data at the incumbent
+integer masters' bounds — each valid.  The status is decided once, by the pruning
+family's rule (:func:`rulemip.algorithms.pruning.driver.status_of`, what the driver's
+``decide`` applies; :func:`rulemip.solvers.status.promote` underneath): q is recomputed
+from the data at the incumbent
 (:class:`~rulemip.formulations.tree_pruning.TreePruningCIP`), a bound that this value
 refutes falls back to 0, and the status is OPTIMAL only when the outer-approximation loop
 converged and the relative gap is at most ``mip_gap`` (docs/explanation/gaps.md).
@@ -57,17 +59,18 @@ from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.convex.oa_relaxation import Cut, relaxation_bound, relaxation_then_integer
 from rulemip.algorithms.convex.outer_approximation import OAOptions, OAResult, OuterApproximation
+from rulemip.algorithms.pruning.driver import status_of
 from rulemip.algorithms.pruning.oracle import PruningOracle, SelectionState
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
-from rulemip.formulations.protocol import RelaxationBound
+from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.tree_pruning import TreePruningCIP, pruning_feasible_model
 from rulemip.model import MIPModel
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, SolverBackend, resolve_backend
-from rulemip.solvers.result import GAP_DENOMINATOR_FLOOR, TerminationReason
-from rulemip.solvers.status import promote
+from rulemip.solvers.result import TerminationReason
+from rulemip.solvers.status import tolerance_as_gap
 
 __all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
 
@@ -285,7 +288,8 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     Returns
     -------
     (OAResult, TreePruningCIP) — the result (``value`` is q recomputed at ``z``; status,
-    bound and gap decided by :func:`~rulemip.solvers.status.promote`; its history has one
+    bound and gap decided by :func:`~rulemip.algorithms.pruning.driver.status_of`, the
+    pruning driver's rule; its history has one
     entry per integer master, every ``lb`` there a valid lower bound) and the oracle of (2).
 
     Notes
@@ -308,14 +312,17 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
 
 def _certified(res: OAResult, cip: TreePruningCIP, rel_tol: float, abs_tol: float
                ) -> OAResult:
-    """The result with its status decided by :func:`~rulemip.solvers.status.promote` on q
-    recomputed from the data at the incumbent (fallback bound 0: q ≥ 0)."""
+    """The result with its status decided by the pruning family's rule
+    (:func:`rulemip.algorithms.pruning.driver.status_of`, the rule of its ``decide``) on q
+    recomputed from the data at the incumbent (fallback bound 0: q ≥ 0), at the loop's
+    tolerance ``abs_tol + rel_tol·q`` written as a relative gap."""
     if res.termination is TerminationReason.INFEASIBLE or res.z is None:
         return res
     q = cip.value(res.z)
-    tol = rel_tol + abs_tol / max(abs(q), GAP_DENOMINATOR_FLOOR)
-    verdict = promote(q, res.lower_bound, finished=res.converged, mip_gap=tol,
-                      limit=res.limit, fallback_bound=0.0)
+    outcome = SearchOutcome(x=res.z, lower_bound=res.lower_bound, finished=res.converged,
+                            limit=res.limit)
+    verdict = status_of(q, outcome, mip_gap=tolerance_as_gap(rel_tol, abs_tol, q),
+                        safe_bound=0.0, warn=True)
     return dataclasses.replace(res, value=q, lower_bound=verdict.lower_bound, gap=verdict.gap,
                                termination=verdict.termination, limit=verdict.limit,
                                notes=res.notes + verdict.notes)
