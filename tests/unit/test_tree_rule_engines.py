@@ -5,6 +5,7 @@ decides its status), and the built-in ``"mip"`` engine agrees with ``"exact"``."
 from __future__ import annotations
 
 import math
+from typing import ClassVar
 
 import numpy as np
 import pytest
@@ -37,7 +38,7 @@ class BestSingleNode:
     the bound 0 (q ≥ 0) and a finished search. Records the settings it was built with."""
 
     engine = "best_single"
-    built_with: dict = {}
+    built_with: ClassVar[dict] = {}
 
     def __init__(self, **settings):
         BestSingleNode.built_with = dict(settings)
@@ -74,7 +75,7 @@ def registry():
 def test_validation_reads_the_registry(registry):
     X, y = _data()
     assert {"exact", "path", "relax_round", "mip"} <= set(engines())
-    with pytest.raises(InvalidParameterError, match="`engine` must be one of.*'mip'"):
+    with pytest.raises(InvalidParameterError, match=r"`engine` must be one of.*'mip'"):
         TreeRuleExtractor(engine="best_single").fit(X, y)
     register_pruning_engine("best_single", BestSingleNode, description="test engine")
     assert "best_single" in engines()
