@@ -4,13 +4,17 @@ docs/explanation/tree_pruning.md).
 Fits (or takes, ``prefit=True``) a tree ensemble, extracts every node as a candidate rule
 (:func:`~rulemip.formulations.node_matrix.extract_nodes`), centers and scales y
 (unpenalized intercept :math:`\bar y`, scale :math:`s` = std of y) and selects nodes for
-Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with one of three methods:
+Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with a registered pruning
+engine (:func:`~rulemip.algorithms.pruning.driver.register_pruning_engine`; the driver
+:func:`~rulemip.algorithms.pruning.driver.solve_pruning` decides every engine's status the
+same way), among them the built-in ones:
 
 ``"exact"``
     Alg. 1 (outer approximation, :func:`~rulemip.algorithms.pruning.exact.prune_exact`) on
     the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to the relative gap
     ``mip_gap`` when ``result_.termination`` is ``optimal`` (decided by
-    :func:`rulemip.solvers.status.promote` on q recomputed from the data), otherwise the
+    the pruning driver's :func:`~rulemip.algorithms.pruning.driver.decide` on q recomputed
+    from the data), otherwise the
     incumbent with a valid lower bound (a :class:`~rulemip.exceptions.SolveLimitWarning`
     is issued).
 ``"path"``
@@ -23,6 +27,10 @@ Problem (1) / CIP (2) of ``docs/explanation/tree_pruning.md`` with one of three 
     The convex relaxation of the budgeted problem rounded by the knapsack-with-conflicts
     dynamic program (:func:`rulemip.algorithms.pruning.relax_and_round.relax_and_round`), a
     heuristic (no optimality claim).
+``"mip"``
+    Problem (1) as a convex MIQP
+    (:class:`~rulemip.formulations.tree_pruning.TreePruningMIP`) solved natively by a
+    backend that takes it (SCIP); the backend's dual bound is the bound.
 
 The fitted model is :math:`\bar y + \sum_{i\in S} s\,\mu_i w_i\,\mathbb 1\{x\in
 \text{box}_i\}`: ``rules_`` (a :class:`~rulemip.rules.RuleEnsemble`) holds one rule per
@@ -60,7 +68,7 @@ from rulemip._validation import (
     check_seed,
     renamed_param,
 )
-from rulemip.algorithms.pruning.driver import solve_pruning
+from rulemip.algorithms.pruning.driver import PRUNING_ENGINES, solve_pruning
 from rulemip.boosting.rgb.rules import float64_threshold
 from rulemip.budget import Budget
 from rulemip.data.encoding import FeatureEncoder
@@ -72,7 +80,7 @@ from rulemip.formulations.result import PruningResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
 
-__all__ = ["DEFAULT_GAMMA_N", "DEFAULT_REG_PER_ROW", "TreeRuleExtractor"]
+__all__ = ["DEFAULT_GAMMA_N", "DEFAULT_REG_PER_ROW", "TreeRuleExtractor", "engines"]
 
 #: default γ·n of [PRUNE] (1) on the standardized response (trade-off: `reg` docstring)
 DEFAULT_GAMMA_N = 10.0
@@ -81,10 +89,20 @@ DEFAULT_REG_PER_ROW = 1.0 / DEFAULT_GAMMA_N
 
 FloatArray = NDArray[np.float64]
 
-ENGINES = ("exact", "path", "relax_round")
+#: the engines this module documents; ``engine`` takes any registered one (:func:`engines`)
+ENGINES = ("exact", "path", "relax_round", "mip")
 METHODS = ENGINES  # the former name (the parameter was ``method`` until 0.3)
 ATTRIBUTES = ("rule", "depth", "feature")
 NODE_VALUES = ("mean", "fitted")
+
+
+def engines() -> tuple[str, ...]:
+    """The values ``engine`` takes: every pruning engine registered when the estimator is
+    validated (:data:`~rulemip.algorithms.pruning.driver.PRUNING_ENGINES`, the built-in
+    ones and those a user added with
+    :func:`~rulemip.algorithms.pruning.driver.register_pruning_engine`), in registration
+    order."""
+    return tuple(PRUNING_ENGINES)
 
 
 class _TreeSum:
@@ -150,9 +168,13 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     attribute : {"rule", "depth", "feature"}, default="rule"
         Node cost :math:`a_i`: 1, the depth :math:`|P_i|`, or the number of distinct
         features on the root-to-node path.
-    engine : {"exact", "path", "relax_round"}, default="exact"
-        Selection algorithm (module docstring); the same word as the exact estimators'
-        ``engine`` (docs/reference/parameters.md).
+    engine : str, default="exact"
+        Selection algorithm: a registered pruning engine — the built-in ``"exact"``,
+        ``"path"``, ``"relax_round"`` (module docstring) and ``"mip"`` (problem (1) as a
+        convex MIQP solved natively by a backend that takes it, SCIP), or one registered
+        with :func:`~rulemip.algorithms.pruning.driver.register_pruning_engine` (its
+        factory receives ``n_lambdas`` among its settings). The same word as the exact
+        estimators' ``engine`` (docs/reference/parameters.md).
     reg : float or None, default=None
         Ridge :math:`\\lambda > 0` of the project's risk
         :math:`\\tfrac1n\\|y_c - \\sum_i M_i w_i\\|^2 + \\tfrac{\\lambda}{n}\\|w\\|^2`
@@ -366,7 +388,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                                new_default="exact", stacklevel=5)
         given = "engine" if isinstance(self.method, str) and self.method == DEPRECATED \
             else "method"
-        return check_choice(engine, given, ENGINES)
+        return check_choice(engine, given, engines())
 
     def _gamma(self, n: int) -> float:
         """[PRUNE]'s γ = 1/λ from ``reg`` (or the deprecated ``gamma``)."""

@@ -19,12 +19,13 @@ that its search claims to have proved. :func:`promote` turns that into the repor
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import warnings
 from dataclasses import dataclass
 
 from rulemip.exceptions import HeuristicBoundWarning
-from rulemip.solvers.result import Limit, TerminationReason, relative_gap
+from rulemip.solvers.result import GAP_DENOMINATOR_FLOOR, Limit, TerminationReason, relative_gap
 
 REFUTATION_TOL = 1e-7
 """Relative slack by which a recomputed risk may lie below a proved bound (rounding,
@@ -146,5 +147,33 @@ def promote(risk: float, lower_bound: float, *, finished: bool, mip_gap: float,
                    lb, gap, bound_valid, tuple(notes))
 
 
+def tolerance_as_gap(rel_tol: float, abs_tol: float, value: float) -> float:
+    """The stopping rule ``U − LB ≤ abs_tol + rel_tol·|U|`` written as a relative gap at
+    ``U = value`` (``rel_tol`` alone when ``value`` is not finite), the ``mip_gap`` at which
+    a cutting-plane loop's result is promoted."""
+    if not math.isfinite(value):
+        return float(rel_tol)
+    return float(rel_tol) + float(abs_tol) / max(abs(float(value)), GAP_DENOMINATOR_FLOOR)
+
+
+def loop_verdict(upper_bound: float, lower_bound: float, *, converged: bool,
+                 limit: Limit | None, rel_tol: float, abs_tol: float,
+                 fallback_bound: float = -math.inf) -> Verdict:
+    """The status of what an outer-approximation loop found — its incumbent's value
+    ``upper_bound``, the bound it proved, whether it ``converged`` (its own stopping test)
+    and the ``limit`` that stopped it — decided by :func:`promote` at the loop's own
+    tolerance (:func:`tolerance_as_gap`). A loop stopped by a rule of its own (a stalled
+    bound, a master point without a violated cut: not converged, no limit) names no limit.
+    The loop reports; this rule decides (``OAResult.termination``), the same for every
+    loop."""
+    verdict = promote(upper_bound, lower_bound, finished=converged,
+                      mip_gap=tolerance_as_gap(rel_tol, abs_tol, upper_bound), limit=limit,
+                      fallback_bound=fallback_bound)
+    if not converged and limit is None:
+        return dataclasses.replace(verdict, limit=None)
+    return verdict
+
+
 __all__ = ["BOUND_TOLERANCES", "DEFAULT_BOUND_TOLERANCE", "GAP_FLOOR", "REFUTATION_TOL",
-           "RefutedBoundWarning", "Verdict", "bound_slack", "promote"]
+           "RefutedBoundWarning", "Verdict", "bound_slack", "loop_verdict", "promote",
+           "tolerance_as_gap"]

@@ -262,10 +262,10 @@ def test_row_master_finds_brute_force_optimum(persistent, lp_rounds):
             solve, version = backend.solve, backend.version
         backend = _Rebuilt()
     initial = hooks.cuts_at(np.zeros(3))
-    res = OuterApproximation.run_rows(
-        hooks, _squares_master(3), backend, initial,
-        oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9,
-                            lp_rounds=lp_rounds, time_limit=30))
+    with pytest.warns(FutureWarning, match=r"RowOAOptions\(time_limit=\.\.\.\)"):
+        options = oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9,
+                                      lp_rounds=lp_rounds, time_limit=30)
+    res = OuterApproximation.run_rows(hooks, _squares_master(3), backend, initial, options)
     assert res.termination is TerminationReason.OPTIMAL and res.converged
     assert res.value == pytest.approx(brute, abs=1e-9)
     assert res.lower_bound <= res.value
@@ -286,10 +286,12 @@ def test_row_master_polish_and_start_feed_the_incumbent():
     value = float(np.sum((best - a) ** 2))  # the brute-force optimum, returned by polish
     hooks = _SquaresSeparation(a, polish=lambda p: best)
     start = np.array([-1.0, -1.0, 0.0])
+    with pytest.warns(FutureWarning, match=r"RowOAOptions\(time_limit=\.\.\.\)"):
+        options = oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9,
+                                      lp_rounds=0, time_limit=30)
     res = OuterApproximation.run_rows(
-        hooks, _squares_master(3), get_backend("highs"), hooks.cuts_at(start),
-        oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9, lp_rounds=0,
-                            time_limit=30), start=start)
+        hooks, _squares_master(3), get_backend("highs"), hooks.cuts_at(start), options,
+        start=start)
     start_value = float(np.sum((start - a) ** 2))
     assert hooks.polished >= 1 and start_value > value
     assert res.value == pytest.approx(value, abs=1e-12) and np.array_equal(res.z, best)

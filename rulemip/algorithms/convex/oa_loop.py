@@ -18,7 +18,9 @@ MasterGapSchedule`, until ``U − LB ≤ abs_tol + rel_tol·|U|`` or a stop rule
 (:class:`~rulemip.algorithms.convex.oa_options.OAOptions`: iterations, time, work, a stalled
 bound, a master point without a violated cut, a master at its limit, a failed master),
 with the one history record and the HiGHS near-limit guard (:class:`NearLimitGuard`) on
-every master. The status is decided once by :func:`rulemip.solvers.status.promote`.
+every master. The loop reports what it found; its status is the one rule
+:func:`rulemip.solvers.status.loop_verdict` (:func:`~rulemip.solvers.status.promote` at the
+loop's own tolerance).
 """
 
 from __future__ import annotations
@@ -40,14 +42,13 @@ from rulemip.exceptions import SolverError
 from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import Capability, PersistentSolver, SolverBackend
 from rulemip.solvers.result import (
-    GAP_DENOMINATOR_FLOOR,
     Limit,
     SolveOptions,
     SolveResult,
     TerminationReason,
     relative_gap,
 )
-from rulemip.solvers.status import promote
+from rulemip.solvers.status import loop_verdict
 
 FloatArray = NDArray[np.float64]
 
@@ -298,22 +299,21 @@ class MasterLoop:
     def result(self, term: TerminationReason, limit: Limit | None, *,
                z: FloatArray | None, cut_points: tuple[FloatArray, ...] = (),
                backend: str = "", backend_version: str = "") -> OAResult:
-        """The run's :class:`OAResult`, its status decided once by :func:`promote` at the
-        loop's own tolerance ``abs_tol + rel_tol·|U|`` written as a relative gap."""
+        """The run's :class:`OAResult`: what the loop found (incumbent value, proved bound,
+        ``converged`` or the limit that stopped it), with the status the one rule of
+        :func:`rulemip.solvers.status.loop_verdict` gives it at the loop's own tolerance
+        ``abs_tol + rel_tol·|U|`` (the loop decides nothing itself)."""
         o, ub = self.options, self.adapter.upper_bound
         converged = self.converged()
         lb = self.lb
         if term is TerminationReason.INFEASIBLE:
             ub = lb = math.inf
         elif term in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE):
-            tol = o.rel_tol + o.abs_tol / max(abs(ub), GAP_DENOMINATOR_FLOOR) \
-                if math.isfinite(ub) else o.rel_tol
-            verdict = promote(ub, lb, finished=converged, mip_gap=tol, limit=limit,
-                              fallback_bound=self.hint)
+            verdict = loop_verdict(ub, lb, converged=converged, limit=limit,
+                                   rel_tol=o.rel_tol, abs_tol=o.abs_tol,
+                                   fallback_bound=self.hint)
             self.notes.extend(verdict.notes)
-            # a stop by the loop's own rule (stalled bound, no violated cut) names no limit
-            limit = verdict.limit if converged or limit is not None else None
-            term, lb = verdict.termination, verdict.lower_bound
+            term, limit, lb = verdict.termination, verdict.limit, verdict.lower_bound
         elif math.isfinite(ub):
             lb = min(lb, ub)
         return OAResult(z=z, value=ub, lower_bound=lb, gap=relative_gap(ub, lb),

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.exceptions import InvalidParameterError
 from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import Limit, TerminationReason, relative_gap
@@ -157,9 +157,11 @@ def RowOAOptions(master_gap: MasterGapSchedule | GapRule, mip_gap: float = 1e-4,
                  optimality_tol: float = 1e-6,
                  callback: Callable[[dict[str, Any]], None] | None = None) -> OAOptions:
     """Deprecated: the options of a row master are :class:`OAOptions` (``mip_gap`` is
-    ``rel_tol``); this builds them with the former defaults."""
+    ``rel_tol``); this builds them with the former defaults. ``time_limit`` (seconds) is
+    deprecated too (its own ``FutureWarning``; pass ``budget``) and still honoured."""
     warnings.warn("RowOAOptions is deprecated and will be removed in rulemip 0.3; use "
                   "OAOptions (mip_gap is rel_tol).", FutureWarning, stacklevel=2)
+    time_limit = deprecated_time_limit(time_limit, "RowOAOptions")
     return OAOptions(master_gap=master_gap, rel_tol=mip_gap, abs_tol=abs_tol,
                      lp_rounds=lp_rounds, stall_rounds=stall_rounds, budget=budget,
                      time_limit=time_limit, threads=threads, seed=seed, verbose=verbose,

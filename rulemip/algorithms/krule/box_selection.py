@@ -27,7 +27,7 @@ from rulemip.algorithms.convex.oa_relaxation import relaxation_bound, relaxation
 from rulemip.algorithms.convex.outer_approximation import OAOptions, OuterApproximation
 from rulemip.algorithms.krule.box_bnb import branch_and_bound
 from rulemip.algorithms.local.box_swaps import local_search
-from rulemip.algorithms.solve.driver import register_formulation, solve
+from rulemip.algorithms.solve.driver import register_formulation, solve, status_of
 from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
@@ -38,7 +38,6 @@ from rulemip.formulations.result import ExactResult
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import TerminationReason, budget_limit
-from rulemip.solvers.status import promote
 
 FloatArray = NDArray[np.float64]
 Callback = Callable[[dict[str, Any]], Any]
@@ -230,8 +229,7 @@ class BoxSelectionSearch(BoxSelectionCIP):
         if outcome.x is None or not outcome.finished:
             return False
         _, risk = prob.decode(outcome.x)
-        verdict = promote(risk, outcome.lower_bound, finished=True, mip_gap=mip_gap,
-                          fallback_bound=prob.safe_bound, warn=False)
+        verdict = status_of(prob, outcome, risk, mip_gap=mip_gap, warn=False)
         return verdict.termination is TerminationReason.OPTIMAL
 
     def _settled_by_bound(self, prob: BoxSelectionProblem, mip_gap: float,

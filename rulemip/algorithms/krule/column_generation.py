@@ -63,7 +63,7 @@ from rulemip.algorithms.krule.column_pricing import (
     _row_gradient,
     farley_bound,
 )
-from rulemip.algorithms.solve.driver import decide, register_formulation, solve
+from rulemip.algorithms.solve.driver import decide, register_formulation, solve, status_of
 from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import make_objective, ridge_gain_objective
 from rulemip.boosting.search import find_rule
@@ -80,7 +80,7 @@ from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import Limit, TerminationReason, budget_limit, relative_gap
-from rulemip.solvers.status import Verdict, promote
+from rulemip.solvers.status import Verdict
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -392,8 +392,7 @@ def _verdict(prob: BoxSelectionProblem, outcome: SearchOutcome, mip_gap: float) 
     """What the driver would decide for ``outcome`` (to stop early; not reported)."""
     assert outcome.x is not None
     _, risk = prob.decode(outcome.x)
-    return promote(risk, outcome.lower_bound, finished=outcome.finished, mip_gap=mip_gap,
-                   limit=outcome.limit, fallback_bound=prob.safe_bound, warn=False)
+    return status_of(prob, outcome, risk, mip_gap=mip_gap, warn=False)
 
 
 def _swap_columns(prob: BoxSelectionProblem, work: WorkingSet, incumbent: ExactResult,

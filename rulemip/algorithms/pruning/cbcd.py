@@ -83,7 +83,7 @@ from rulemip.algorithms.pruning.cbcd_model import (
     node_reach,
     path_clique_matrix,
 )
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.forest import ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
@@ -353,8 +353,9 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     max_sweeps : limit on sweeps (full or active-set).
     active_set : use the active-set schedule of §3.2.1 (module doc).
     cut_pool : :class:`CutPool` to recycle cuts across calls (e.g. along a path).
-    time_limit : seconds; when reached the current point is returned
-        (``info["time_limit_reached"]``).
+    time_limit : deprecated (a ``FutureWarning``; removed in rulemip 0.3): seconds, still
+        honoured — pass ``budget=Budget.from_time_limit(seconds)``. When the clock ends the
+        current point is returned (``info["time_limit_reached"]``).
     solver : backend for block masters too large to enumerate (``enumeration_limit``);
         ``"auto"``: the first installed backend that serves a persistent MILP master.
     tol : stop when a full sweep decreases the objective by at most ``tol·½‖y‖²``.
@@ -375,6 +376,7 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     info : sweeps, block updates/solves, master solves, cuts added/recycled, accepted
         updates, ``objective_trace`` (non-increasing), time.
     """
+    time_limit = deprecated_time_limit(time_limit, "cbcd")
     _check_common(lam, max_sweeps, time_limit, tol)
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     z_init = None if z0 is None else np.asarray(z0, dtype=float)
@@ -435,14 +437,17 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     with ``M_valid`` column i = ``μ_i·1{x in box_i}`` (:func:`node_reach`); pass ``y_valid``
     on the scale of ``y`` (``intercept`` = the training mean when y was centered).
 
-    ``time_limit`` (or the fit's ``budget``, the earlier end counting) covers the whole
-    path; every sweep asks the same :class:`~rulemip.budget.Budget`.
+    The fit's ``budget`` covers the whole path; every sweep asks the same
+    :class:`~rulemip.budget.Budget`. ``time_limit`` (seconds) is deprecated (a
+    ``FutureWarning``; removed in rulemip 0.3) and still honoured, the earlier end
+    counting.
 
     Returns
     -------
     PathResult : distinct supports in order of appearance; ``history`` has one entry per λ
         solved (a time limit ends the path early).
     """
+    time_limit = deprecated_time_limit(time_limit, "regularization_path")
     t0 = time.perf_counter()
     _check_common(None, max_sweeps, time_limit, tol)
     clock = Budget.coerce(budget, time_limit)

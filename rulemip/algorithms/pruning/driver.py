@@ -35,7 +35,7 @@ from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import PruningResult
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.solvers.result import TerminationReason
-from rulemip.solvers.status import promote
+from rulemip.solvers.status import Verdict, promote
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -43,7 +43,7 @@ Callback = Callable[[dict[str, Any]], Any]
 Selection = tuple[IntArray, FloatArray]
 
 __all__ = ["PRUNING_ENGINES", "PruningFit", "PruningFormulation", "PruningProblem", "decide",
-           "drop_null_columns", "register_pruning_engine", "solve_pruning"]
+           "drop_null_columns", "register_pruning_engine", "solve_pruning", "status_of"]
 
 
 @dataclass
@@ -132,6 +132,21 @@ class PruningFit:
     model_lists: dict[str, list[Selection]] = dataclasses.field(default_factory=dict)
 
 
+def status_of(objective: float, outcome: SearchOutcome, *, mip_gap: float,
+              bound_valid: bool = True, safe_bound: float = 0.0,
+              warn: bool = False) -> Verdict:
+    """The family's status rule: :func:`~rulemip.solvers.status.promote` on ``objective``
+    (q recomputed from the data at the outcome's selection) and the outcome's bound,
+    ``finished`` and ``limit``; a refuted bound falls back to ``safe_bound`` (0: q ≥ 0).
+    :func:`decide` applies it to every engine; ``prune_exact`` applies it to its own
+    result (``warn=True``: its callers get the
+    :class:`~rulemip.solvers.status.RefutedBoundWarning`), so that the public function
+    and the engine ``"exact"`` are decided by the same rule."""
+    return promote(float(objective), outcome.lower_bound, finished=outcome.finished,
+                   mip_gap=mip_gap, limit=outcome.limit, bound_valid=bound_valid,
+                   fallback_bound=safe_bound, warn=warn)
+
+
 def decide(formulation: PruningFormulation, built: PruningProblem, outcome: SearchOutcome,
            *, mip_gap: float, wall_time: float) -> PruningFit:
     """The one decode and the one status of every pruning engine (module docstring)."""
@@ -152,9 +167,8 @@ def decide(formulation: PruningFormulation, built: PruningProblem, outcome: Sear
                                termination=TerminationReason.FEASIBLE, limit=outcome.limit,
                                notes=notes, **common)
     else:
-        verdict = promote(objective, outcome.lower_bound, finished=outcome.finished,
-                          mip_gap=mip_gap, limit=outcome.limit, bound_valid=built.bound_valid,
-                          fallback_bound=built.safe_bound, warn=False)
+        verdict = status_of(objective, outcome, mip_gap=mip_gap,
+                            bound_valid=built.bound_valid, safe_bound=built.safe_bound)
         result = PruningResult(value=objective, lower_bound=verdict.lower_bound,
                                gap=verdict.gap, termination=verdict.termination,
                                limit=verdict.limit, notes=(*notes, *verdict.notes), **common)

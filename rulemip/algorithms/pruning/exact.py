@@ -35,8 +35,10 @@ is a valid lower bound at every iteration.  On top of plain Alg. 1:
   master at a time through the public ``options``/``lower_bound_hint`` attributes).
 
 The lower bound reported is the best of: 0 (q ≥ 0), the LP-relaxation bound and the
-integer masters' bounds — each valid.  The status is decided once, by
-:func:`rulemip.solvers.status.promote`: q is recomputed from the data at the incumbent
+integer masters' bounds — each valid.  The status is decided once, by the pruning
+family's rule (:func:`rulemip.algorithms.pruning.driver.status_of`, what the driver's
+``decide`` applies; :func:`rulemip.solvers.status.promote` underneath): q is recomputed
+from the data at the incumbent
 (:class:`~rulemip.formulations.tree_pruning.TreePruningCIP`), a bound that this value
 refutes falls back to 0, and the status is OPTIMAL only when the outer-approximation loop
 converged and the relative gap is at most ``mip_gap`` (docs/explanation/gaps.md).
@@ -57,17 +59,18 @@ from threadpoolctl import threadpool_limits  # a dependency of scikit-learn
 from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.convex.oa_relaxation import Cut, relaxation_bound, relaxation_then_integer
 from rulemip.algorithms.convex.outer_approximation import OAOptions, OAResult, OuterApproximation
+from rulemip.algorithms.pruning.driver import status_of
 from rulemip.algorithms.pruning.oracle import PruningOracle, SelectionState
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
-from rulemip.formulations.protocol import RelaxationBound
+from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.tree_pruning import TreePruningCIP, pruning_feasible_model
 from rulemip.model import MIPModel
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, SolverBackend, resolve_backend
-from rulemip.solvers.result import GAP_DENOMINATOR_FLOOR, TerminationReason
-from rulemip.solvers.status import promote
+from rulemip.solvers.result import TerminationReason
+from rulemip.solvers.status import tolerance_as_gap
 
 __all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
 
@@ -266,9 +269,10 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     n_rules : budget K of :math:`\sum_i a_i z_i \le K`.
     attribute : "rule", "depth" or "feature" (the cost a_i).
     gamma : ridge parameter γ > 0.
-    options : engine options; ``time_limit`` covers the whole call, ``max_iter`` counts
-        integer masters; without ``mip_gap`` the loop stops at
-        ``U − LB ≤ abs_tol + rel_tol·|U|`` and certifies at that tolerance.
+    options : engine options; ``max_iter`` counts integer masters; without ``mip_gap``
+        the loop stops at ``U − LB ≤ abs_tol + rel_tol·|U|`` and certifies at that
+        tolerance. ``options.time_limit`` (seconds for the whole call) is deprecated here
+        (a ``FutureWarning``; removed in rulemip 0.3; pass ``budget``) and still honoured.
     n_single : number of singleton cuts :math:`e_i` (largest exact single gains);
         default ``min(m, 2K + 10)``.
     relax_iterations : LP-master iterations of the continuous relaxation run first (0: none).
@@ -279,13 +283,14 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     mip_gap : relative gap at which the result is certified optimal (the loop then stops
         at ``U − LB ≤ mip_gap·|U|``; ``options.rel_tol``/``abs_tol`` are ignored); ``None``:
         the tolerance of ``options``.
-    budget : the fit's :class:`~rulemip.budget.Budget` (every phase asks it; with
-        ``options.time_limit`` the earlier end counts).
+    budget : the fit's :class:`~rulemip.budget.Budget` (every phase asks it; with the
+        deprecated ``options.time_limit`` the earlier end counts).
 
     Returns
     -------
     (OAResult, TreePruningCIP) — the result (``value`` is q recomputed at ``z``; status,
-    bound and gap decided by :func:`~rulemip.solvers.status.promote`; its history has one
+    bound and gap decided by :func:`~rulemip.algorithms.pruning.driver.status_of`, the
+    pruning driver's rule; its history has one
     entry per integer master, every ``lb`` there a valid lower bound) and the oracle of (2).
 
     Notes
@@ -295,6 +300,7 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     """
     with threadpool_limits(limits=1, user_api="blas"):
         opts = options if options is not None else OAOptions()
+        deprecated_time_limit(opts.time_limit, "prune_exact: OAOptions")
         if mip_gap is not None:
             check_nonneg_float(mip_gap, "mip_gap")
             opts = dataclasses.replace(opts, rel_tol=float(mip_gap), abs_tol=0.0)
@@ -308,14 +314,17 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
 
 def _certified(res: OAResult, cip: TreePruningCIP, rel_tol: float, abs_tol: float
                ) -> OAResult:
-    """The result with its status decided by :func:`~rulemip.solvers.status.promote` on q
-    recomputed from the data at the incumbent (fallback bound 0: q ≥ 0)."""
+    """The result with its status decided by the pruning family's rule
+    (:func:`rulemip.algorithms.pruning.driver.status_of`, the rule of its ``decide``) on q
+    recomputed from the data at the incumbent (fallback bound 0: q ≥ 0), at the loop's
+    tolerance ``abs_tol + rel_tol·q`` written as a relative gap."""
     if res.termination is TerminationReason.INFEASIBLE or res.z is None:
         return res
     q = cip.value(res.z)
-    tol = rel_tol + abs_tol / max(abs(q), GAP_DENOMINATOR_FLOOR)
-    verdict = promote(q, res.lower_bound, finished=res.converged, mip_gap=tol,
-                      limit=res.limit, fallback_bound=0.0)
+    outcome = SearchOutcome(x=res.z, lower_bound=res.lower_bound, finished=res.converged,
+                            limit=res.limit)
+    verdict = status_of(q, outcome, mip_gap=tolerance_as_gap(rel_tol, abs_tol, q),
+                        safe_bound=0.0, warn=True)
     return dataclasses.replace(res, value=q, lower_bound=verdict.lower_bound, gap=verdict.gap,
                                termination=verdict.termination, limit=verdict.limit,
                                notes=res.notes + verdict.notes)

@@ -53,7 +53,7 @@ from rulemip.algorithms.pruning.knapsack_conflicts import (
     forest_knapsack_fptas,
     forest_penalized,
 )
-from rulemip.budget import Budget
+from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -129,7 +129,9 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     gamma : ridge parameter γ > 0.
     fptas_eps : use the FPTAS with this ε ∈ (0, 1) for the budgeted rounding (also used,
         with ε = 0.05, when the costs are not integers).
-    time_limit : seconds for the relaxation.  When it stops early, ζ is the best relaxed
+    time_limit : deprecated (a ``FutureWarning``; removed in rulemip 0.3): seconds, still honoured —
+        pass ``budget=Budget.from_time_limit(seconds)``.
+        When the relaxation stops early, ζ is the best relaxed
         point found (for OA possibly the greedy warm start itself: then ``rounding`` says
         so and the result is the greedy model).
     solver : LP backend of the OA masters (unused by Frank–Wolfe).
@@ -152,6 +154,7 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
         relaxation, hence of the integer optimum (FW gap bound, or OA master bound);
         ``relaxation_history`` = the FW iterations (empty for OA).
     """
+    time_limit = deprecated_time_limit(time_limit, "relax_and_round")
     t0 = time.perf_counter()
     if (n_rules is None) == (lam is None):
         raise InvalidParameterError("give exactly one of `n_rules` (budgeted) or `lam` "

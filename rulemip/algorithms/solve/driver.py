@@ -65,7 +65,7 @@ from rulemip.solvers.result import (
     TerminationReason,
     relative_gap,
 )
-from rulemip.solvers.status import bound_slack, promote
+from rulemip.solvers.status import Verdict, bound_slack, promote
 
 FloatArray = NDArray[np.float64]
 Callback = Callable[[dict[str, Any]], Any]
@@ -254,13 +254,27 @@ def decide(formulation: Formulation, built: BuiltModel, outcome: SearchOutcome, 
             abs(float(risk) - outcome.objective) > 1e-7 * max(1.0, abs(float(risk))):
         notes.append(f"decoded risk {float(risk):.12g} differs from the search's "
                      f"{outcome.objective:.12g}")
-    verdict = promote(float(risk), outcome.lower_bound, finished=finished, mip_gap=mip_gap,
-                      limit=limit, bound_valid=built.bound_valid,
-                      fallback_bound=built.safe_bound, no_solution=outcome.no_solution)
+    if (finished, limit) != (outcome.finished, outcome.limit):
+        outcome = replace(outcome, finished=finished, limit=limit)
+    verdict = status_of(built, outcome, float(risk), mip_gap=mip_gap)
     notes.extend(verdict.notes)
     return ExactResult(ensemble=ensemble, risk=float(risk), lower_bound=verdict.lower_bound,
                        gap=verdict.gap, termination=verdict.termination,
                        limit=verdict.limit, notes=tuple(notes), **common)
+
+
+def status_of(built: BuiltModel, outcome: SearchOutcome, risk: float, *, mip_gap: float,
+              warn: bool = True) -> Verdict:
+    """The status :func:`decide` gives ``outcome`` whose point decodes to a model of
+    recomputed ``risk``: :func:`promote` on the outcome's bound, ``finished`` and
+    ``limit``, with the built model's ``bound_valid`` and ``safe_bound`` (the fallback of a
+    refuted bound). A search asks it to stop early when its incumbent would already be
+    reported optimal (``warn=False``: nothing is reported then); what is reported is
+    always :func:`decide`'s."""
+    return promote(float(risk), outcome.lower_bound, finished=outcome.finished,
+                   mip_gap=mip_gap, limit=outcome.limit, bound_valid=built.bound_valid,
+                   fallback_bound=built.safe_bound, no_solution=outcome.no_solution,
+                   warn=warn)
 
 
 def formulation_language(formulation: Formulation, built: BuiltModel) -> Language | None:
@@ -347,6 +361,7 @@ __all__ = [
     "result_from_solve",
     "solve",
     "solve_built",
+    "status_of",
     "with_gap",
     "wrap_callback",
 ]
