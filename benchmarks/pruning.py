@@ -51,13 +51,15 @@ def run(n: int, trees: int, depth: int, gamma_n: float, time_limit: float, K: in
         **kw: Any) -> dict[str, Any]:
     from rulemip.algorithms.convex.outer_approximation import OAOptions
     from rulemip.algorithms.pruning.exact import prune_exact
+    from rulemip.budget import Budget
 
     nodes, y, t_fit = instance(n, trees, depth)
     extra = kw.pop("master_extra", {})
     t = time.perf_counter()
-    res, cip = prune_exact(nodes, y, K, gamma=gamma_n / n,
-                         options=OAOptions(time_limit=time_limit, rel_tol=1e-4,
-                                           master_extra=extra), **kw)
+    work = kw.pop("work_limit", None)
+    budget = Budget.from_time_limit(None if work is not None else time_limit, work_limit=work)
+    res, cip = prune_exact(nodes, y, K, gamma=gamma_n / n, budget=budget,
+                         options=OAOptions(rel_tol=1e-4, master_extra=extra), **kw)
     wall = time.perf_counter() - t
     first = res.history[0]["lb"] if res.history else res.lower_bound
     S, w = cip.weights(res.z if res.z is not None else np.zeros(nodes.n_nodes))
@@ -74,8 +76,9 @@ def _fmt_gap(g: float) -> str:
 
 
 def table(args: argparse.Namespace) -> None:
-    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, time limit {args.time_limit:g} s, "
-          "rel_tol 1e-4\n")
+    limit = (f"work limit {args.work_limit}" if args.work_limit is not None
+             else f"time limit {args.time_limit:g} s")
+    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, {limit}, rel_tol 1e-4\n")
     print("| trees / depth | n / binaries | status | time (s) | integer masters | cuts | "
           "q(0) | upper bound | lower bound | gap | paper (exact) |")
     print("|---|---|---|---|---|---|---|---|---|---|---|")
@@ -84,7 +87,7 @@ def table(args: argparse.Namespace) -> None:
     if args.quick:
         cases = cases[:2]
     for n, T, d in cases:
-        r = run(n, T, d, args.gamma_n, args.time_limit)
+        r = run(n, T, d, args.gamma_n, args.time_limit, work_limit=args.work_limit)
         print(f"| {T} / {d} | {n} / {r['m']} | {r['status']} | {r['time']:.1f} | "
               f"{r['iters']} | {r['cuts']} | {r['q0']:.1f} | {r['ub']:.4f} | {r['lb']:.4f} | "
               f"{_fmt_gap(r['gap'])} | {PAPER[(T, d, n)]} |", flush=True)
@@ -172,6 +175,9 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--gammas", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 1000.0],
                    help="γ·n values of the γ sweep (γ·n = n is γ = 1)")
     p.add_argument("--quick", action="store_true", help="table: the two smallest instances")
+    p.add_argument("--work-limit", type=int, default=None,
+                   help="a deterministic work limit instead of the time limit (reproducible: "
+                        "compare code changes with it)")
     args = p.parse_args(argv)
     {"table": table, "gamma": gamma_sweep, "ablation": ablation,
      "heldout": heldout}[args.what](args)

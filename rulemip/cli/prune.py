@@ -44,12 +44,14 @@ def register(sub: Any) -> None:
     p.add_argument("--attribute", choices=["rule", "depth", "feature"], default="rule",
                    help="node cost a_i: 1 per rule, the rule's depth, or the number of "
                         "distinct features in the rule")
-    p.add_argument("--engine", choices=["exact", "path", "relax_round"], default="exact",
-                   help="exact: outer approximation with a certified gap; path: "
+    p.add_argument("--engine", default="exact", metavar="ENGINE",
+                   help="a registered pruning engine (checked by TreeRuleExtractor). "
+                        "Built in: exact: outer approximation with a certified gap; path: "
                         "regularization path by block coordinate descent, keeping the "
                         "model of largest cost <= K; relax_round: convex relaxation rounded "
-                        "by a knapsack-with-conflicts dynamic program (heuristic)")
-    p.add_argument("--method", dest="engine", choices=["exact", "path", "relax_round"],
+                        "by a knapsack-with-conflicts dynamic program (heuristic); mip: the "
+                        "MIQP of [PRUNE] (1) solved natively (SCIP)")
+    p.add_argument("--method", dest="engine",
                    default=argparse.SUPPRESS,
                    help="deprecated name of --engine (the estimator's `engine`)")
     p.add_argument("--trees", type=int, default=100, metavar="N",

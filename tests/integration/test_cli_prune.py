@@ -82,3 +82,24 @@ def test_prune_relax_round(csv, capsys):
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "2",
                  "--method", "relax_round", "--trees", "3", "--depth", "2"]) == 0
     assert "relaxation lower bound" in capsys.readouterr().out
+
+
+def test_prune_engine_is_any_registered_one(csv, capsys):
+    # an unknown engine: the estimator's error, naming the registered engines
+    assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "2",
+                 "--engine", "nope", "--trees", "2", "--depth", "2"]) == 2
+    err = capsys.readouterr().err
+    assert "nope" in err and "relax_round" in err and "mip" in err
+    # a third-party engine registered in-process is accepted by the command line too
+    from rulemip.algorithms.pruning import driver
+    from rulemip.algorithms.pruning.driver import register_pruning_engine
+    from rulemip.algorithms.pruning.engines import RelaxRoundPruning
+
+    register_pruning_engine("relax_round_again", RelaxRoundPruning, description="test")
+    try:
+        assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "2",
+                     "--engine", "relax_round_again", "--trees", "3", "--depth", "2"]) == 0
+        assert "rules:" in capsys.readouterr().out
+    finally:
+        driver.PRUNING_ENGINES.pop("relax_round_again", None)
+        driver.PRUNING_DESCRIPTIONS.pop("relax_round_again", None)

@@ -75,6 +75,9 @@ from rulemip.solvers.status import tolerance_as_gap
 __all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
 
 _GAP_FACTOR = 0.25  # masters are solved to this fraction of the outer gap
+#: share of the budget the LP relaxation's outer approximation may use before the integer
+#: masters (docs/architecture.md, "Time shares")
+RELAXATION_SHARE = 0.25
 # HiGHS master options (overridable through ``OAOptions.master_extra``): presolve spent
 # 10–25 s on the dense cut rows and the feasibility-jump heuristic overran the time limit
 # by 20+ s on 5 000 binaries; the master always gets a feasible start anyway.
@@ -344,7 +347,8 @@ class _PruningRelaxation:
     def relaxation(self, built: Any, *, backend: SolverBackend, budget: Budget, seed: int = 0,
                    threads: int | None = None) -> RelaxationBound:
         lp_opts = dataclasses.replace(self.options, max_iter=self.iterations, callback=None,
-                                      adaptive_master_gap=False, budget=budget.fraction(0.25))
+                                      adaptive_master_gap=False,
+                                      budget=budget.fraction(RELAXATION_SHARE))
         rel = relaxation_bound(self.oracle, self.feasible, lp_opts, hint=0.0,
                                seeds=self.first)
         self.done_at = time.perf_counter()
