@@ -71,7 +71,7 @@ def test_nonnegative_rules_match_brute_force_on_every_capable_backend(backend: s
     # 1e-5: the reported bound is lowered by the backend's feasibility tolerance times the
     # objective weight (CBC: 1e-7 x 2 on a risk of 0.13, a relative 1.5e-6), so a tighter
     # request cannot be certified honestly on every backend
-    res = solve(formulation, ds, solver=backend, time_limit=120, mip_gap=1e-5)
+    res = solve(formulation, ds, solver=backend, budget=Budget.from_time_limit(120), mip_gap=1e-5)
     assert res.termination is TerminationReason.OPTIMAL, res.notes
     assert res.risk == pytest.approx(expected, rel=1e-5, abs=1e-9)
     assert res.lower_bound <= expected + 1e-6

@@ -62,7 +62,7 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
                         0.0, "squared")
     backend = NothingFound()
     res = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=backend,  # type: ignore[arg-type]
-                warm_start=warm, time_limit=5.0)
+                warm_start=warm, budget=Budget.from_time_limit(5.0))
     assert res.ensemble is not None
     assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME
     assert any("warm start" in n for n in res.notes)

@@ -69,7 +69,8 @@ def _solve(engine: str, loss: str, d: int, k: int, reg: float) -> ExactResult:
                                    budget=Budget.from_time_limit(60),
                                    mip_gap=1e-7)
     mip = IntervalCoverMIP(k, loss=loss, reg=reg, thresholds=ths)
-    return solve(mip, ds, solver=engine.split(":")[1], time_limit=60, mip_gap=1e-7)
+    return solve(mip, ds, solver=engine.split(":")[1], budget=Budget.from_time_limit(60),
+                 mip_gap=1e-7)
 
 
 def _assert_agree(a: ExactResult, b: ExactResult) -> None:

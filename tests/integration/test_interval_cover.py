@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from rulemip.algorithms.solve.driver import solve
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
@@ -71,7 +72,7 @@ def test_mip_matches_brute_force(backend: str, loss: str, reg: float, fit_interc
     expected = brute_force(ds, ths, k, loss, reg, fit_intercept)
     prob = IntervalCoverMIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                             thresholds=ths)
-    res = solve(prob, ds, solver=backend, time_limit=60, mip_gap=1e-7)
+    res = solve(prob, ds, solver=backend, budget=Budget.from_time_limit(60), mip_gap=1e-7)
     assert res.bound_valid
     assert res.is_optimal, res
     assert res.risk == pytest.approx(expected, rel=1e-5, abs=1e-8)
@@ -93,7 +94,7 @@ def test_highs_and_scip_agree_without_cell_reduction() -> None:
     for backend in BACKENDS:
         prob = IntervalCoverMIP(2, reg=0.05, thresholds=ths, cell_reduction=False,
                                 contiguity_cuts=True)
-        res = solve(prob, ds, solver=backend, time_limit=60, mip_gap=1e-7)
+        res = solve(prob, ds, solver=backend, budget=Budget.from_time_limit(60), mip_gap=1e-7)
         assert res.is_optimal
         risks.append(res.risk)
     assert risks[0] == pytest.approx(risks[1], rel=1e-6)
@@ -117,7 +118,7 @@ def test_warm_start_is_accepted_and_feasible() -> None:
     x = prob.encode(built, ens)
     assert built.model.to_standard_form().max_violation(x) < 1e-9
     assert any("snapped" in n for n in built.notes)
-    res = solve(prob, ds, solver="highs", warm_start=ens, time_limit=60)
+    res = solve(prob, ds, solver="highs", warm_start=ens, budget=Budget.from_time_limit(60))
     assert res.is_optimal
     start_risk = built.model.to_standard_form().objective_value(x)
     assert res.risk <= start_risk + 1e-12
@@ -131,7 +132,7 @@ def test_time_limit_returns_valid_bound() -> None:
     y = rng.normal(size=40)
     ds = Dataset.from_arrays(X, y)
     prob = IntervalCoverMIP(3, reg=0.01, max_thresholds=6)
-    res = solve(prob, ds, solver="highs", time_limit=1.0)
+    res = solve(prob, ds, solver="highs", budget=Budget.from_time_limit(1.0))
     assert res.wall_time < 30
     assert res.ensemble is not None or res.risk == math.inf
     if res.ensemble is not None:
@@ -146,7 +147,7 @@ def test_max_rule_length_matches_brute_force(backend: str) -> None:
     ds = _data("squared", seed=21, n=9, d=2)
     ths = candidate_thresholds(ds.X, 2)
     prob = IntervalCoverMIP(2, reg=0.05, thresholds=ths, max_rule_length=1)
-    res = solve(prob, ds, solver=backend, time_limit=60, mip_gap=1e-7)
+    res = solve(prob, ds, solver=backend, budget=Budget.from_time_limit(60), mip_gap=1e-7)
     assert res.is_optimal
     assert res.ensemble is not None
     assert all(len(r.conditions) <= 1 for r in res.ensemble.rules)
@@ -163,9 +164,9 @@ def test_sample_weights_equal_repeated_rows() -> None:
     repeated = Dataset.from_arrays(ds.X[rows], ds.y[rows], loss="poisson")
     ths = candidate_thresholds(ds.X, 3)
     a = solve(IntervalCoverMIP(2, loss="poisson", reg=0.2, thresholds=ths),
-        weighted, solver="highs", time_limit=60)
+        weighted, solver="highs", budget=Budget.from_time_limit(60))
     b = solve(IntervalCoverMIP(2, loss="poisson", reg=0.2, thresholds=ths),
-        repeated, solver="highs", time_limit=60)
+        repeated, solver="highs", budget=Budget.from_time_limit(60))
     assert a.is_optimal and b.is_optimal
     assert a.risk == pytest.approx(b.risk, rel=1e-6)
 
@@ -177,10 +178,10 @@ def test_mip_and_cip_engines_agree(loss: str) -> None:
 
     ds = _data(loss, seed=31, n=10, d=2)
     ths = candidate_thresholds(ds.X, 3)
-    kwargs = {"loss": loss, "reg": 0.2, "fit_intercept": True, "thresholds": ths,
-              "time_limit": 60.0}
-    cip = solve_exact(ds, 2, engine="cip", **kwargs)
-    mip = solve_exact(ds, 2, engine="mip", solver="highs", **kwargs)
+    kwargs = {"loss": loss, "reg": 0.2, "fit_intercept": True, "thresholds": ths}
+    cip = solve_exact(ds, 2, engine="cip", budget=Budget.from_time_limit(60), **kwargs)
+    mip = solve_exact(ds, 2, engine="mip", solver="highs", budget=Budget.from_time_limit(60),
+                      **kwargs)
     assert cip.is_optimal and mip.is_optimal
     assert mip.risk == pytest.approx(cip.risk, rel=1e-6)
 
@@ -196,7 +197,7 @@ def test_indicator_variant_matches_brute_force(loss: str, reg: float) -> None:
     built = prob.build_for(ds, get_backend("scip"), True)
     assert built.linearization == "indicator"
     assert built.model.to_standard_form().indicators
-    res = solve(prob, ds, solver="scip", time_limit=60, mip_gap=1e-7)
+    res = solve(prob, ds, solver="scip", budget=Budget.from_time_limit(60), mip_gap=1e-7)
     assert res.is_optimal
     assert res.risk == pytest.approx(brute_force(ds, ths, 2, loss, reg, True), rel=1e-5)
 
@@ -208,7 +209,7 @@ def test_unproved_box_is_never_reported_optimal() -> None:
     X = np.arange(6, dtype=float).reshape(-1, 1)
     ds = Dataset.from_arrays(X, np.array([0, 0, 0, 1, 1, 1]), loss="logistic")
     res = solve(IntervalCoverMIP(1, loss="logistic", reg=0.0, weight_bound=3.0),
-        ds, solver="highs", time_limit=60)
+        ds, solver="highs", budget=Budget.from_time_limit(60))
     assert not res.bound_valid
     assert res.termination is not TerminationReason.OPTIMAL
     assert any("within" in n for n in res.notes)
@@ -221,6 +222,7 @@ def test_cbc_tangent_cuts_match_brute_force() -> None:
     _skip_missing("cbc")
     ds = _data("squared", seed=3, n=7, d=1)
     ths = candidate_thresholds(ds.X, 3)
-    res = solve(IntervalCoverMIP(2, reg=0.1, thresholds=ths), ds, solver="cbc", time_limit=60)
+    res = solve(IntervalCoverMIP(2, reg=0.1, thresholds=ths), ds, solver="cbc",
+                budget=Budget.from_time_limit(60))
     assert res.is_optimal
     assert res.risk == pytest.approx(brute_force(ds, ths, 2, "squared", 0.1, True), rel=1e-6)

@@ -10,6 +10,7 @@ import pytest
 
 from rulemip.algorithms.krule.mip_boosting import boosting_risks, mip_boosting
 from rulemip.algorithms.solve.driver import solve
+from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating, candidate_thresholds, threshold_groups
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.refit import fit_weights
@@ -68,7 +69,7 @@ def test_exact_mip_certifies_lemma1_on_alternating_data(backend: str, k: int) ->
     X, y = alternating(k, D)
     ds = Dataset.from_arrays(X, y)
     res = solve(IntervalCoverMIP(k, fit_intercept=False, reg=0.0), ds, solver=backend,
-                                                                  time_limit=60)
+                                                                  budget=Budget.from_time_limit(60))
     # reg = 0, squared loss: the weight box is proved (basic optimal solutions), so this
     # is a global certificate
     assert res.bound_valid and res.is_optimal

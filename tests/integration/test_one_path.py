@@ -102,7 +102,7 @@ def test_the_driver_decides_the_status_of_an_oracle_search() -> None:
     ds = Dataset.from_arrays(X, y)
     formulation = Overclaiming(2, reg=0.05, thresholds=candidate_thresholds(X, 2))
     with pytest.warns(RefutedBoundWarning):
-        res = solve(formulation, ds, solver="highs", time_limit=30)
+        res = solve(formulation, ds, solver="highs", budget=Budget.from_time_limit(30))
     assert not res.is_optimal and res.ensemble is not None
     safe = formulation.build(ds).safe_bound
     assert res.lower_bound == pytest.approx(safe) and res.lower_bound <= res.risk
