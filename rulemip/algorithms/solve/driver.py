@@ -11,15 +11,16 @@ the *remaining* time; :func:`decide` then decodes the incumbent, recomputes its 
 the data and decides the status once (:func:`rulemip.solvers.status.promote`). A limit
 returns the best known model — the warm start when nothing was found — never an error.
 
-Engines are *methods* in a registry: :func:`register_method` adds a function with the
-signature of :func:`solve_exact`'s keywords (it receives those it accepts),
-:func:`register_formulation` adds a formulation solved by :func:`solve`. The built-in
-engines register themselves in their own modules (this module imports none of them;
-``rulemip/algorithms/__init__.py`` does). :func:`solve_exact` — the stable entry point of
-estimators, the command line and gap studies — chooses a method, resolves the solver once
-(:func:`check_solver`) and checks what the method returned: the ensemble's risk is
-recomputed from the data, and a bound the recomputed risk refutes is never reported as
-proved. ``docs/architecture.md`` draws the whole picture.
+Engines are formulations in a registry (:mod:`rulemip.algorithms.solve.registry`):
+:func:`register_formulation` adds one, solved by :func:`solve`; the built-in engines
+register themselves in their own modules (this room imports none of them;
+``rulemip/algorithms/__init__.py`` does). The exact fit — the estimators', the command
+line's and gap studies' entry point — is the plan above this room
+(:func:`rulemip.algorithms.fit_plan.fit_exact`, :func:`~rulemip.algorithms.fit_plan.solve_exact`),
+which runs an engine through this driver among its phases and decides the fit once.
+An engine that must know inside its search whether an outcome is a proof asks
+:func:`status_of`, the rule :func:`decide` applies.
+``docs/architecture.md`` draws the whole picture.
 """
 
 from __future__ import annotations
