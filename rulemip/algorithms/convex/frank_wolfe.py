@@ -413,7 +413,7 @@ BISECTION_STEPS: int = 10
 
 def frank_wolfe_bound(value_and_gradient: Callable[[FloatArray], tuple[float, FloatArray]],
                       lmo: Callable[[FloatArray], FloatArray], z: FloatArray, *,
-                      threshold: float | None = None, max_iter: int
+                      threshold: float | None = None, max_iter: int, unit: float = 1.0
                       ) -> tuple[float, FloatArray]:
     r"""Best Frank–Wolfe dual bound of a convex f over a polytope P, and the last iterate.
 
@@ -426,7 +426,12 @@ def frank_wolfe_bound(value_and_gradient: Callable[[FloatArray], tuple[float, Fl
     directional derivative (f is convex on the segment). Stops after ``max_iter``
     iterations, once the bound reaches ``threshold``, once an iterate's value is below
     ``threshold`` (the minimum cannot reach it then; ``None``: no threshold), or when the
-    Frank–Wolfe gap :math:`-\nabla f(z)^\top (s - z)` is at most ``1e-9 · max(1, |f(z)|)``.
+    Frank–Wolfe gap :math:`-\nabla f(z)^\top (s - z)` is at most ``1e-9 · max(unit, |f(z)|)``.
+
+    ``unit`` is the scale of f below which the margin and the stopping test stop being
+    relative (a caller whose f has no natural unit passes one, e.g. the risk unit of
+    :func:`~rulemip.formulations.box_oracles.risk_unit`, so that scaling f changes no
+    decision); the margin only ever lowers the bound.
 
     This is the node bound of the box branch and bound (:mod:`rulemip.algorithms.krule.box_bnb`);
     :func:`frank_wolfe_relaxation` is the pairwise variant with an exact line search for
@@ -437,10 +442,10 @@ def frank_wolfe_bound(value_and_gradient: Callable[[FloatArray], tuple[float, Fl
     for _ in range(max_iter):
         d = lmo(g) - z
         slope = float(g @ d)
-        best = max(best, val + slope - BOUND_MARGIN * max(1.0, abs(val)))
+        best = max(best, val + slope - BOUND_MARGIN * max(unit, abs(val)))
         if threshold is not None and (best >= threshold or val < threshold):
             break
-        if -slope <= 1e-9 * max(1.0, abs(val)):
+        if -slope <= 1e-9 * max(unit, abs(val)):
             break
         a, b = 0.0, 1.0
         _, g_end = value_and_gradient(z + d)
