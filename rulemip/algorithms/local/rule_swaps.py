@@ -57,6 +57,7 @@ from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.box_oracles import RISK_UNIT_FLOOR, risk_unit
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
 from rulemip.rules.rule import Rule
@@ -75,8 +76,9 @@ FloatArray = NDArray[np.float64]
 
 #: a swap counts only when it lowers the risk by more than SWAP_TOL * tolerance_scale
 SWAP_TOL = 1e-9
-#: the tolerance scale's floor relative to the data's second moment (rounding of risks)
-SCALE_FLOOR = 1e-9
+#: the tolerance scale's floor relative to the data's second moment (rounding of risks):
+#: the one risk unit of every search (:func:`~rulemip.formulations.box_oracles.risk_unit`)
+SCALE_FLOOR = RISK_UNIT_FLOOR
 
 
 def second_moment(dataset: Dataset) -> float:
@@ -88,8 +90,10 @@ def second_moment(dataset: Dataset) -> float:
 
 def tolerance_scale(risk: float, moment: float) -> float:
     r"""What relative tolerances on risks multiply: :math:`\max(|R|, 10^{-9} m_2)` with
-    ``moment`` :math:`m_2` from :func:`second_moment` (and a positive floor)."""
-    return max(abs(float(risk)), SCALE_FLOOR * float(moment), 1e-300)
+    ``moment`` :math:`m_2` from :func:`second_moment` (and a positive floor): the risk
+    unit of the box searches (:func:`~rulemip.formulations.box_oracles.risk_unit`) with the
+    zero model's risk as the data's scale."""
+    return risk_unit(risk, moment)
 
 
 @dataclass(frozen=True)
