@@ -33,6 +33,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.result import ExactResult
+from rulemip.rules.problem import KRuleProblem
 
 FEATURES = {"diabetes": [2, 8, 3], "friedman1": [0, 1, 3]}
 SIZES = (16, 30, 50, 80, 124, 200)
@@ -58,8 +59,9 @@ def solve(engine: str, ds: Dataset, th: list[np.ndarray], k: int, time_limit: fl
     if engine == "cell-bnb":
         return solve_cell_bnb(ds, k, budget=Budget.from_time_limit(time_limit),
                               **common)  # type: ignore[arg-type]
-    return solve_exact(ds, k, engine=engine, budget=Budget.from_time_limit(time_limit),
-                       **common)  # type: ignore[arg-type]
+    problem = KRuleProblem.of(ds, k, reg=1e-8, fit_intercept=False, thresholds=th)
+    return solve_exact(problem, engine=engine, budget=Budget.from_time_limit(time_limit),
+                       mip_gap=gap)
 
 
 def main() -> None:

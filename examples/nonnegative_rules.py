@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip import Dataset, RuleEnsemble, get_loss, register_formulation
+from rulemip import Dataset, KRuleProblem, RuleEnsemble, get_loss, register_formulation
 from rulemip.algorithms.fit_plan import ENGINES, solve_exact
 from rulemip.budget import Budget
 from rulemip.formulations.interval_cover import IntervalCoverMIP
@@ -94,9 +94,14 @@ class NonnegativeRulesMIP:
         return polished
 
 
-# one line makes it an engine of solve_exact (and so of the estimators)
+def nonnegative_rules(problem: KRuleProblem) -> NonnegativeRulesMIP:
+    """The formulation of one problem: the registry's factory."""
+    return NonnegativeRulesMIP(problem.n_rules, **problem.keywords())
+
+
+# one call makes it an engine of solve_exact (and so of the estimators)
 if "mip-nonneg" not in ENGINES:
-    register_formulation("mip-nonneg", NonnegativeRulesMIP, needs_positive_reg=True,
+    register_formulation("mip-nonneg", nonnegative_rules, needs_positive_reg=True,
                          description="k rules with nonnegative weights")
 
 
@@ -106,7 +111,7 @@ if __name__ == "__main__":
     y = np.where(X[:, 0] > 0, 2.0, -1.0) + rng.normal(scale=0.3, size=30)
     ds = Dataset.from_arrays(X, y)
     ths = [np.quantile(X[:, j], [0.25, 0.5, 0.75]) for j in range(2)]
-    res = solve_exact(ds, 2, reg=0.01, thresholds=ths, engine="mip-nonneg",
+    res = solve_exact(KRuleProblem.of(ds, 2, reg=0.01, thresholds=ths), engine="mip-nonneg",
                       budget=Budget.from_time_limit(60))
     print(res.termination.value, f"risk {res.risk:.6f}, bound {res.lower_bound:.6f}")
     assert res.ensemble is not None

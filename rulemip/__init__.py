@@ -47,8 +47,8 @@ _EXPORTS: dict[str, str] = {
     "Formulation": "rulemip.formulations.protocol",
     "OracleFormulation": "rulemip.formulations.protocol",
     "SearchOutcome": "rulemip.formulations.protocol",
-    "register_formulation": "rulemip.algorithms.solve.driver",
-    "register_method": "rulemip.algorithms.solve.driver",
+    "KRuleProblem": "rulemip.rules.problem",
+    "register_formulation": "rulemip.algorithms.solve.registry",
     "solve": "rulemip.algorithms.solve.driver",
     "register_backend": "rulemip.solvers.base:register",
     # errors and warnings

@@ -1,49 +1,35 @@
-r"""The fit's one decision: the phases of a fit plan (:mod:`rulemip.algorithms.fit_plan`)
-hand their outcomes to :func:`absorb`, which keeps the incumbent, the best valid bound and
-the stop of the phase that settled the fit; :func:`decide_fit` then decides the fit's
-status once (:func:`rulemip.solvers.status.promote`).
+r"""The fit's one decision, by one rule.
 
-What used to be three re-decisions after the engine lives here as steps of that fold: the
-engine's model is re-checked (in the problem's language, its risk recomputed from the
-data — a bound the recomputed risk refutes is never reported as proved), the incumbent is
-never worse than the warm start nor missing (the model without rules), the bound never
-below 0, and a stop the engine calls ``GAP`` is named the time limit when its share of the
-time was spent. ``docs/architecture.md`` draws the plan.
+**The rule.** The fit's model is the admitted model of least risk (each phase's model in
+the problem's language, its risk recomputed from the data; the later one on ties), its
+bound the best valid bound a phase proved (an unproved one only when no phase proved
+one; 0 when none), its stop that of the last phase that *settled* it (whose model was
+taken, or that reported a bound), and its status :func:`rulemip.solvers.status.promote`
+of these three.
+
+The phases of a fit plan (:mod:`rulemip.algorithms.fit_plan`) each hand a
+:class:`PhaseOutcome` — a model, a bound, finished or a limit, notes; never a status —
+to :func:`absorb`, which folds it into the :class:`FitState`; :func:`decide_fit` applies
+:func:`~rulemip.solvers.status.promote` once at the end. Translating what a phase found
+into its outcome is the phase's own business: the engine phase refuses a model outside
+the language, offers the model without rules when nothing else is known, reads a bound
+below 0 as 0 (:math:`R_\lambda \ge 0` for every loss) and names a ``GAP`` stop the time
+limit when its share of the time was spent (:func:`engine_outcome`).
+``docs/architecture.md`` draws the plan.
 """
 
 from __future__ import annotations
 
 import math
-import warnings
-from dataclasses import dataclass, field, replace
-from typing import Any
-
-import numpy as np
+from dataclasses import dataclass, field
 
 from rulemip.budget import Budget
-from rulemip.data import Dataset
-from rulemip.exceptions import SolverError
-from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
-from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
-from rulemip.rules.language import Language
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import Limit, TerminationReason, relative_gap
 from rulemip.solvers.status import REFUTATION_TOL, Verdict, promote
 
-
-def empty_model(dataset: Dataset, *, loss: str, reg: float,
-                fit_intercept: bool) -> RuleEnsemble:
-    """The ensemble with no rule: the optimal intercept (or the zero function), feasible
-    for every k ≥ 0."""
-    n = dataset.X.shape[0]
-    fit = fit_weights(np.zeros((n, 0)), dataset.y, loss, reg, fit_intercept,
-                      dataset.sample_weight)
-    return RuleEnsemble([], intercept=float(fit.intercept), loss=loss,
-                        classes=dataset.classes)
-
-
-# ---------------------------------------------------------------------- the fit's decision
 #: The budget counts as spent, for naming the limit, when at most this share of it (and at
 #: least ``TIME_SPENT_FLOOR`` seconds) is left: engines stop a little before the deadline
 #: rather than start a step they cannot finish.
@@ -52,97 +38,111 @@ TIME_SPENT_FLOOR = 0.5
 
 
 @dataclass(frozen=True)
-class PhaseOutcome(SearchOutcome):
-    """What one phase of a fit plan (:mod:`rulemip.algorithms.fit_plan`) hands the fit's
-    decision: a :class:`~rulemip.formulations.protocol.SearchOutcome` whose point is a
-    model, never a status (:func:`absorb` folds it in, :func:`decide_fit` decides once).
+class PhaseOutcome:
+    """What one phase of a fit plan hands the fit's decision (module docstring).
 
     Attributes
     ----------
-    ensemble : the model the phase offers (``None``: none); taken when it is in the fit's
-        language and — its risk recomputed from the data — better than the incumbent.
-    ties : with a number, the offered model also replaces an incumbent it equals within
-        this relative tolerance (a model with a proof of its own: rule swaps); ``None``:
-        only a strictly better one.
-    settles : the phase's ``finished``/``limit`` become the fit's whatever it offers (a
-        phase that proves a bound: the engine, the two-rule branch and bound); otherwise
-        only when its model is taken.
-    result : the engine's :class:`ExactResult` (the engine phase only).
-    budget : the share of the fit's budget the phase ran on (a stop it reports as ``GAP``
-        is named the time limit when it spent that share).
-    record : what the certificate records about the offered model (1-swap optimality).
+    model : the model the phase offers (``None``: none); taken when it is in the
+        problem's language and its recomputed risk is at most the incumbent's.
+    bound : a lower bound the phase proved on the optimal :math:`R_\\lambda` over the
+        language (``-inf``: none).
+    finished : the phase ended by itself, not at a limit.
+    limit : the limit that stopped it, if any.
+    notes : remarks carried into the result.
+    bound_valid : ``False`` when the bound rests on something not proved (a stated weight
+        box): reported only when no phase proved a bound, never a proof of optimality.
     """
 
-    ensemble: RuleEnsemble | None = None
-    ties: float | None = None
-    settles: bool = False
-    result: ExactResult | None = None
-    budget: Budget | None = None
-    record: Any = None
+    model: RuleEnsemble | None = None
+    bound: float = -math.inf
+    finished: bool = False
+    limit: Limit | None = None
+    notes: tuple[str, ...] = ()
+    bound_valid: bool = True
 
 
 @dataclass
 class FitState:
     """The incumbent, the bound and the stop of a fit between its phases (no status: that
-    is decided once, by :func:`decide_fit`). ``start`` is the model handed to the engine
-    (the last one offered before it); ``engine`` the engine's result."""
+    is decided once, by :func:`decide_fit`). ``source`` names the phase whose model is
+    the incumbent."""
 
-    dataset: Dataset
-    reg: float
+    problem: KRuleProblem
     mip_gap: float
-    language: Language | None = None
-    loss: str | None = None
-    fit_intercept: bool = True
-    ensemble: RuleEnsemble | None = None
+    model: RuleEnsemble | None = None
     risk: float = math.inf
-    lower_bound: float = -math.inf
-    bound_valid: bool = True
+    source: str = ""
+    bound: float = -math.inf
+    bound_valid: bool = False
     finished: bool = False
     limit: Limit | None = None
-    start: RuleEnsemble | None = None
-    engine: ExactResult | None = None
-    record: Any = None
-    changed: bool = False
     notes: list[str] = field(default_factory=list)
 
-    def risk_of(self, ensemble: RuleEnsemble) -> float:
-        return float(ensemble.risk(self.dataset.X, self.dataset.y, reg=self.reg,
-                                   sample_weight=self.dataset.sample_weight))
-
-    def admits(self, ensemble: RuleEnsemble, notes: list[str] | None = None) -> bool:
-        """``ensemble`` is a model of the fit (:mod:`rulemip.rules.language`); a refusal
-        is noted in ``notes``."""
-        bad = [] if self.language is None else self.language.violations(ensemble)
-        if bad and notes is not None:
-            notes.append("a model outside the language was refused ("
-                         + "; ".join(bad[:3]) + ")")
-        return not bad
+    def verdict(self, *, warn: bool = False) -> Verdict:
+        """:func:`promote` of the incumbent's risk, the fit's bound (0 when none) and the
+        stop of the phase that settled it."""
+        bound = self.bound if math.isfinite(self.bound) else 0.0
+        valid = self.bound_valid or not math.isfinite(self.bound)
+        return promote(self.risk, bound, finished=self.finished, mip_gap=self.mip_gap,
+                       limit=self.limit, bound_valid=valid, fallback_bound=0.0, warn=warn)
 
     def proved(self) -> bool:
-        """Whether the incumbent is proved optimal so far (what the next phase asks; the
-        status itself is decided by :func:`decide_fit`)."""
-        if self.engine is not None and not self.changed and self._engine_unchanged():
-            return self.engine.is_optimal
-        return self._verdict(warn=False).termination is TerminationReason.OPTIMAL
-
-    def _engine_unchanged(self) -> bool:
-        res = self.engine
-        assert res is not None
-        return self.ensemble is res.ensemble and self.lower_bound == res.lower_bound \
-            and (res.ensemble is None or same_risk(self.risk, res.risk)) \
-            and (not res.is_optimal or res.lower_bound <= self.risk)
-
-    def _verdict(self, *, warn: bool = True) -> Verdict:
-        return promote(self.risk, self.lower_bound, finished=self.finished,
-                       mip_gap=self.mip_gap, limit=self.limit, bound_valid=self.bound_valid,
-                       fallback_bound=0.0, warn=warn)
+        """Whether the incumbent is proved optimal so far (what a later phase asks)."""
+        return self.verdict().termination is TerminationReason.OPTIMAL
 
 
+def absorb(state: FitState, outcome: PhaseOutcome, source: str = "") -> None:
+    """Fold one phase's outcome into ``state`` by the rule (module docstring); ``source``
+    names the phase."""
+    state.notes.extend(outcome.notes)
+    taken = False
+    if outcome.model is not None:
+        bad = state.problem.violations(outcome.model)
+        if bad:
+            state.notes.append("a model outside the language was refused ("
+                               + "; ".join(bad[:3]) + ")")
+        else:
+            risk = state.problem.risk(outcome.model)
+            if risk <= state.risk:
+                state.model, state.risk, state.source = outcome.model, risk, source
+                taken = True
+            else:
+                state.notes.append(f"the incumbent ({state.source or 'start'}, risk "
+                                   f"{state.risk:.10g}) is better than the model of "
+                                   f"{source or 'the phase'} (risk {risk:.10g}); it stays")
+    proved = math.isfinite(outcome.bound)
+    if proved and (not state.bound_valid or outcome.bound_valid) and \
+            (outcome.bound > state.bound or outcome.bound_valid > state.bound_valid):
+        state.bound, state.bound_valid = float(outcome.bound), outcome.bound_valid
+    if taken or proved:
+        state.finished, state.limit = outcome.finished, outcome.limit
+
+
+def decide_fit(state: FitState, record: ExactResult, *,
+               wall_time: float | None = None) -> ExactResult:
+    """The fit's one status: :func:`promote` of the incumbent's risk, the fit's bound and
+    the stop of the phase that settled it (:meth:`FitState.verdict`), as an
+    :class:`ExactResult` that keeps the engine's ``record`` (engine, method, backend,
+    sizes, iterations, history)."""
+    verdict = state.verdict(warn=True)
+    return ExactResult(
+        ensemble=state.model, risk=state.risk, lower_bound=verdict.lower_bound,
+        gap=verdict.gap, termination=verdict.termination, limit=verdict.limit,
+        wall_time=record.wall_time if wall_time is None else wall_time,
+        iterations=record.iterations, engine=record.engine, backend=record.backend,
+        backend_version=record.backend_version, n_boxes=record.n_boxes,
+        n_cells=record.n_cells, bound_valid=verdict.bound_valid,
+        notes=(*state.notes, *verdict.notes), history=record.history, method=record.method)
+
+
+# ---------------------------------------------------------------------- the engine phase
 def same_risk(a: float, b: float) -> bool:
     return abs(a - b) <= REFUTATION_TOL * max(1.0, abs(a))
 
 
-def _spent(budget: Budget | None) -> bool:
+def spent(budget: Budget | None) -> bool:
+    """At most the share :data:`TIME_SPENT_SHARE` of ``budget``'s time is left."""
     left = None if budget is None else budget.remaining()
     if budget is None or left is None:
         return False
@@ -150,161 +150,40 @@ def _spent(budget: Budget | None) -> bool:
     return left <= max(TIME_SPENT_FLOOR, TIME_SPENT_SHARE * total)
 
 
-def absorb(state: FitState, outcome: PhaseOutcome) -> None:
-    """Fold one phase's outcome into ``state``: its model is taken when it is in the
-    fit's language and better (its risk recomputed from the data), its bound raises the
-    fit's, and its ``finished``/``limit`` become the fit's when it settles or its model
-    was taken. The engine's result is read as its outcome (:func:`_absorb_engine`)."""
-    state.notes.extend(outcome.notes)
-    if outcome.result is not None:
-        _absorb_engine(state, outcome)
-        return
-    taken = False
-    if outcome.ensemble is not None:
-        if state.engine is None:
-            state.start = outcome.ensemble
-        taken = _offer(state, outcome.ensemble, outcome.ties)
-        if taken:
-            state.record = outcome.record
-    if math.isfinite(outcome.lower_bound):
-        lb = float(outcome.lower_bound)
-        state.lower_bound = max(state.lower_bound, lb) if state.bound_valid else lb
-        state.bound_valid = True
-    if outcome.settles or taken:
-        state.finished, state.limit = outcome.finished, outcome.limit
-        state.changed = state.engine is not None
-
-
-def _offer(state: FitState, ensemble: RuleEnsemble, ties: float | None) -> bool:
-    if not state.admits(ensemble, state.notes):
-        return False
-    risk = state.risk_of(ensemble)
-    inc = state.risk
-    better = risk < inc if ties is None else risk <= inc + ties * max(1.0, abs(inc))
-    if state.ensemble is None or better:
-        state.ensemble, state.risk = ensemble, risk
-        return True
-    return False
-
-
-def _absorb_engine(state: FitState, outcome: PhaseOutcome) -> None:
-    """The engine's result: its model re-checked (in the language, risk recomputed from
-    the data: an engine's word is not taken), kept unless the warm start is better; never
-    no model (the model without rules when nothing else is known); its bound at least 0
-    (:math:`R_\\lambda \\ge 0` for every loss); a stop it calls ``GAP`` named the time
-    limit when its share of the time was spent."""
-    res = outcome.result
-    assert res is not None
-    state.engine = res
-    finished, limit = res.is_optimal, res.limit
-    model, risk = res.ensemble, res.risk
-    bad = [] if model is None or state.language is None else state.language.violations(model)
+def engine_outcome(result: ExactResult, problem: KRuleProblem, *, budget: Budget | None,
+                   incumbent: RuleEnsemble | None) -> PhaseOutcome:
+    """An engine's result as its phase's outcome: its model re-checked (in the language,
+    risk recomputed from the data: an engine's word is not taken); the model without rules
+    offered when the engine has none and the fit no ``incumbent``; its bound at least 0;
+    finished when its search ended by itself (``OPTIMAL``, or ``FEASIBLE`` with no limit);
+    a ``GAP`` stop named the time limit when its ``budget`` was spent."""
+    notes = list(result.notes)
+    finished = result.is_optimal or (result.termination is TerminationReason.FEASIBLE
+                                     and result.limit is None)
+    limit, model = result.limit, result.ensemble
+    bad = [] if model is None else problem.violations(model)
     if bad:
-        state.notes.append("the engine's model is outside the problem's language ("
-                           + "; ".join(bad[:3]) + "): refused")
+        notes.append("the engine's model is outside the problem's language ("
+                     + "; ".join(bad[:3]) + "): refused")
         model, finished, limit = None, False, limit or Limit.OTHER
     if model is not None:
-        risk = state.risk_of(model)
-        if not same_risk(risk, res.risk):
-            state.notes.append(f"the engine reported risk {res.risk:.12g}; recomputed from "
-                               f"the data it is {risk:.12g}.")
-    if model is not None and (state.ensemble is None or
-                              not state.risk < risk - REFUTATION_TOL * max(1.0, abs(risk))):
-        state.ensemble, state.risk, state.record = model, risk, None
-    elif state.ensemble is not None:
-        state.notes.append(f"the warm start (risk {state.risk:.10g}) is better than what "
-                           "the engine found; it is the incumbent")
-    elif state.loss is not None:
-        state.ensemble = empty_model(state.dataset, loss=state.loss, reg=state.reg,
-                                     fit_intercept=state.fit_intercept)
-        state.risk = state.risk_of(state.ensemble)
-        state.notes.append("the engine found no ensemble before its limit; the model "
-                           "without rules (intercept only) is the incumbent")
-    lb = res.lower_bound if math.isfinite(res.lower_bound) else 0.0
-    state.lower_bound, state.bound_valid = max(lb, 0.0), res.bound_valid
-    state.finished, state.limit = finished, limit
-    if state.ensemble is not None and limit in (Limit.GAP, None) and _spent(outcome.budget) \
-            and not state.proved():
-        state.notes.append(
-            f"the time limit ended the search with the gap at "
-            f"{relative_gap(state.risk, state.lower_bound):.3g} (reported as limit="
-            f"{None if limit is None else limit.value} by the phase that stopped).")
-        state.limit = Limit.TIME
-
-
-def decide_fit(state: FitState, *, wall_time: float | None = None) -> ExactResult:
-    """The fit's one status: the engine's result when no check and no later phase changed
-    its model, bound or stop (with the fit's notes), else :func:`promote` on the
-    incumbent, the best valid bound and the stop of the phase that settled it (fallback
-    bound 0). The engine's record (engine, method, backend, sizes) is kept."""
-    res = state.engine
-    if res is None:
-        raise SolverError("a fit plan ended without an engine phase")
-    extra: dict[str, Any] = {} if wall_time is None else {"wall_time": wall_time}
-    if not state.changed and state._engine_unchanged():
-        if state.notes or state.limit is not res.limit or extra:
-            return replace(res, limit=state.limit, notes=(*res.notes, *state.notes),
-                           **extra)
-        return res
-    verdict = state._verdict()
-    term, limit = verdict.termination, verdict.limit
-    if not state.changed and not res.is_optimal and state.ensemble is res.ensemble \
-            and res.ensemble is not None:
-        term, limit = res.termination, state.limit   # only the risk was re-checked
-    return replace(res, ensemble=state.ensemble, risk=state.risk,
-                   lower_bound=verdict.lower_bound, gap=verdict.gap, termination=term,
-                   limit=limit, bound_valid=verdict.bound_valid,
-                   notes=(*res.notes, *state.notes, *verdict.notes), **extra)
-
-
-# ---------------------------------------------------------------------- deprecated
-def _engine_state(result: ExactResult, dataset: Dataset, *, reg: float, mip_gap: float,
-                  warm_start: RuleEnsemble | None = None, loss: str | None = None,
-                  fit_intercept: bool = True, language: Language | None = None) -> FitState:
-    state = FitState(dataset, reg, mip_gap, language, loss, fit_intercept)
-    if warm_start is not None:
-        absorb(state, PhaseOutcome(None, ensemble=warm_start))
-    absorb(state, PhaseOutcome(None, result=result))
-    return state
-
-
-def at_least_warm_start(result: ExactResult, dataset: Dataset,
-                        warm_start: RuleEnsemble | None, *, reg: float,
-                        mip_gap: float, loss: str | None = None,
-                        fit_intercept: bool = True) -> ExactResult:
-    """Deprecated: the fit's decision (:func:`decide_fit`) never returns a model worse
-    than the warm start, nor no model, nor a bound below 0."""
-    warnings.warn("`at_least_warm_start` is deprecated and will be removed; the fit's "
-                  "decision (rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
-                  stacklevel=2)
-    return decide_fit(_engine_state(result, dataset, reg=reg, mip_gap=mip_gap,
-                                    warm_start=warm_start, loss=loss,
-                                    fit_intercept=fit_intercept))
-
-
-def checked(result: ExactResult, dataset: Dataset, *, reg: float,
-            mip_gap: float, language: Language | None = None) -> ExactResult:
-    """Deprecated: the fit's decision (:func:`decide_fit`) re-checks the engine's model
-    (its language, its risk recomputed from the data)."""
-    warnings.warn("`checked` is deprecated and will be removed; the fit's decision "
-                  "(rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
-                  stacklevel=2)
-    return decide_fit(_engine_state(result, dataset, reg=reg, mip_gap=mip_gap,
-                                    language=language))
-
-
-def with_time_limit_named(result: ExactResult, clock: Budget) -> ExactResult:
-    """Deprecated: the fit's decision names a spent time limit (:func:`absorb`)."""
-    warnings.warn("`with_time_limit_named` is deprecated and will be removed; the fit's "
-                  "decision (rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
-                  stacklevel=2)
-    if result.is_optimal or result.limit not in (Limit.GAP, None) \
-            or result.ensemble is None or not _spent(clock):
-        return result
-    return replace(result, limit=Limit.TIME, notes=(
-        *result.notes, f"the time limit ended the search with the gap at {result.gap:.3g}."))
+        risk = problem.risk(model)
+        if not same_risk(risk, result.risk):
+            notes.append(f"the engine reported risk {result.risk:.12g}; recomputed from "
+                         f"the data it is {risk:.12g}.")
+    elif incumbent is None:
+        model = problem.empty_model()
+        notes.append("the engine found no ensemble before its limit; the model "
+                     "without rules (intercept only) is the incumbent")
+    bound = max(result.lower_bound if math.isfinite(result.lower_bound) else 0.0, 0.0)
+    if not result.is_optimal and limit in (Limit.GAP, None) and model is not None \
+            and spent(budget):
+        notes.append(f"the time limit ended the search with the gap at "
+                     f"{relative_gap(result.risk, bound):.3g} (reported as limit="
+                     f"{None if limit is None else limit.value} by the engine).")
+        limit = Limit.TIME
+    return PhaseOutcome(model, bound, finished, limit, tuple(notes), result.bound_valid)
 
 
 __all__ = ["TIME_SPENT_FLOOR", "TIME_SPENT_SHARE", "FitState", "PhaseOutcome", "absorb",
-           "at_least_warm_start", "checked", "decide_fit", "empty_model",
-           "with_time_limit_named"]
+           "decide_fit", "engine_outcome"]

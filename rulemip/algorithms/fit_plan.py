@@ -29,34 +29,40 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.algorithms.fit_decision import FitState, PhaseOutcome, absorb, decide_fit
+from rulemip.algorithms.fit_decision import (
+    FitState,
+    PhaseOutcome,
+    absorb,
+    decide_fit,
+    engine_outcome,
+)
 from rulemip.algorithms.krule.two_rule_bound import two_rule_bound
 from rulemip.algorithms.local.multi_start import best_local_model, threshold_tree_rules
 from rulemip.algorithms.local.rule_swaps import local_optimality_record, refit_ensemble
-from rulemip.algorithms.solve.driver import with_gap
+from rulemip.algorithms.solve.driver import solve, with_gap
 from rulemip.algorithms.solve.registry import (
     ENGINES,
-    check_solver,
     choose_engine,
-    method_spec,
+    engine_backend,
+    engine_spec,
 )
 from rulemip.boosting import RuleBooster
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data import Dataset
-from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+from rulemip.exceptions import InvalidParameterError, SolveLimitWarning, SolverError
 from rulemip.formulations.cells import reduce_to_cells
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.rules import Rule, RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
-from rulemip.rules.language import Language
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import Limit, budget_limit
 
@@ -108,16 +114,10 @@ TWO_RULE_POOL_BYTES = 256 << 20
 
 
 @dataclass(frozen=True)
-class FitRequest:
-    """One exact fit: the problem, the chosen engine and its backend, the settings."""
+class FitOptions:
+    """How one exact fit runs (its problem is :attr:`FitState.problem`): the chosen
+    engine and its backend, the settings, the starts offered."""
 
-    dataset: Dataset
-    n_rules: int
-    loss: str
-    reg: float
-    fit_intercept: bool
-    thresholds: list[FloatArray]
-    max_rule_length: int | None
     engine: str
     backend: SolverBackend | None
     mip_gap: float = 1e-6
@@ -128,41 +128,45 @@ class FitRequest:
     warm_start_source: str = "warm start"
     shares: FitShares = SHARES
 
-    @property
-    def squared(self) -> bool:
-        return self.loss == "squared"
 
-    @property
-    def two_rules(self) -> bool:
-        return self.squared and self.n_rules == 2
+def _two_rules(problem: KRuleProblem) -> bool:
+    return problem.squared and problem.n_rules == 2
 
 
 @dataclass
 class FitReport:
-    """What the phases report besides their outcomes (the estimator's attributes)."""
+    """What the phases report besides their outcomes (the estimator's attributes): where
+    the first incumbent came from, the model handed to the engine (``start``), the
+    engine's own result (``engine``: its record — engine, method, backend, sizes — is the
+    fit's), the local phase's starts and its 1-swap record (``swap_record``, for the
+    model of the phase named ``"swaps and kicks"``)."""
 
     init_source: str | None = None
     local_starts: list[tuple[str, float, float, bool]] = field(default_factory=list)
     boosting_risk: float = math.nan
     warm_start_limit: str | None = None
     warm_start_limited: bool = False
+    start: RuleEnsemble | None = None
+    engine: ExactResult | None = None
+    swap_record: dict[str, Any] | None = None
 
 
 class Phase(Protocol):
-    """One step of a fit plan: whether it runs, its share of the budget, its outcome."""
+    """One step of a fit plan: whether it runs, its share of the budget, its outcome
+    (the problem is ``state.problem``)."""
 
     @property
     def name(self) -> str:
         ...
 
-    def share(self, request: FitRequest) -> float:
+    def share(self, options: FitOptions, state: FitState) -> float:
         """Its share of the fit's budget left when it starts (1: all of it)."""
         ...
 
-    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+    def applies(self, options: FitOptions, state: FitState, budget: Budget) -> bool:
         ...
 
-    def run(self, request: FitRequest, state: FitState, budget: Budget,
+    def run(self, options: FitOptions, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
         ...
 
@@ -172,11 +176,11 @@ def _with_encoder(ensemble: RuleEnsemble, ds: Dataset) -> RuleEnsemble:
                         ds.classes)
 
 
-def _booster(preset: str, request: FitRequest) -> Any:
+def _booster(preset: str, problem: KRuleProblem) -> Any:
     return RuleBooster.from_preset(
-        preset, n_rules=request.n_rules, loss=request.loss, reg=request.reg,
-        fit_intercept=request.fit_intercept, thresholds=request.thresholds,
-        max_rule_length=request.max_rule_length)
+        preset, n_rules=problem.n_rules, loss=problem.loss, reg=problem.reg,
+        fit_intercept=problem.fit_intercept, thresholds=problem.thresholds,
+        max_rule_length=problem.max_rule_length)
 
 
 def _cut_short(booster: Any) -> str:
@@ -196,158 +200,160 @@ class BoostingStart:
 
     name: str = "warm start"
 
-    def share(self, request: FitRequest) -> float:
-        return request.shares.warm_start
+    def share(self, options: FitOptions, state: FitState) -> float:
+        return options.shares.warm_start
 
-    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
-        return request.preset is not None or request.warm_start is not None
+    def applies(self, options: FitOptions, state: FitState, budget: Budget) -> bool:
+        return options.preset is not None or options.warm_start is not None
 
-    def run(self, request: FitRequest, state: FitState, budget: Budget,
+    def run(self, options: FitOptions, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        start, notes = None, []
-        if request.preset is not None:
-            booster = _booster(request.preset, request)
+        problem, start, notes = state.problem, None, []
+        if options.preset is not None:
+            booster = _booster(options.preset, problem)
             with warnings.catch_warnings(record=True) as caught:
                 warnings.simplefilter("always", SolveLimitWarning)
-                booster.fit(request.dataset, budget=budget)
+                booster.fit(problem.dataset, budget=budget)
             report.warm_start_limited = bool(getattr(booster, "limit_reached_", False)) or \
                 any(issubclass(w.category, SolveLimitWarning) for w in caught)
             if report.warm_start_limited:
                 report.warm_start_limit = _cut_short(booster)
-                notes.append(f"the boosting warm start ({request.preset}) was cut short by "
+                notes.append(f"the boosting warm start ({options.preset}) was cut short by "
                              f"its share of the time limit ({report.warm_start_limit}); "
                              "boosting_risk_ is the risk of the rules it found")
             report.boosting_risk = float(booster.risk_path_[-1])
-            start, report.init_source = booster.ensembles_[-1], request.preset
-        given = request.warm_start
-        if given is not None and (start is None or state.risk_of(given)
-                                  < state.risk_of(start)):
-            start, report.init_source = given, request.warm_start_source
-        return PhaseOutcome(None, ensemble=start, notes=tuple(notes))
+            start, report.init_source = booster.ensembles_[-1], options.preset
+        given = options.warm_start
+        if given is not None and (start is None or problem.risk(given)
+                                  < problem.risk(start)):
+            start, report.init_source = given, options.warm_start_source
+        return PhaseOutcome(start, notes=tuple(notes))
 
 
 @dataclass(frozen=True)
 class LocalStart:
-    """Squared loss: every start (the warm start, SGB unless it was the warm start, the
+    """Squared loss: every start (the incumbent, SGB unless it was the warm start, the
     leaves of a (k + 1)-leaf tree on the candidate thresholds) ended 1-swap optimal; the
     best becomes the engine's warm start. Skipped without a start, and for an engine that
-    meets the best models first by itself (``MethodSpec.wants_local_start``)."""
+    meets the best models first by itself (``EngineSpec.wants_local_start``)."""
 
     name: str = "local phase"
 
-    def share(self, request: FitRequest) -> float:
+    def share(self, options: FitOptions, state: FitState) -> float:
         return 1.0  # its two steps take their shares of what is left in turn
 
-    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
-        return request.squared and state.start is not None and \
-            method_spec(request.engine).wants_local_start
+    def applies(self, options: FitOptions, state: FitState, budget: Budget) -> bool:
+        return state.problem.squared and state.model is not None and \
+            engine_spec(options.engine).wants_local_start
 
-    def run(self, request: FitRequest, state: FitState, budget: Budget,
+    def run(self, options: FitOptions, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        ds, start = request.dataset, state.start
+        problem, start = state.problem, state.model
+        ds = problem.dataset
         starts: list[tuple[str, Any]] = []
         if start is not None:
             starts.append((report.init_source or "warm start", start))
-        if request.preset != "SGB" and not budget.expired():
-            sgb = _booster("SGB", request)
+        if options.preset != "SGB" and not budget.expired():
+            sgb = _booster("SGB", problem)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", SolveLimitWarning)
-                sgb.fit(ds, budget=budget.fraction(request.shares.sgb_start))
+                sgb.fit(ds, budget=budget.fraction(options.shares.sgb_start))
             starts.append(("SGB", sgb.ensembles_[-1]))
-        tree = threshold_tree_rules(ds, request.thresholds, request.n_rules + 1,
-                                    request.max_rule_length)
+        tree = threshold_tree_rules(ds, problem.thresholds, problem.n_rules + 1,
+                                    problem.max_rule_length)
         if tree:
             starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
-        found = best_local_model(ds, starts, request.n_rules, reg=request.reg,
-                                 fit_intercept=request.fit_intercept,
-                                 thresholds=request.thresholds,
-                                 max_rule_length=request.max_rule_length,
-                                 budget=budget.fraction(request.shares.local_start),
-                                 kicks=False, seed=request.seed)
+        found = best_local_model(ds, starts, problem.n_rules, reg=problem.reg,
+                                 fit_intercept=problem.fit_intercept,
+                                 thresholds=problem.thresholds,
+                                 max_rule_length=problem.max_rule_length,
+                                 budget=budget.fraction(options.shares.local_start),
+                                 kicks=False, seed=options.seed)
         if found is None:
-            return PhaseOutcome(None)
+            return PhaseOutcome()
         report.local_starts = list(found.starts)
-        if start is None or found.best.risk < state.risk_of(start):
+        if start is None or found.best.risk < state.risk:
             report.init_source = f"{found.source}, then rule swaps"
-            return PhaseOutcome(None, ensemble=_with_encoder(found.best.ensemble, ds))
-        return PhaseOutcome(None)
+            return PhaseOutcome(_with_encoder(found.best.ensemble, ds))
+        return PhaseOutcome()
 
 
 @dataclass(frozen=True)
 class EnginePhase:
-    """The registered engine, from the best start; it receives only the keywords its
-    function names (:meth:`~rulemip.algorithms.solve.registry.MethodSpec.accepted`).
-    ``alone``: no phase follows it, it gets the whole budget left."""
+    """The registered engine, from the incumbent (recorded as ``report.start``), its
+    result translated into the phase's outcome
+    (:func:`~rulemip.algorithms.fit_decision.engine_outcome`). ``alone``: no phase
+    follows it, it gets the whole budget left."""
 
     name: str = "engine"
     alone: bool = False
 
-    def share(self, request: FitRequest) -> float:
-        if self.alone or not request.squared:
+    def share(self, options: FitOptions, state: FitState) -> float:
+        if self.alone or not state.problem.squared:
             return 1.0
-        return request.shares.two_rule_engine if request.two_rules else request.shares.engine
+        return options.shares.two_rule_engine if _two_rules(state.problem) \
+            else options.shares.engine
 
-    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
+    def applies(self, options: FitOptions, state: FitState, budget: Budget) -> bool:
         return True
 
-    def run(self, request: FitRequest, state: FitState, budget: Budget,
+    def run(self, options: FitOptions, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        spec = method_spec(request.engine)
-        offered: dict[str, Any] = {
-            "loss": request.loss, "reg": request.reg, "fit_intercept": request.fit_intercept,
-            "thresholds": list(request.thresholds), "max_rule_length": request.max_rule_length,
-            "solver": request.backend, "time_limit": budget.remaining(), "budget": budget,
-            "mip_gap": request.mip_gap, "warm_start": state.start, "seed": request.seed,
-            "callback": with_gap(request.callback)}
-        accepted = spec.accepted()
-        kwargs = offered if accepted is None else {k: v for k, v in offered.items()
-                                                   if k in accepted}
-        result = spec.function(request.dataset, request.n_rules, **kwargs)
-        return PhaseOutcome(None, result=result, budget=budget)
+        problem = state.problem
+        report.start = state.model
+        formulation = engine_spec(options.engine).factory(problem)
+        result = solve(formulation, problem.dataset,
+                       solver="auto" if options.backend is None else options.backend,
+                       budget=budget, mip_gap=options.mip_gap, warm_start=state.model,
+                       callback=with_gap(options.callback), seed=options.seed)
+        report.engine = result
+        return engine_outcome(result, problem, budget=budget, incumbent=state.model)
 
 
 @dataclass(frozen=True)
 class SwapsAndKicks:
-    """Squared loss, not proved: swaps from the engine's model (and the start), then
+    """Squared loss, not proved: swaps from the incumbent (and the engine's start), then
     kicks; a model no worse than the incumbent replaces it (the engine's bound holds for
-    every model of the language) with its 1-swap record."""
+    every model of the language), its 1-swap record kept (``report.swap_record``)."""
 
     name: str = "swaps and kicks"
 
-    def share(self, request: FitRequest) -> float:
-        return request.shares.two_rule_kicks if request.two_rules else 1.0
+    def share(self, options: FitOptions, state: FitState) -> float:
+        return options.shares.two_rule_kicks if _two_rules(state.problem) else 1.0
 
-    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
-        return request.squared and state.ensemble is not None and not state.proved()
+    def applies(self, options: FitOptions, state: FitState, budget: Budget) -> bool:
+        return state.problem.squared and state.model is not None and not state.proved()
 
-    def run(self, request: FitRequest, state: FitState, budget: Budget,
+    def run(self, options: FitOptions, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        assert state.ensemble is not None
-        starts = [("engine", state.ensemble)]
-        if state.start is not None:
-            starts.append(("start", state.start))
-        found = best_local_model(request.dataset, starts, request.n_rules, reg=request.reg,
-                                 fit_intercept=request.fit_intercept,
-                                 thresholds=request.thresholds,
-                                 max_rule_length=request.max_rule_length, budget=budget,
-                                 kicks=True, seed=request.seed,
-                                 descent_share=request.shares.descents,
-                                 heuristic_share=request.shares.heuristic_kicks)
-        if found is None or not state.admits(found.best.ensemble):
-            return PhaseOutcome(None)
+        assert state.model is not None
+        problem = state.problem
+        starts = [("engine", state.model)]
+        if report.start is not None:
+            starts.append(("start", report.start))
+        found = best_local_model(problem.dataset, starts, problem.n_rules, reg=problem.reg,
+                                 fit_intercept=problem.fit_intercept,
+                                 thresholds=problem.thresholds,
+                                 max_rule_length=problem.max_rule_length, budget=budget,
+                                 kicks=True, seed=options.seed,
+                                 descent_share=options.shares.descents,
+                                 heuristic_share=options.shares.heuristic_kicks)
+        if found is None or problem.violations(found.best.ensemble):
+            return PhaseOutcome()
         best = found.best
         note = (f"local phase: {len(found.starts)} start(s) "
                 + ", ".join(f"{n} {a:.8g} -> {b:.8g}{' (1-swap optimal)' if ok else ''}"
                             for n, a, b, ok in found.starts)
                 + f"; {found.kicks} kicks, {found.kicks_kept} kept")
         report.local_starts.extend(found.starts)
+        report.swap_record = local_optimality_record(best) if best.one_swap_optimal \
+            else None
         notes: tuple[str, ...] = (note,)
         if best.risk <= state.risk + 1e-12 * max(1.0, abs(state.risk)):
             notes += (f"model from the local phase ({found.source}) replaces the engine's",)
         return PhaseOutcome(
-            None, ensemble=best.ensemble, ties=1e-12, finished=True,
+            best.ensemble, finished=True,
             limit=budget_limit(budget) if budget.expired() else (state.limit or Limit.OTHER),
-            record=local_optimality_record(best) if best.one_swap_optimal else None,
             notes=notes)
 
 
@@ -360,21 +366,22 @@ class TwoRuleBound:
 
     name: str = "two-rule bound"
 
-    def share(self, request: FitRequest) -> float:
+    def share(self, options: FitOptions, state: FitState) -> float:
         return 1.0
 
-    def applies(self, request: FitRequest, state: FitState, budget: Budget) -> bool:
-        return request.two_rules and state.ensemble is not None and not state.proved() \
-            and not budget.expired() and request.reg > 0.0
+    def applies(self, options: FitOptions, state: FitState, budget: Budget) -> bool:
+        return _two_rules(state.problem) and state.model is not None \
+            and not state.proved() and not budget.expired() and state.problem.reg > 0.0
 
-    def run(self, request: FitRequest, state: FitState, budget: Budget,
+    def run(self, options: FitOptions, state: FitState, budget: Budget,
             report: FitReport) -> PhaseOutcome:
-        ds = request.dataset
+        problem = state.problem
+        ds = problem.dataset
         y = get_loss("squared").check_labels(np.asarray(ds.y))
-        cells = reduce_to_cells(ds.X, y, request.thresholds, "squared", ds.sample_weight)
-        found = two_rule_bound(cells, request.reg, request.fit_intercept, upper=state.risk,
+        cells = reduce_to_cells(ds.X, y, problem.thresholds, "squared", ds.sample_weight)
+        found = two_rule_bound(cells, problem.reg, problem.fit_intercept, upper=state.risk,
                                budget=budget, max_memory=TWO_RULE_POOL_BYTES,
-                               max_rule_length=request.max_rule_length)
+                               max_rule_length=problem.max_rule_length)
         notes = [f"two-rule branch and bound: bound {found.bound:.8g} after {found.nodes} "
                  f"nodes in {found.seconds:.3g} s ({found.open_nodes} open"
                  f"{', node pool full' if found.pool_full else ''})"]
@@ -382,17 +389,17 @@ class TwoRuleBound:
         if found.boxes is not None:
             rules = [Rule(conditions_from_box(lo, hi, ds.encoder), 1.0)
                      for lo, hi in found.boxes]
-            cand, cand_risk = refit_ensemble(ds, rules, reg=request.reg,
-                                             fit_intercept=request.fit_intercept,
-                                             template=state.ensemble)
-            if cand_risk < state.risk and state.admits(cand, notes):
+            cand, cand_risk = refit_ensemble(ds, rules, reg=problem.reg,
+                                             fit_intercept=problem.fit_intercept,
+                                             template=state.model)
+            if cand_risk < state.risk and not problem.violations(cand):
                 model = cand
                 notes.append("the two-rule branch and bound found the better model returned")
         return PhaseOutcome(
-            None, ensemble=model, lower_bound=found.bound, finished=found.proved,
+            model, found.bound, finished=found.proved,
             limit=None if found.proved else
             (budget_limit(budget) if budget.expired() else Limit.OTHER),
-            settles=True, notes=tuple(notes))
+            notes=tuple(notes))
 
 
 @dataclass(frozen=True)
@@ -421,112 +428,85 @@ class ExactFit:
     local_optimality: dict[str, Any] | None = None
 
 
-def fit_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
-              fit_intercept: bool = True, thresholds: Sequence[FloatArray],
-              max_rule_length: int | None = None, engine: str = "auto",
+def run_plan(plan: FitPlan, options: FitOptions, state: FitState, budget: Budget,
+             report: FitReport) -> None:
+    """Run ``plan``'s phases that apply, in order, each on its share of ``budget``, and
+    fold their outcomes into ``state``."""
+    for phase in plan.phases:
+        if not phase.applies(options, state, budget):
+            continue
+        share = phase.share(options, state)
+        absorb(state, phase.run(options, state, budget if share >= 1.0 else
+                                budget.fraction(share), report), phase.name)
+
+
+def fit_exact(problem: KRuleProblem, *, engine: str = "auto",
               solver: str | SolverBackend = "auto", mip_gap: float = 1e-6,
               warm_start: RuleEnsemble | None = None, seed: int = 0,
               callback: Callback | None = None, budget: Budget | None = None,
               preset: str | None = None, warm_start_source: str = "warm start",
               plan: FitPlan | None = None) -> ExactFit:
-    """Run ``plan`` (default :data:`FIT_PLAN`, module docstring) within ``budget``
-    (default: unlimited).
+    """Run ``plan`` (default :data:`FIT_PLAN`, module docstring) on ``problem`` within
+    ``budget`` (default: unlimited).
 
     The engine is chosen and its solver resolved once, before any work
     (:func:`~rulemip.algorithms.solve.registry.choose_engine`,
-    :func:`~rulemip.algorithms.solve.registry.check_solver`); ``preset`` is the boosting
+    :func:`~rulemip.algorithms.solve.registry.engine_backend`); ``preset`` is the boosting
     warm start (None: none), ``warm_start`` a model offered as the first incumbent (named
     ``warm_start_source`` in the report).
     """
     clock = Budget.coerce(budget, None)
-    chosen = choose_engine(engine, reg, thresholds, max_rule_length, n_rules=n_rules,
-                           loss=loss, n_samples=dataset.X.shape[0])
-    spec = method_spec(chosen)
-    backend = check_solver(chosen, solver, loss=loss, reg=reg)
-    if spec.losses is not None and loss not in spec.losses:
-        raise InvalidParameterError(
-            f"`engine='{chosen}'` is for {' or '.join(spec.losses)} loss; got loss={loss!r}. "
-            "Use engine='cip' or 'mip'.")
+    chosen = choose_engine(engine, problem)
+    backend = engine_backend(chosen, solver, problem)
     if preset not in PRESETS:
         raise InvalidParameterError(
             f"`preset` must be None or a boosting preset {PRESETS[1:]}; got {preset!r}.")
-    ths = list(thresholds)
-    request = FitRequest(dataset, n_rules, loss, reg, fit_intercept, ths, max_rule_length,
-                         chosen, backend, mip_gap, seed, callback, preset, warm_start,
+    options = FitOptions(chosen, backend, mip_gap, seed, callback, preset, warm_start,
                          warm_start_source, SHARES)
-    state = FitState(dataset, reg, mip_gap, Language(n_rules, ths, max_rule_length,
-                                                     fit_intercept), loss, fit_intercept)
-    report = FitReport()
-    for phase in (plan or FIT_PLAN).phases:
-        if not phase.applies(request, state, clock):
-            continue
-        share = phase.share(request)
-        absorb(state, phase.run(request, state, clock if share >= 1.0 else
-                                clock.fraction(share), report))
-    result = decide_fit(state, wall_time=clock.elapsed())
-    record = state.record if state.ensemble is not None else None
+    state, report = FitState(problem, mip_gap), FitReport()
+    run_plan(plan or FIT_PLAN, options, state, clock, report)
+    if report.engine is None:
+        raise SolverError("a fit plan ended without an engine phase")
+    result = decide_fit(state, report.engine, wall_time=clock.elapsed())
+    record = report.swap_record if state.source == SwapsAndKicks.name else None
     return ExactFit(result, chosen, report, record)
 
 
-def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
-                fit_intercept: bool = True, thresholds: Sequence[FloatArray],
-                max_rule_length: int | None = None, engine: str = "auto",
-                solver: str | SolverBackend = "auto", time_limit: float | None = None,
-                mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
-                seed: int = 0, callback: Callback | None = None,
-                budget: Budget | None = None, preset: str | None = None,
-                plan: FitPlan | None = None) -> ExactResult:
-    """The best ensemble of at most ``n_rules`` rules over ``thresholds`` with the engine
-    ``engine``, by ``plan`` (:func:`fit_exact`): :data:`ENGINE_PLAN` by default (the
-    engine alone, from ``warm_start`` or ``preset``), :data:`FIT_PLAN` for what the
-    estimators, the command line and gap studies run.
-
-    ``budget`` is the fit's budget (default: unlimited); ``time_limit`` is deprecated
-    (pass ``budget=Budget.from_time_limit(seconds)``), it still shortens ``budget`` with a
-    ``FutureWarning``.
-    """
-    return fit_exact(dataset, n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                     thresholds=thresholds, max_rule_length=max_rule_length, engine=engine,
-                     solver=solver, mip_gap=mip_gap, warm_start=warm_start, seed=seed,
-                     callback=callback,
-                     budget=Budget.coerce(budget, deprecated_time_limit(time_limit,
-                                                                        "solve_exact")),
+def solve_exact(problem: KRuleProblem, *, engine: str = "auto",
+                solver: str | SolverBackend = "auto", mip_gap: float = 1e-6,
+                warm_start: RuleEnsemble | None = None, seed: int = 0,
+                callback: Callback | None = None, budget: Budget | None = None,
+                preset: str | None = None, plan: FitPlan | None = None) -> ExactResult:
+    """The best ensemble of ``problem`` with the engine ``engine``, by ``plan``
+    (:func:`fit_exact`): :data:`ENGINE_PLAN` by default (the engine alone, from
+    ``warm_start`` or ``preset``), :data:`FIT_PLAN` for what the estimators, the command
+    line and gap studies run. ``budget`` is the fit's budget (default: unlimited)."""
+    return fit_exact(problem, engine=engine, solver=solver, mip_gap=mip_gap,
+                     warm_start=warm_start, seed=seed, callback=callback, budget=budget,
                      preset=preset, plan=plan or ENGINE_PLAN).result
 
 
-def _request(dataset: Dataset, n_rules: int, *, reg: float, fit_intercept: bool,
-             thresholds: Sequence[FloatArray], max_rule_length: int | None,
-             loss: str = "squared", engine: str = "", mip_gap: float = 1e-6, seed: int = 0,
-             preset: str | None = None) -> tuple[FitRequest, FitState]:
-    ths = list(thresholds)
-    request = FitRequest(dataset, n_rules, loss, reg, fit_intercept, ths, max_rule_length,
-                         engine, None, mip_gap, seed, None, preset, None, "warm start", SHARES)
-    state = FitState(dataset, reg, mip_gap, Language(n_rules, ths, max_rule_length,
-                                                     fit_intercept), loss, fit_intercept)
-    return request, state
-
-
-def first_incumbent(dataset: Dataset, n_rules: int, *, preset: str, budget: Budget,
-                    **problem: Any) -> tuple[RuleEnsemble | None, FitReport]:
+def first_incumbent(problem: KRuleProblem, *, preset: str, budget: Budget
+                    ) -> tuple[RuleEnsemble | None, FitReport]:
     """The :class:`BoostingStart` phase alone: the ``preset`` model within ``budget`` and
-    its report (``problem``: ``loss``, ``reg``, ``fit_intercept``, ``thresholds``,
-    ``max_rule_length``)."""
-    request, state = _request(dataset, n_rules, preset=preset, **problem)
+    its report."""
     report = FitReport()
-    return BoostingStart().run(request, state, budget, report).ensemble, report
+    options = FitOptions("", None, preset=preset)
+    return BoostingStart().run(options, FitState(problem, 1e-6), budget, report).model, report
 
 
-def after_engine(phase: Phase, result: ExactResult, dataset: Dataset, n_rules: int, *,
-                 budget: Budget, **problem: Any) -> ExactResult:
+def after_engine(phase: Phase, result: ExactResult, problem: KRuleProblem, *,
+                 budget: Budget, mip_gap: float = 1e-6) -> ExactResult:
     """One phase that follows the engine (:class:`SwapsAndKicks`, :class:`TwoRuleBound`)
     run from the engine's ``result`` and decided (``result`` itself when the phase does
     not apply: proved, or ``budget`` spent)."""
-    request, state = _request(dataset, n_rules, engine=result.engine, **problem)
-    absorb(state, PhaseOutcome(None, result=result))
-    if not phase.applies(request, state, budget):
+    options = FitOptions(result.engine, None, mip_gap)
+    state = FitState(problem, mip_gap)
+    absorb(state, engine_outcome(result, problem, budget=None, incumbent=None), "engine")
+    if not phase.applies(options, state, budget):
         return result
-    absorb(state, phase.run(request, state, budget, FitReport()))
-    return decide_fit(state, wall_time=budget.elapsed())
+    absorb(state, phase.run(options, state, budget, FitReport()), phase.name)
+    return decide_fit(state, result, wall_time=budget.elapsed())
 
 
 __all__ = [
@@ -539,9 +519,9 @@ __all__ = [
     "BoostingStart",
     "EnginePhase",
     "ExactFit",
+    "FitOptions",
     "FitPlan",
     "FitReport",
-    "FitRequest",
     "FitShares",
     "LocalStart",
     "Phase",
@@ -550,5 +530,6 @@ __all__ = [
     "after_engine",
     "first_incumbent",
     "fit_exact",
+    "run_plan",
     "solve_exact",
 ]

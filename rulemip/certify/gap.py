@@ -40,6 +40,7 @@ from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 
 BOOSTING_VARIANTS = ("SGS", "SGB", "SXB", "CGB", "COB")
 MIP_BOOSTING = "MIP-boosting"
@@ -199,13 +200,12 @@ def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
     from rulemip.algorithms.fit_plan import fit_exact
 
     ths = problem.threshold_arrays()
-    fit = fit_exact(ds, k, loss=problem.loss, reg=problem.reg,
-                    fit_intercept=problem.fit_intercept, thresholds=ths,
-                    max_rule_length=problem.max_rule_length, engine=solve.engine,
-                    solver=solve.solver, mip_gap=solve.mip_gap, warm_start=warm_start,
-                    seed=solve.seed, callback=callback,
-                    budget=Budget.coerce(budget, solve.time_limit),
-                    warm_start_source="boosting")
+    krule = KRuleProblem.of(ds, k, loss=problem.loss, reg=problem.reg,
+                            fit_intercept=problem.fit_intercept, thresholds=ths,
+                            max_rule_length=problem.max_rule_length)
+    fit = fit_exact(krule, engine=solve.engine, solver=solve.solver, mip_gap=solve.mip_gap,
+                    warm_start=warm_start, seed=solve.seed, callback=callback,
+                    budget=Budget.coerce(budget, solve.time_limit), warm_start_source="boosting")
     res, engine = fit.result, fit.engine
     ens = res.ensemble if res.ensemble is not None else RuleEnsemble(loss=problem.loss)
     ens = RuleEnsemble(ens.rules, ens.intercept, ens.loss, ds.encoder, ds.classes)
@@ -368,8 +368,10 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     # a named engine that cannot hold the problem (its size guard) fails before boosting
     from rulemip.algorithms.solve.registry import choose_engine
 
-    choose_engine(engine, reg, problem.threshold_arrays(), max_rule_length, n_rules=k_max,
-                  loss=loss, n_samples=ds.X.shape[0])
+    choose_engine(engine, KRuleProblem.of(ds, k_max, loss=loss, reg=reg,
+                                          fit_intercept=fit_intercept,
+                                          thresholds=problem.threshold_arrays(),
+                                          max_rule_length=max_rule_length))
     say = progress or (lambda _msg: None)
     paths = boosting_paths(ds, variants, k_max, problem, solve, budget, say)
     null = null_risk(ds, loss, fit_intercept)

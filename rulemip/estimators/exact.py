@@ -55,6 +55,7 @@ from rulemip.exceptions import InvalidParameterError, SolveLimitWarning, SolverE
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.canonical import canonical_ensemble
+from rulemip.rules.problem import KRuleProblem
 
 #: values of ``preset``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
 INITS = PRESETS
@@ -182,14 +183,11 @@ class _ExactBase(BaseEstimator):
         self.timings_ = {"compile": kernels.seconds, "fit": 0.0}
         thresholds = self._thresholds_for(ds)
         seed = seed_int(self.random_state)
-        fit = fit_exact(ds, self.n_rules, loss=self.loss, reg=self.reg,
-                        fit_intercept=self.fit_intercept, thresholds=thresholds,
-                        max_rule_length=self.max_rule_length, engine=self.engine,
-                        solver=self.solver, mip_gap=self.mip_gap,
+        problem = self._problem(ds, thresholds)
+        fit = fit_exact(problem, engine=self.engine, solver=self.solver, mip_gap=self.mip_gap,
                         warm_start=self._previous_fit(ds, thresholds), seed=seed,
-                        callback=progress_printer() if self.verbose else None,
-                        budget=budget, preset=self._init_preset(),
-                        warm_start_source="previous fit")
+                        callback=progress_printer() if self.verbose else None, budget=budget,
+                        preset=self._init_preset(), warm_start_source="previous fit")
         result, report = fit.result, fit.report
         self.boosting_risk_ = report.boosting_risk
         self.warm_start_limited_ = report.warm_start_limited
@@ -236,9 +234,11 @@ class _ExactBase(BaseEstimator):
         self.timings_["fit"] = budget.elapsed()
 
     # ------------------------------------------------------------ one phase of the plan
-    def _problem(self, thresholds: list[np.ndarray]) -> dict[str, Any]:
-        return {"loss": self.loss, "reg": self.reg, "fit_intercept": self.fit_intercept,
-                "thresholds": thresholds, "max_rule_length": self.max_rule_length}
+    def _problem(self, ds: Dataset, thresholds: list[np.ndarray]) -> KRuleProblem:
+        """The problem this estimator fits on ``ds`` (built once, handed to the plan)."""
+        return KRuleProblem.of(ds, self.n_rules, loss=self.loss, reg=self.reg,
+                               fit_intercept=self.fit_intercept, thresholds=thresholds,
+                               max_rule_length=self.max_rule_length)
 
     def _warm_start_model(self, ds: Dataset, thresholds: list[np.ndarray],
                           budget: Budget) -> Any:
@@ -247,8 +247,8 @@ class _ExactBase(BaseEstimator):
         preset = self._init_preset()
         if preset is None:
             return None
-        start, report = fit_plan.first_incumbent(ds, self.n_rules, preset=preset,
-                                                 budget=budget, **self._problem(thresholds))
+        start, report = fit_plan.first_incumbent(self._problem(ds, thresholds),
+                                                 preset=preset, budget=budget)
         self.warm_start_limited_ = report.warm_start_limited
         self.warm_start_limit_ = report.warm_start_limit
         self.boosting_risk_ = report.boosting_risk
@@ -258,9 +258,9 @@ class _ExactBase(BaseEstimator):
                               budget: Budget, result: Any) -> Any:
         """The plan's two-rule branch and bound (:class:`~rulemip.algorithms.fit_plan.
         TwoRuleBound`) after an engine's ``result``, decided."""
-        return fit_plan.after_engine(fit_plan.TwoRuleBound(), result, ds, self.n_rules,
-                                     budget=budget, mip_gap=self.mip_gap,
-                                     **self._problem(thresholds))
+        return fit_plan.after_engine(fit_plan.TwoRuleBound(), result,
+                                     self._problem(ds, thresholds), budget=budget,
+                                     mip_gap=self.mip_gap)
 
     def _decision(self, X: Any) -> np.ndarray:
         """:math:`f(x)` on the link scale."""

@@ -14,10 +14,12 @@ import pytest
 from scipy.optimize import nnls
 
 from rulemip.algorithms.fit_plan import solve_exact
-from rulemip.algorithms.solve.driver import ENGINES, solve
+from rulemip.algorithms.solve.driver import solve
+from rulemip.algorithms.solve.registry import ENGINES
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import UnsupportedCapabilityError
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import TerminationReason, available_backends
 from rulemip.solvers.base import resolve_backend
 from rulemip.testing.brute_force import distinct_boxes
@@ -78,9 +80,10 @@ def test_nonnegative_rules_match_brute_force_on_every_capable_backend(backend: s
     assert res.ensemble is not None
     assert all(r.weight >= 0 for r in res.ensemble.rules)
     # the unconstrained optimum is better here: the constraint is really in the model
-    unconstrained = solve_exact(ds, k, reg=reg, fit_intercept=False, thresholds=ths,
-                                engine="mip", solver=backend,
-                                budget=Budget.from_time_limit(120), mip_gap=1e-7)
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=False, thresholds=ths)
+    unconstrained = solve_exact(problem,
+                                engine="mip", solver=backend, budget=Budget.from_time_limit(120),
+                                mip_gap=1e-7)
     assert unconstrained.risk < expected - 1e-6
 
 
@@ -88,29 +91,18 @@ def test_registered_as_an_engine() -> None:
     _example()
     assert "mip-nonneg" in ENGINES
     ds, ths = _data()
-    res = solve_exact(ds, 1, reg=0.05, fit_intercept=False, thresholds=ths,
+    res = solve_exact(KRuleProblem.of(ds, 1, reg=0.05, fit_intercept=False, thresholds=ths),
                       engine="mip-nonneg", budget=Budget.from_time_limit(60))
     assert res.engine == "mip-nonneg" and res.ensemble is not None
     assert all(r.weight >= 0 for r in res.ensemble.rules)
 
 
 def _registered_formulation_factories() -> dict[str, Any]:
-    """The factory behind every engine registered by ``register_formulation`` (the
-    driver wraps it in a method; the factory is that method's closure variable)."""
-    import inspect
+    """The factory ``factory(problem) -> Formulation`` of every registered engine."""
+    from rulemip.algorithms.solve.registry import engine_spec
 
-    from rulemip.algorithms.solve.driver import method_spec
-
-    out = {}
-    for name in ENGINES:
-        if name == "auto":  # a choice among the engines, not an engine
-            continue
-        fn = method_spec(name).function
-        if inspect.isfunction(fn):
-            factory = inspect.getclosurevars(fn).nonlocals.get("factory")
-            if factory is not None:
-                out[name] = factory
-    return out
+    # "auto" is a choice among the engines, not an engine
+    return {name: engine_spec(name).factory for name in ENGINES if name != "auto"}
 
 
 def test_every_registered_formulation_implements_the_protocol() -> None:
@@ -126,8 +118,7 @@ def test_every_registered_formulation_implements_the_protocol() -> None:
     assert {"mip", "mip-nonneg"} <= set(factories)
     ds, ths = _data()
     for name, factory in factories.items():
-        formulation = factory(1, loss="squared", reg=0.05, fit_intercept=True,
-                              thresholds=ths, max_rule_length=None)
+        formulation = factory(KRuleProblem.of(ds, 1, reg=0.05, thresholds=ths))
         assert isinstance(formulation, Formulation), name
         assert isinstance(formulation, rulemip.Formulation), name
         built = formulation.build_model(ds, backend=get_backend("highs"), native=True,

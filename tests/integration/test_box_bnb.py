@@ -14,6 +14,7 @@ from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import Limit, TerminationReason
 
 
@@ -155,7 +156,7 @@ def test_status_is_scale_invariant(engine):
     out = {}
     for scale in (1.0, c):
         ds, ths, X = _near_boxes(scale)
-        res = solve_exact(ds, 2, engine=engine, reg=reg, thresholds=ths,
+        res = solve_exact(KRuleProblem.of(ds, 2, reg=reg, thresholds=ths), engine=engine,
                           budget=Budget.from_time_limit(None, work_limit=20_000))
         assert res.termination is TerminationReason.OPTIMAL, (scale, res.gap, res.limit)
         assert res.gap <= 1e-6

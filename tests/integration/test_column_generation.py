@@ -13,10 +13,11 @@ import pytest
 from rulemip.algorithms.convex.outer_approximation import OAOptions, OuterApproximation
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.krule.column_generation import farley_bound
-from rulemip.algorithms.solve.driver import choose_engine
+from rulemip.algorithms.solve.registry import choose_engine
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 
 
 def _instance(seed: int, loss: str, n: int = 30, max_thresholds: int = 3):
@@ -40,12 +41,13 @@ def test_bound_never_exceeds_the_enumerated_optimum(loss, fit_intercept, k):
     # logistic/Poisson enumeration refits every support: smaller grids keep it quick
     for seed in range(2):
         ds, ths = _instance(seed, loss, max_thresholds=3 if loss == "squared" else 2)
-        common = dict(loss=loss, reg=0.3, fit_intercept=fit_intercept, thresholds=ths,
-                      time_limit=60)
+        problem = KRuleProblem.of(ds, k, loss=loss, reg=0.3, fit_intercept=fit_intercept,
+                                  thresholds=ths)
+        common = dict(budget=Budget.from_time_limit(60))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            exact = solve_exact(ds, k, engine="cip", **common)
-            cg = solve_exact(ds, k, engine="cg", **common)
+            exact = solve_exact(problem, engine="cip", **common)
+            cg = solve_exact(problem, engine="cg", **common)
         assert exact.is_optimal
         opt = exact.risk
         assert cg.lower_bound <= opt + 1e-7 * max(1.0, opt), (seed, cg.notes)
@@ -61,7 +63,7 @@ def test_converged_bound_is_the_relaxation_of_the_full_problem():
     continuous relaxation over *all* candidate boxes (computed here with every box)."""
     ds, ths = _instance(3, "squared", n=40)
     k, reg = 2, 0.5
-    res = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cg",
+    res = solve_exact(KRuleProblem.of(ds, k, reg=reg, thresholds=ths), engine="cg",
                       budget=Budget.from_time_limit(60))
     assert any("no box prices out" in note for note in res.notes), res.notes
     cip = BoxSelectionCIP(k, reg=reg, thresholds=ths)
@@ -81,7 +83,7 @@ def test_converged_bound_is_the_relaxation_of_the_full_problem():
     assert farley >= target * (1 - 1e-3)
     # with time left, the last integer solve over all boxes may raise the reported bound
     # above the relaxation's, never above the optimum
-    optimum = solve_exact(ds, k, reg=reg, thresholds=ths, engine="cip",
+    optimum = solve_exact(KRuleProblem.of(ds, k, reg=reg, thresholds=ths), engine="cip",
                           budget=Budget.from_time_limit(60))
     assert optimum.is_optimal
     assert farley * (1 - 1e-9) <= res.lower_bound <= optimum.risk * (1 + 1e-7)
@@ -110,10 +112,17 @@ def test_farley_bound_is_below_every_feasible_point():
 
 
 def test_auto_prices_boxes_beyond_the_cip_size():
+    rng = np.random.default_rng(0)
+    wide = Dataset.from_arrays(rng.normal(size=(20, 10)), rng.normal(size=20))
+    narrow = Dataset.from_arrays(wide.X[:, :2], wide.y)
     many = [np.linspace(0, 1, 30)] * 10
-    assert choose_engine("auto", 1e-3, many, None) == "cg"
-    assert choose_engine("auto", 0.0, many, None) == "mip"
-    assert choose_engine("auto", 1e-3, [np.linspace(0, 1, 3)] * 2, None) == "cip"
+
+    def problem(ds, reg, thresholds):
+        return KRuleProblem.of(ds, 3, reg=reg, thresholds=thresholds)
+
+    assert choose_engine("auto", problem(wide, 1e-3, many)) == "cg"
+    assert choose_engine("auto", problem(wide, 0.0, many)) == "mip"
+    assert choose_engine("auto", problem(narrow, 1e-3, [np.linspace(0, 1, 3)] * 2)) == "cip"
 
 
 def test_a_time_budget_is_honoured_on_a_real_table():
@@ -125,7 +134,7 @@ def test_a_time_budget_is_honoured_on_a_real_table():
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = solve_exact(ds, 3, reg=1.0, thresholds=ths, engine="cg",
+        res = solve_exact(KRuleProblem.of(ds, 3, reg=1.0, thresholds=ths), engine="cg",
                           budget=Budget.from_time_limit(3.0))
     elapsed = time.perf_counter() - t0
     assert elapsed < 3.0 + 2.0
@@ -149,8 +158,10 @@ def test_progress_incumbent_is_a_model_risk_never_below_the_returned_one():
     # wall time spent to the end
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        res = solve_exact(ds, 3, loss="squared", reg=1e-3, fit_intercept=True,
-                          thresholds=ths, engine="cg", warm_start=start,
+        problem = KRuleProblem.of(ds, 3, loss="squared", reg=1e-3, fit_intercept=True,
+                                  thresholds=ths)
+        res = solve_exact(problem,
+                          engine="cg", warm_start=start,
                           budget=Budget.from_time_limit(60.0, work_limit=1000),
                           callback=lambda info: seen.append(dict(info)))
     priced = [s for s in seen if "relaxation" in s]

@@ -10,15 +10,24 @@ from typing import Any
 import numpy as np
 import pytest
 
+from rulemip.algorithms.fit_decision import (
+    FitState,
+    PhaseOutcome,
+    absorb,
+    decide_fit,
+    engine_outcome,
+)
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.solve import registry
-from rulemip.algorithms.solve.driver import ENGINES, register_method, solve
+from rulemip.algorithms.solve.driver import solve
+from rulemip.algorithms.solve.registry import ENGINES
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import Capability, Limit, SolveResult, TerminationReason
 from rulemip.solvers.status import RefutedBoundWarning
 
@@ -61,7 +70,8 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
     warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
                         0.0, "squared")
     backend = NothingFound()
-    res = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=backend,  # type: ignore[arg-type]
+    res = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds,
+                solver=backend,  # type: ignore[arg-type]
                 warm_start=warm, budget=Budget.from_time_limit(5.0))
     assert res.ensemble is not None
     assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME
@@ -69,7 +79,8 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
     assert res.ensemble.risk(ds.X, ds.y, reg=0.01) == pytest.approx(res.risk, rel=1e-9)
     # the backend got the time left after building, not the whole limit
     assert backend.calls and backend.calls[0] is not None and backend.calls[0] <= 5.0
-    without = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=backend)  # type: ignore[arg-type]
+    without = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds,
+                    solver=backend)  # type: ignore[arg-type]
     assert without.ensemble is None
     assert without.termination is TerminationReason.NO_SOLUTION_FOUND
 
@@ -77,53 +88,62 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
 def test_an_expired_budget_reaches_the_backend_as_zero_time() -> None:
     ds = _data()
     backend = NothingFound()
-    solve(IntervalCoverMIP(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
+    solve(IntervalCoverMIP(1, reg=0.01, max_thresholds=2), ds,
+          solver=backend,  # type: ignore[arg-type]
           budget=Budget.from_time_limit(0.0))
     assert backend.calls == [0.0]
 
 
-def test_registered_method_receives_only_its_keywords() -> None:
-    seen: dict[str, Any] = {}
+def test_a_registered_factory_receives_the_problem() -> None:
+    """The registry maps a name to ``factory(problem) -> Formulation``: the factory gets
+    the one problem built at the surface, and the named engine's checks (``reg > 0``) run
+    before any work."""
+    seen: list[KRuleProblem] = []
 
-    def engine(dataset: Dataset, n_rules: int, *, reg: float, thresholds: Any,
-               time_limit: float | None) -> ExactResult:
-        seen.update(reg=reg, time_limit=time_limit, n=n_rules)
-        return solve_exact(dataset, n_rules, reg=reg, thresholds=thresholds, engine="cip")
+    def factory(problem: KRuleProblem) -> IntervalCoverMIP:
+        seen.append(problem)
+        return IntervalCoverMIP(problem.n_rules, **problem.keywords())
 
-    register_method("test-engine", engine, needs_positive_reg=True, replace=True)
+    registry.register_formulation("test-engine", factory, needs_positive_reg=True)
     try:
         assert "test-engine" in ENGINES
         ds = _data()
-        res = solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
-                          engine="test-engine", budget=Budget.from_time_limit(30.0))
-        assert res.ensemble is not None and seen["n"] == 1 and seen["reg"] == 0.1
-        assert seen["time_limit"] is not None and seen["time_limit"] <= 30.0
+        problem = KRuleProblem.of(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2))
+        res = solve_exact(problem, engine="test-engine", budget=Budget.from_time_limit(30.0))
+        assert res.ensemble is not None and res.engine == "mip"
+        assert seen and all(p is problem for p in seen)
         with pytest.raises(InvalidParameterError, match="reg"):
-            solve_exact(ds, 1, reg=0.0, thresholds=candidate_thresholds(ds.X, 2),
+            solve_exact(KRuleProblem.of(ds, 1, reg=0.0, thresholds=problem.thresholds),
                         engine="test-engine")
     finally:
-        registry._METHODS.pop("test-engine", None)
+        registry.unregister("test-engine")
     assert "test-engine" not in ENGINES
     with pytest.raises(InvalidParameterError, match="engine"):
-        solve_exact(_data(), 1, thresholds=[np.zeros(1), np.zeros(1)], engine="nope")
+        solve_exact(KRuleProblem.of(_data(), 1, thresholds=[np.zeros(1), np.zeros(1)]),
+                    engine="nope")
+
+
+def _decided(result: ExactResult, problem: KRuleProblem, *,
+             warm_start: RuleEnsemble | None = None, budget: Budget | None = None
+             ) -> ExactResult:
+    """What the fit decides of an engine's ``result`` (the plan: warm start, engine)."""
+    state = FitState(problem, 1e-6)
+    if warm_start is not None:
+        absorb(state, PhaseOutcome(warm_start), "warm start")
+    absorb(state, engine_outcome(result, problem, budget=budget, incumbent=state.model),
+           "engine")
+    return decide_fit(state, result)
 
 
 def test_a_wrong_claim_of_an_engine_is_withdrawn() -> None:
     ds = _data()
-    ths = candidate_thresholds(ds.X, 2)
-
-    def overclaiming(dataset: Dataset, n_rules: int, **kw: Any) -> ExactResult:
-        res = solve_exact(dataset, n_rules, engine="cip", **kw)
-        # a bound above the risk and a risk that is not the ensemble's
-        return dataclasses.replace(res, lower_bound=res.risk * 1.01, risk=res.risk * 0.9,
-                                   termination=TerminationReason.OPTIMAL, gap=0.0)
-
-    register_method("overclaiming", overclaiming, replace=True)
-    try:
-        with pytest.warns(RefutedBoundWarning):
-            res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="overclaiming")
-    finally:
-        registry._METHODS.pop("overclaiming", None)
+    problem = KRuleProblem.of(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2))
+    res = solve_exact(problem, engine="cip")
+    # a bound above the risk and a risk that is not the ensemble's
+    forged = dataclasses.replace(res, lower_bound=res.risk * 1.01, risk=res.risk * 0.9,
+                                 termination=TerminationReason.OPTIMAL, gap=0.0)
+    with pytest.warns(RefutedBoundWarning):
+        res = _decided(forged, problem)
     assert res.termination is not TerminationReason.OPTIMAL
     assert res.ensemble is not None
     assert res.risk == pytest.approx(res.ensemble.risk(ds.X, ds.y, reg=0.1), rel=1e-12)
@@ -141,7 +161,8 @@ def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
     warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
                         0.0, "squared")
     with pytest.raises(SolverError, match="no status") as info:
-        solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds, solver=Faulty(),  # type: ignore[arg-type]
+        solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds,
+              solver=Faulty(),  # type: ignore[arg-type]
               warm_start=warm)
     best = info.value.result  # type: ignore[attr-defined]
     assert best.ensemble is not None and best.termination is TerminationReason.FEASIBLE
@@ -149,23 +170,25 @@ def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
 
 
 def test_unable_solvers_are_refused_before_any_work() -> None:
-    from rulemip.algorithms.solve.driver import check_solver
+    from rulemip.algorithms.solve.registry import engine_backend
     from rulemip.exceptions import UnsupportedCapabilityError
     from rulemip.solvers import available_backends
 
-    check_solver("cip", "highs")
-    check_solver("mip", "highs", loss="logistic", reg=0.1)  # tangent cuts
-    check_solver("cip-bnb", "auto")
+    ds = _data()
+    squared = KRuleProblem.of(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2))
+    logistic = KRuleProblem.of(Dataset.from_arrays(ds.X, ds.y > 0, loss="logistic"), 1,
+                               loss="logistic", reg=0.1, thresholds=squared.thresholds)
+    engine_backend("cip", "highs", squared)
+    engine_backend("mip", "highs", logistic)  # tangent cuts
+    engine_backend("cip-bnb", "auto", squared)
     if "cbc" in available_backends():
         with pytest.raises(UnsupportedCapabilityError, match="persistent"):
-            check_solver("cip", "cbc")
+            engine_backend("cip", "cbc", squared)
     if "cpsat" in available_backends():
         with pytest.raises(UnsupportedCapabilityError, match="master"):
-            check_solver("mip", "cpsat", loss="logistic", reg=0.1)
-        ds = _data()
+            engine_backend("mip", "cpsat", logistic)
         with pytest.raises(UnsupportedCapabilityError):
-            solve_exact(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2),
-                        engine="cip", solver="cpsat")
+            solve_exact(squared, engine="cip", solver="cpsat")
 
 
 @pytest.mark.parametrize("spend", [True, False])
@@ -173,32 +196,27 @@ def test_a_search_that_ran_out_of_time_says_limit_time(spend: bool) -> None:
     """Issue 22: the warning and the CLI said `limit=gap` when the time limit had stopped
     the search (a phase that noticed the clock called its open gap a gap limit). With the
     budget spent the limit is named `time`; a search that ended by itself keeps `gap`."""
-    import time
-
     ds = _data()
-    ths = candidate_thresholds(ds.X, 2)
-    seen: list[dict[str, Any]] = []
-
-    def gap_ending(dataset: Dataset, n_rules: int, *, budget: Budget, callback: Any,
-                   **kw: Any) -> ExactResult:
-        res = solve_exact(dataset, n_rules, engine="cip", **kw)
-        if callback is not None:  # bounds only, as column generation reports them
-            callback({"iteration": 1, "ub": res.risk, "lb": 0.5 * res.risk, "time": 0.0})
-        while spend and not budget.expired():
-            time.sleep(0.02)
-        return dataclasses.replace(res, lower_bound=0.5 * res.risk, gap=0.5,
-                                   termination=TerminationReason.FEASIBLE, limit=Limit.GAP)
-
-    register_method("gap-ending", gap_ending, replace=True)
-    try:
-        res = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="gap-ending",
-                          budget=Budget.from_time_limit(0.6), callback=seen.append)
-    finally:
-        registry._METHODS.pop("gap-ending", None)
+    problem = KRuleProblem.of(ds, 1, reg=0.1, thresholds=candidate_thresholds(ds.X, 2))
+    res = solve_exact(problem, engine="cip")
+    gap_ending = dataclasses.replace(res, lower_bound=0.5 * res.risk, gap=0.5,
+                                     termination=TerminationReason.FEASIBLE, limit=Limit.GAP)
+    budget = Budget.from_time_limit(0.0 if spend else 60.0)
+    res = _decided(gap_ending, problem, budget=budget)
     assert res.termination is TerminationReason.FEASIBLE
     assert res.limit is (Limit.TIME if spend else Limit.GAP)
     assert any("time limit ended" in n for n in res.notes) is spend
-    assert seen and seen[0]["gap"] == pytest.approx(0.5)  # not inf: both bounds finite
+
+
+def test_progress_reports_the_gap_of_bounds_only_callbacks() -> None:
+    """Engines that report only bounds (column generation) get ``gap`` filled in."""
+    from rulemip.algorithms.solve.driver import with_gap
+
+    seen: list[dict[str, Any]] = []
+    cb = with_gap(seen.append)
+    assert cb is not None
+    cb({"iteration": 1, "ub": 2.0, "lb": 1.0, "time": 0.0})
+    assert seen[0]["gap"] == pytest.approx(0.5)  # not inf: both bounds finite
 
 
 @pytest.mark.filterwarnings("ignore::rulemip.solvers.status.RefutedBoundWarning")
@@ -223,18 +241,11 @@ def test_a_model_outside_the_language_is_never_the_result(edit: str) -> None:
     warm, warm_risk = refit_ensemble(ds, [Rule([Condition(0, lower=t0)], 1.0)], reg=0.1,
                                      fit_intercept=True)
 
-    def outside_engine(dataset: Dataset, n_rules: int, **kw: Any) -> ExactResult:
-        return ExactResult(ensemble=forged, risk=forged_risk, lower_bound=forged_risk,
-                           gap=0.0, termination=TerminationReason.OPTIMAL)
-
-    register_method("outside", outside_engine, replace=True)
-    try:
-        res = solve_exact(ds, 1, reg=0.1, thresholds=ths, max_rule_length=1,
-                          engine="outside", warm_start=warm)
-        cold = solve_exact(ds, 1, reg=0.1, thresholds=ths, max_rule_length=1,
-                           engine="outside")
-    finally:
-        registry._METHODS.pop("outside", None)
+    forged_result = ExactResult(ensemble=forged, risk=forged_risk, lower_bound=forged_risk,
+                                gap=0.0, termination=TerminationReason.OPTIMAL)
+    problem = KRuleProblem.of(ds, 1, reg=0.1, thresholds=ths, max_rule_length=1)
+    res = _decided(forged_result, problem, warm_start=warm)
+    cold = _decided(forged_result, problem)
     assert res.ensemble is warm and res.risk == pytest.approx(warm_risk, rel=1e-12)
     assert res.termination is not TerminationReason.OPTIMAL
     assert any("outside the problem's language" in n for n in res.notes)

@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from rulemip.algorithms.fit_plan import solve_exact
-from rulemip.algorithms.solve.driver import ENGINES
+from rulemip.algorithms.solve.registry import ENGINES
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 
 
 def _tiny(seed: int):
@@ -27,7 +28,7 @@ def _tiny(seed: int):
 def test_cell_bnb_engine_matches_enumeration(seed):
     ds = _tiny(seed)
     th = candidate_thresholds(ds.X, 2)
-    res = solve_exact(ds, 2, reg=1e-3, thresholds=th, engine="cell-bnb",
+    res = solve_exact(KRuleProblem.of(ds, 2, reg=1e-3, thresholds=th), engine="cell-bnb",
                       budget=Budget.from_time_limit(60))
     assert "cell-bnb" in ENGINES
     assert res.is_optimal
@@ -40,10 +41,11 @@ def test_cell_bnb_engine_matches_enumeration(seed):
 def test_cell_bnb_engine_accepts_zero_ridge_and_refuses_other_losses():
     ds = _tiny(2)
     th = candidate_thresholds(ds.X, 2)
-    res = solve_exact(ds, 1, reg=0.0, thresholds=th, engine="cell-bnb",
+    res = solve_exact(KRuleProblem.of(ds, 1, reg=0.0, thresholds=th), engine="cell-bnb",
                       budget=Budget.from_time_limit(60))
     assert res.ensemble is not None and 0.0 <= res.lower_bound <= res.risk
     yb = (ds.y > 0).astype(float)
     dsl = Dataset.from_arrays(ds.X, yb, loss="logistic")
     with pytest.raises(InvalidParameterError, match="cell-bnb"):
-        solve_exact(dsl, 1, loss="logistic", reg=0.0, thresholds=th, engine="cell-bnb")
+        solve_exact(KRuleProblem.of(dsl, 1, loss="logistic", reg=0.0, thresholds=th),
+                    engine="cell-bnb")

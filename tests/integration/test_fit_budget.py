@@ -11,10 +11,17 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 from rulemip import ExactRuleEnsembleRegressor
-from rulemip.algorithms.fit_decision import at_least_warm_start
+from rulemip.algorithms.fit_decision import (
+    FitState,
+    PhaseOutcome,
+    absorb,
+    decide_fit,
+    engine_outcome,
+)
 from rulemip.data import Dataset
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import Limit, TerminationReason
 
 
@@ -23,6 +30,17 @@ def _result(ensemble, risk, lb, term=TerminationReason.FEASIBLE):
                        termination=term, limit=Limit.TIME, wall_time=0.0, iterations=0,
                        engine="mip", backend="highs", backend_version="", n_boxes=0,
                        n_cells=0, bound_valid=True, notes=())
+
+
+def _decided(result, ds, warm_start, *, fit_intercept=True):
+    """The fit's decision of an engine's ``result`` after ``warm_start`` (or none)."""
+    problem = KRuleProblem.of(ds, 2, reg=0.1, fit_intercept=fit_intercept,
+                              thresholds=[np.array([0.0]), np.array([0.0])])
+    state = FitState(problem, 1e-6)
+    if warm_start is not None:
+        absorb(state, PhaseOutcome(warm_start), "warm start")
+    absorb(state, engine_outcome(result, problem, budget=None, incumbent=state.model))
+    return decide_fit(state, result)
 
 
 def _data():
@@ -39,27 +57,25 @@ def test_warm_start_replaces_a_worse_incumbent_and_bound_is_floored_at_zero():
     bad_risk = float(bad.risk(ds.X, ds.y, reg=0.1))
     good_risk = float(good.risk(ds.X, ds.y, reg=0.1))
     assert good_risk < bad_risk
-    out = at_least_warm_start(_result(bad, bad_risk, -1e20), ds, good, reg=0.1, mip_gap=1e-6)
+    out = _decided(_result(bad, bad_risk, -1e20), ds, good)
     assert out.ensemble is good and out.risk == pytest.approx(good_risk)
     assert out.lower_bound == 0.0
     assert out.termination is TerminationReason.FEASIBLE
     # no incumbent at all: the warm start is returned
-    none = at_least_warm_start(_result(None, float("inf"), -np.inf,
-                                       TerminationReason.NO_SOLUTION_FOUND),
-                               ds, good, reg=0.1, mip_gap=1e-6)
+    none = _decided(_result(None, float("inf"), -np.inf,
+                            TerminationReason.NO_SOLUTION_FOUND), ds, good)
     assert none.ensemble is good and none.lower_bound == 0.0
     # a better incumbent is kept as it is
-    kept = _result(good, good_risk, 0.5 * good_risk)
-    assert at_least_warm_start(kept, ds, bad, reg=0.1, mip_gap=1e-6) is kept
+    kept = _decided(_result(good, good_risk, 0.5 * good_risk), ds, bad)
+    assert kept.ensemble is good and kept.risk == good_risk
+    assert kept.lower_bound == 0.5 * good_risk and kept.limit is Limit.TIME
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_no_incumbent_and_no_warm_start_returns_the_model_without_rules(fit_intercept):
     ds = _data()
-    out = at_least_warm_start(_result(None, float("inf"), 0.7,
-                                      TerminationReason.NO_SOLUTION_FOUND),
-                              ds, None, reg=0.1, mip_gap=1e-6, loss="squared",
-                              fit_intercept=fit_intercept)
+    out = _decided(_result(None, float("inf"), 0.7, TerminationReason.NO_SOLUTION_FOUND),
+                   ds, None, fit_intercept=fit_intercept)
     assert out.ensemble is not None and out.ensemble.rules == ()
     mean = float(np.mean(ds.y))
     assert out.ensemble.intercept == pytest.approx(mean if fit_intercept else 0.0)
@@ -134,7 +150,7 @@ def test_scip_on_the_mixed_table_completes_repeatedly_within_its_limit(mixed_tab
 def test_enumerating_engine_named_explicitly_refuses_too_many_boxes_up_front(engine):
     """Issue 22: engine='cip' on diabetes with 8 cut points was still building boxes after
     150 s at 5.2 GB under a 5 s limit; now it is refused before any work, naming 'cg'."""
-    from rulemip.algorithms.solve.driver import CIP_EXPLICIT_MAX_BOXES
+    from rulemip.algorithms.solve.registry import CIP_EXPLICIT_MAX_BOXES
     from rulemip.exceptions import InvalidParameterError
     from rulemip.formulations.sizes import count_boxes
 

@@ -12,6 +12,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import TerminationReason
 from rulemip.testing.brute_force import brute_force_optimum
 
@@ -178,10 +179,10 @@ def test_mip_and_cip_engines_agree(loss: str) -> None:
 
     ds = _data(loss, seed=31, n=10, d=2)
     ths = candidate_thresholds(ds.X, 3)
-    kwargs = {"loss": loss, "reg": 0.2, "fit_intercept": True, "thresholds": ths}
-    cip = solve_exact(ds, 2, engine="cip", budget=Budget.from_time_limit(60), **kwargs)
-    mip = solve_exact(ds, 2, engine="mip", solver="highs", budget=Budget.from_time_limit(60),
-                      **kwargs)
+    problem = KRuleProblem.of(ds, 2, loss=loss, reg=0.2, fit_intercept=True, thresholds=ths)
+    cip = solve_exact(problem, engine="cip", budget=Budget.from_time_limit(60))
+    mip = solve_exact(problem, engine="mip", solver="highs",
+                      budget=Budget.from_time_limit(60))
     assert cip.is_optimal and mip.is_optimal
     assert mip.risk == pytest.approx(cip.risk, rel=1e-6)
 

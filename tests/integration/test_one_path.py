@@ -15,7 +15,8 @@ from rulemip import ExactRuleEnsembleRegressor
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.krule.box_selection import BoxSelectionSearch
 from rulemip.algorithms.krule.column_generation import ColumnGeneration
-from rulemip.algorithms.solve.driver import method_spec, solve
+from rulemip.algorithms.solve.driver import solve
+from rulemip.algorithms.solve.registry import engine_spec
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
@@ -26,6 +27,7 @@ from rulemip.formulations.protocol import (
     RelaxationHook,
     SearchOutcome,
 )
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.status import RefutedBoundWarning
 
 
@@ -76,7 +78,8 @@ def test_results_name_the_engine_method_and_backend(engine: str, method: str,
     X, y = _data(40)
     ds = Dataset.from_arrays(X, y)
     ths = candidate_thresholds(X, 2)
-    res = solve_exact(ds, 2, reg=0.05, thresholds=ths, engine=engine, solver="highs"
+    res = solve_exact(KRuleProblem.of(ds, 2, reg=0.05, thresholds=ths), engine=engine,
+                      solver="highs"
                       if engine != "mip" else "scip", budget=Budget.from_time_limit(60))
     assert res.engine == engine and res.method == method
     assert (res.backend != "") is uses_backend
@@ -109,47 +112,44 @@ def test_the_driver_decides_the_status_of_an_oracle_search() -> None:
     assert math.isfinite(res.gap) and res.method == "overclaim"
 
 
+def _probe_problem(loss: str, reg: float) -> KRuleProblem:
+    X, y = _data(12)
+    if loss == "logistic":
+        y = np.where(y > np.median(y), 1.0, -1.0)
+    elif loss == "poisson":
+        y = np.round(np.exp(0.3 * y))
+    ds = Dataset.from_arrays(X, y, loss=loss)
+    return KRuleProblem.of(ds, 1, loss=loss, reg=reg, thresholds=candidate_thresholds(X, 2))
+
+
 def test_cip_and_cg_registered_as_formulations_in_their_modules() -> None:
+    problem = _probe_problem("squared", 0.1)
     for engine, cls in (("cip", BoxSelectionSearch), ("cip-bnb", BoxSelectionSearch),
                         ("cg", ColumnGeneration)):
-        spec = method_spec(engine)
-        assert spec.solver_needs is not None
-        _needs, tangent_cuts = spec.solver_needs("squared", 0.1)
+        spec = engine_spec(engine)
+        _needs, tangent_cuts = spec.solver_needs(problem)
         assert tangent_cuts is False  # an oracle search needs its master, no tangent cuts
-        built = spec.function.__closure__  # the register_formulation wrapper
-        assert built is not None
-        factories = [c.cell_contents for c in built if callable(c.cell_contents)]
-        assert any(isinstance(f(1, loss="squared", reg=0.1, fit_intercept=True,
-                                thresholds=None, max_rule_length=None), cls)
-                   for f in factories)
+        assert isinstance(spec.factory(problem), cls)
 
 
 def test_declared_solver_needs_equal_what_a_probe_formulation_asks() -> None:
     """Every built-in formulation engine declares its ``needs`` (no probe is built to check
     a solver); the declaration equals what a probe formulation's ``needs()`` returns, and
     whether it is an oracle, for every loss it takes and ridge 0, 1e-3 and 1."""
-    from functools import partial
-
-    from rulemip.algorithms.kbox.engine import KBoxSearch
-    from rulemip.algorithms.krule.cell_bnb import CellSweepSearch
     from rulemip.algorithms.solve.registry import ENGINES
-    from rulemip.formulations.interval_cover import IntervalCoverMIP
     from rulemip.formulations.protocol import OracleFormulation
 
-    factories = {"cip": partial(BoxSelectionSearch, method="auto"),
-                 "cip-bnb": partial(BoxSelectionSearch, method="bnb"),
-                 "mip": IntervalCoverMIP, "cg": ColumnGeneration,
-                 "cell-bnb": CellSweepSearch, "kbox": KBoxSearch}
+    builtin = ("cip", "cip-bnb", "mip", "cg", "cell-bnb", "kbox")
     # every built-in engine (other tests may have registered examples of their own)
-    assert set(factories) <= set(ENGINES)
-    for engine, factory in factories.items():
-        spec = method_spec(engine)
-        assert spec.solver_needs is not None
+    assert set(builtin) <= set(ENGINES)
+    for engine in builtin:
+        spec = engine_spec(engine)
+        assert spec.needs is not None and spec.oracle is not None, engine
         for loss in spec.losses or ("squared", "logistic", "poisson"):
             for reg in (0.0, 1e-3, 1.0):
-                probe = factory(1, loss=loss, reg=reg if reg > 0 else 1e-3,
-                                fit_intercept=True, thresholds=None, max_rule_length=None)
-                needs, tangent_cuts = spec.solver_needs(loss, reg)
+                problem = _probe_problem(loss, reg)
+                probe = spec.factory(_probe_problem(loss, reg if reg > 0 else 1e-3))
+                needs, tangent_cuts = spec.solver_needs(problem)
                 assert needs == probe.needs(), (engine, loss, reg)
                 assert tangent_cuts == (not isinstance(probe, OracleFormulation))
 
@@ -157,7 +157,7 @@ def test_declared_solver_needs_equal_what_a_probe_formulation_asks() -> None:
 def test_a_declared_formulation_is_never_built_to_check_a_solver() -> None:
     """With ``needs``/``oracle`` declared, asking what the engine needs builds nothing (the
     factory here would fail if called); the two are declared together or not at all."""
-    from rulemip.algorithms.solve.registry import _METHODS, register_formulation
+    from rulemip.algorithms.solve.registry import register_formulation, unregister
     from rulemip.exceptions import InvalidParameterError
     from rulemip.solvers.base import Capability
 
@@ -166,9 +166,9 @@ def test_a_declared_formulation_is_never_built_to_check_a_solver() -> None:
 
     register_formulation("declared-test", factory, needs={Capability.LP}, oracle=False)
     try:
-        assert method_spec("declared-test").solver_needs("squared", 0.0) == (
-            {Capability.LP}, True)
+        assert engine_spec("declared-test").solver_needs(_probe_problem("squared", 0.0)) \
+            == ({Capability.LP}, True)
     finally:
-        _METHODS.pop("declared-test", None)
+        unregister("declared-test")
     with pytest.raises(InvalidParameterError, match="together"):
         register_formulation("half-declared", factory, needs=frozenset())

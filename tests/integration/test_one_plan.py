@@ -6,6 +6,7 @@ limit stops the engine, so the phases after it run and the comparison is reprodu
 
 import warnings
 
+import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes
 
@@ -14,6 +15,7 @@ from rulemip.algorithms.fit_plan import ENGINE_PLAN, FIT_PLAN, solve_exact
 from rulemip.budget import Budget
 from rulemip.certify import gap_study
 from rulemip.data import Dataset, candidate_thresholds
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import Limit
 
 pytestmark = pytest.mark.solver
@@ -37,8 +39,9 @@ def test_estimator_solve_exact_and_gap_study_run_one_plan():
                                          work_limit=WORK, random_state=0, n_jobs=1,
                                          preset="COB").fit(X, y)
         ds = Dataset.from_arrays(X, y)
-        res = solve_exact(ds, K, reg=REG, thresholds=ths, preset="COB", plan=FIT_PLAN,
-                          budget=Budget.from_time_limit(None, work_limit=WORK), seed=0)
+        res = solve_exact(KRuleProblem.of(ds, K, reg=REG, thresholds=ths), preset="COB",
+                          plan=FIT_PLAN, budget=Budget.from_time_limit(None, work_limit=WORK),
+                          seed=0)
         study = gap_study(X, y, k_max=K, variants=["COB"], reg=REG, fit_intercept=True,
                           thresholds=ths, time_limit=None, work_limit=WORK, seed=0)
     fit = est.result_
@@ -66,27 +69,36 @@ def test_solve_exact_runs_the_engine_alone_by_default():
     ds = Dataset.from_arrays(X, y)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        alone = solve_exact(ds, K, reg=REG, thresholds=ths, seed=0,
+        alone = solve_exact(KRuleProblem.of(ds, K, reg=REG, thresholds=ths), seed=0,
                             budget=Budget.from_time_limit(None, work_limit=WORK))
-        same = solve_exact(ds, K, reg=REG, thresholds=ths, seed=0, plan=ENGINE_PLAN,
-                           budget=Budget.from_time_limit(None, work_limit=WORK))
+        same = solve_exact(KRuleProblem.of(ds, K, reg=REG, thresholds=ths), seed=0,
+                           plan=ENGINE_PLAN, budget=Budget.from_time_limit(None, work_limit=WORK))
     assert not any(n.startswith("local phase") for n in alone.notes)
     assert _rules(alone.ensemble) == _rules(same.ensemble) and alone.risk == same.risk
 
 
-def test_register_method_is_deprecated_and_still_works():
-    """Every engine is a formulation (issue 32): ``register_method`` warns and registers."""
-    from rulemip.algorithms.solve import registry as engine_registry
-    from rulemip.algorithms.solve.registry import ENGINES, register_method
+@pytest.mark.parametrize("engine", ["cip", "cip-bnb", "mip", "cg", "cell-bnb", "kbox"])
+def test_the_engine_plan_decides_what_the_driver_decided(engine):
+    """``solve_exact(plan=ENGINE_PLAN)`` — the engine alone, decided by the fit's rule —
+    equals the driver's own decision on the engine's formulation (status, bound, risk),
+    and both are the brute-force optimum on instances small enough to enumerate."""
+    from rulemip.algorithms.solve.driver import solve
+    from rulemip.algorithms.solve.registry import engine_spec
+    from rulemip.testing.brute_force import brute_force_optimum
 
-    def engine(dataset, n_rules, **kw):
-        return solve_exact(dataset, n_rules, engine="cip", **kw)
-
-    with pytest.warns(FutureWarning, match="register_formulation"):
-        register_method("deprecated-engine", engine, replace=True)
-    try:
-        assert "deprecated-engine" in ENGINES
-    finally:
-        engine_registry._METHODS.pop("deprecated-engine", None)
-    # the built-in engines are formulations: their keywords are declared, not read
-    assert engine_registry.method_spec("cip").keywords == engine_registry.FORMULATION_KEYWORDS
+    for seed, k, reg in ((0, 1, 0.05), (1, 2, 0.1)):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(12, 2))
+        y = np.where(X[:, 0] > 0.1, 1.5, -0.5) + 0.3 * rng.normal(size=12)
+        ds = Dataset.from_arrays(X, y)
+        problem = KRuleProblem.of(ds, k, reg=reg, thresholds=candidate_thresholds(X, 2))
+        direct = solve(engine_spec(engine).factory(problem), ds,
+                       budget=Budget.from_time_limit(60))
+        planned = solve_exact(problem, engine=engine, plan=ENGINE_PLAN,
+                              budget=Budget.from_time_limit(60))
+        assert planned.termination is direct.termination, (seed, planned.notes)
+        assert planned.limit is direct.limit
+        assert planned.lower_bound == direct.lower_bound
+        assert planned.risk == direct.risk
+        best = brute_force_optimum(X, y, k, reg=reg, thresholds=problem.thresholds)
+        assert direct.is_optimal and direct.risk == pytest.approx(best.risk, rel=1e-6)

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 
 from rulemip.budget import Budget
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import TerminationReason, available_backends
 from rulemip.solvers.result import Limit
 from rulemip.solvers.status import RefutedBoundWarning, promote
@@ -101,9 +102,10 @@ def test_poisson_bound_is_never_above_the_brute_force_optimum(solver: str, seed:
                                fit_intercept=fit_intercept).risk
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = solve_exact(Dataset.from_arrays(X, y, loss="poisson"), 2, loss="poisson",
-                        reg=1e-6, thresholds=ths, engine="mip", solver=solver,
-                        fit_intercept=fit_intercept, budget=Budget.from_time_limit(30))
+        problem = KRuleProblem.of(Dataset.from_arrays(X, y, loss="poisson"), 2, loss="poisson",
+                                  reg=1e-6, thresholds=ths, fit_intercept=fit_intercept)
+        r = solve_exact(problem,
+                        engine="mip", solver=solver, budget=Budget.from_time_limit(30))
     assert r.lower_bound <= best  # no tolerance: a bound is a bound
     assert r.risk >= best - 1e-12 * max(1.0, best)
     if r.termination is TerminationReason.OPTIMAL:
@@ -151,9 +153,10 @@ def test_cbc_weighted_logistic_bound_is_below_the_brute_force_optimum(seed: int,
         ds = Dataset.from_arrays(X, y, loss="logistic", sample_weight=w)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        r = solve_exact(ds, 2, loss="logistic", reg=reg, fit_intercept=fit_intercept,
-                        thresholds=ths, engine="mip", solver="cbc",
-                        budget=Budget.from_time_limit(30))
+        problem = KRuleProblem.of(ds, 2, loss="logistic", reg=reg, fit_intercept=fit_intercept,
+                                  thresholds=ths)
+        r = solve_exact(problem,
+                        engine="mip", solver="cbc", budget=Budget.from_time_limit(30))
     assert r.lower_bound <= best  # no tolerance: a bound is a bound
     assert r.risk >= best - 1e-12
     if r.termination is TerminationReason.OPTIMAL:

@@ -19,13 +19,14 @@ from rulemip.algorithms.krule.cell_bnb import (
     check_cell_bnb_fits,
     solve_cell_bnb,
 )
-from rulemip.algorithms.solve.driver import check_engine_fits
+from rulemip.algorithms.solve.registry import check_engine_fits
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.estimators import ExactRuleEnsembleRegressor
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import Limit
 
 
@@ -39,7 +40,8 @@ def test_diabetes_at_eight_cut_points_is_refused_up_front(diabetes):
     th = candidate_thresholds(X, 8)
     assert cell_bnb_bytes(th, None, 3, 442) > 1e6 * CELL_BNB_MAX_BYTES
     with pytest.raises(InvalidParameterError) as err:
-        check_engine_fits("cell-bnb", th, None, n_rules=3, n_samples=442)
+        check_engine_fits("cell-bnb", KRuleProblem.of(Dataset.from_arrays(X, _), 3,
+                                                      thresholds=th))
     msg = str(err.value)
     for word in ("cell-bnb", "engine='auto'", "engine='cg'", "max_thresholds",
                  "max_rule_length"):
@@ -65,7 +67,7 @@ def test_the_guard_accepts_what_the_engine_is_for_and_bounds_it_from_above(diabe
     X, y = diabetes
     cols = X[:60][:, [2, 8]]
     th = candidate_thresholds(cols, 3)
-    check_cell_bnb_fits(th, None, n_rules=3, n_samples=60)
+    check_cell_bnb_fits(KRuleProblem.of(Dataset.from_arrays(cols, y[:60]), 3, thresholds=th))
     # the bound's box count is at least the distinct boxes the engine builds
     prob = BoxSelectionCIP(3, reg=1.0, thresholds=th).build(Dataset.from_arrays(cols, y[:60]))
     from rulemip.formulations.sizes import count_boxes
@@ -99,7 +101,7 @@ def test_a_short_limit_ends_promptly_with_a_model_and_a_valid_bound(diabetes):
     ds = Dataset.from_arrays(cols, y[:40])
     th = candidate_thresholds(cols)  # every midpoint: 15 490 distinct boxes
     t0 = time.perf_counter()
-    res = solve_exact(ds, 3, reg=0.0, thresholds=th, engine="cell-bnb",
+    res = solve_exact(KRuleProblem.of(ds, 3, reg=0.0, thresholds=th), engine="cell-bnb",
                       budget=Budget.from_time_limit(1.0))
     wall = time.perf_counter() - t0
     assert wall < 1.0 + 2.0, wall

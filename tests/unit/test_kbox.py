@@ -20,6 +20,7 @@ from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes
 
 
@@ -143,9 +144,10 @@ def test_kbox_engine_equals_brute_force(seed, k, reg, fit_intercept, length, wei
         sw = None
     th = candidate_thresholds(X, 2)
     ds = Dataset.from_arrays(X, y, sample_weight=sw)
-    res = solve_exact(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
-                      max_rule_length=length, engine="kbox",
-                      budget=Budget.from_time_limit(60))
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
+                              max_rule_length=length)
+    res = solve_exact(problem,
+                      engine="kbox", budget=Budget.from_time_limit(60))
     bf = brute_force_optimum(X, y, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
                              sample_weight=sw, max_rule_length=length)
     assert res.engine == "kbox"
@@ -163,12 +165,13 @@ def test_kbox_warm_start_and_a_spent_budget():
     X, y = _data(3, n=20)
     th = candidate_thresholds(X, 3)
     ds = Dataset.from_arrays(X, y)
-    full = solve_exact(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2, engine="kbox")
+    full = solve_exact(KRuleProblem.of(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2),
+                       engine="kbox")
     bf = brute_force_optimum(X, y, 2, reg=1e-3, thresholds=th, max_rule_length=2)
     assert full.risk == pytest.approx(bf.risk, rel=1e-9)
     spent = Budget.from_time_limit(1e-9)
-    res = solve_exact(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2, engine="kbox",
-                      budget=spent, warm_start=full.ensemble)
+    res = solve_exact(KRuleProblem.of(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2),
+                      engine="kbox", budget=spent, warm_start=full.ensemble)
     assert not res.is_optimal
     assert res.risk == pytest.approx(full.risk, rel=1e-9)  # the warm start, kept
     assert res.lower_bound <= bf.risk
@@ -234,13 +237,13 @@ def test_a_dask_cluster_finds_the_same_optimum():
 
 
 def test_the_estimator_skips_its_local_phase_for_an_engine_that_declares_so():
-    """``MethodSpec.wants_local_start``: kbox registers False, so the exact estimator goes
+    """``EngineSpec.wants_local_start``: kbox registers False, so the exact estimator goes
     straight from the warm start to the engine; the CIP still gets the local phase."""
     from rulemip import ExactRuleEnsembleRegressor
-    from rulemip.algorithms.solve.driver import method_spec
+    from rulemip.algorithms.solve.registry import engine_spec
 
-    assert method_spec("kbox").wants_local_start is False
-    assert method_spec("cip").wants_local_start is True
+    assert engine_spec("kbox").wants_local_start is False
+    assert engine_spec("cip").wants_local_start is True
     X, y = _data(2, n=30)
     est = ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=3).fit(X, y)
     assert est.engine_ == "kbox" and est.result_.is_optimal and est.local_starts_ == ()
@@ -257,7 +260,8 @@ def test_a_work_limited_scan_names_the_work_limit_and_repeats():
     th = candidate_thresholds(X, 3)
     ds = Dataset.from_arrays(X, y)
     bf = brute_force_optimum(X, y, 2, reg=1e-3, thresholds=th, max_rule_length=2)
-    runs = [solve_exact(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2, engine="kbox",
+    runs = [solve_exact(KRuleProblem.of(ds, 2, reg=1e-3, thresholds=th, max_rule_length=2),
+                        engine="kbox",
                         budget=Budget.from_time_limit(None, work_limit=20)) for _ in range(2)]
     for res in runs:
         assert not res.is_optimal and res.limit is not None and res.limit.value == "node"

@@ -12,6 +12,7 @@ from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.refit import fit_weights
+from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import distinct_boxes
 
 
@@ -27,8 +28,10 @@ def _one_feature(n: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 def test_at_most_k_cells_is_settled_at_the_cell_means(engine, fit_intercept):
     X, y = _one_feature(40, 0)
     th = candidate_thresholds(X, 5)  # 6 cells <= k = 10
-    res = solve_exact(Dataset.from_arrays(X, y), 10, reg=1e-8, fit_intercept=fit_intercept,
-                      thresholds=th, engine=engine, budget=Budget.from_time_limit(60))
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), 10, reg=1e-8, fit_intercept=fit_intercept,
+                              thresholds=th)
+    res = solve_exact(problem,
+                      engine=engine, budget=Budget.from_time_limit(60))
     assert res.is_optimal and res.method == "bound" and res.iterations == 0
     groups = np.searchsorted(th[0], X[:, 0], side="left")
     within = sum(float(((y[groups == g] - y[groups == g].mean()) ** 2).sum())
@@ -41,8 +44,10 @@ def test_at_most_k_cells_is_settled_at_the_cell_means(engine, fit_intercept):
 def test_settled_value_matches_brute_force_with_fewer_rules_than_boxes():
     X, y = _one_feature(12, 1)
     th = candidate_thresholds(X, 2)  # 3 cells, k = 3
-    res = solve_exact(Dataset.from_arrays(X, y), 3, reg=1e-8, fit_intercept=False,
-                      thresholds=th, budget=Budget.from_time_limit(30))
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), 3, reg=1e-8, fit_intercept=False,
+                              thresholds=th)
+    res = solve_exact(problem,
+                      budget=Budget.from_time_limit(30))
     _, Q = distinct_boxes(X, th, fit_intercept=False)
     best = min(fit_weights(Q[:, list(c)], y, "squared", 1e-8, False).risk
                for s in range(4) for c in itertools.combinations(range(Q.shape[1]), s))
@@ -53,8 +58,10 @@ def test_settled_value_matches_brute_force_with_fewer_rules_than_boxes():
 def test_more_cells_than_rules_is_not_settled_by_closed_form():
     X, y = _one_feature(40, 2)
     th = candidate_thresholds(X, 5)
-    res = solve_exact(Dataset.from_arrays(X, y), 3, reg=1e-8, fit_intercept=False,
-                      thresholds=th, budget=Budget.from_time_limit(30))
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), 3, reg=1e-8, fit_intercept=False,
+                              thresholds=th)
+    res = solve_exact(problem,
+                      budget=Budget.from_time_limit(30))
     assert res.is_optimal and res.backend != "bound"
 
 

@@ -9,6 +9,7 @@ import pytest
 from rulemip.certify.replay_pairs import replay_two_rules
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
+from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
 
@@ -44,7 +45,8 @@ def test_verify_replays_a_two_rule_certificate_and_refutes_a_forged_one():
     y = X[:, 0] * (X[:, 2] > 1.5) - (X[:, 1] < 2) + rng.normal(scale=0.5, size=40)
     th = candidate_thresholds(X, 3)
     ds = Dataset.from_arrays(X, y)
-    res = solve_exact(ds, 2, reg=0.01, thresholds=th, max_rule_length=2, engine="kbox")
+    res = solve_exact(KRuleProblem.of(ds, 2, reg=0.01, thresholds=th, max_rule_length=2),
+                      engine="kbox")
     assert res.is_optimal
 
     def cert_of(ens, lb, status):

@@ -16,6 +16,7 @@ from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.refit import fit_weights
+from rulemip.rules.problem import KRuleProblem
 
 
 def _intervals(t):
@@ -64,9 +65,9 @@ def test_one_rule_is_certified_by_the_rule_search(rng):
     ths = candidate_thresholds(ds.X, 4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        cg = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="cg",
+        cg = solve_exact(KRuleProblem.of(ds, 1, reg=0.1, thresholds=ths), engine="cg",
                          budget=Budget.from_time_limit(30))
-        cip = solve_exact(ds, 1, reg=0.1, thresholds=ths, engine="cip",
+        cip = solve_exact(KRuleProblem.of(ds, 1, reg=0.1, thresholds=ths), engine="cip",
                           budget=Budget.from_time_limit(30))
     assert cip.is_optimal and cg.is_optimal
     assert cg.risk == pytest.approx(cip.risk, rel=1e-9)

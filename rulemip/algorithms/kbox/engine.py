@@ -27,7 +27,8 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.algorithms.kbox.table import BoxTable, build_box_table
-from rulemip.algorithms.solve.driver import register_formulation, solve
+from rulemip.algorithms.solve.driver import solve
+from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.boosting.boxsearch.range_search import current_workers
 from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.budget import Budget, default_max_memory, deprecated_time_limit
@@ -44,6 +45,7 @@ from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 from rulemip.solvers.base import Capability, SolverBackend
 from rulemip.solvers.result import budget_limit
@@ -321,17 +323,16 @@ def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
                  warm_start=warm_start, callback=callback)
 
 
-def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None, *,
-                    n_rules: int | None = None, n_samples: int | None = None) -> None:
+def check_kbox_fits(problem: KRuleProblem) -> None:
     """Refuse, before any work, what the k-box search cannot hold: more than
     :data:`~rulemip.formulations.sizes.KBOX_MAX_RULES` rules, or a box table beyond the
     search's memory budget (the size guard registered with the engine)."""
-    k = 1 if n_rules is None else int(n_rules)
+    k, thresholds, max_rule_length = problem.n_rules, problem.thresholds, problem.max_rule_length
     if k > KBOX_MAX_RULES:
         raise InvalidParameterError(
             f"the k-box search (engine='kbox') proves ensembles of at most {KBOX_MAX_RULES} "
             f"rules; got n_rules={k}. Use engine='auto'.")
-    rows = 1 if n_samples is None else int(n_samples)
+    rows = int(problem.dataset.X.shape[0])
     limit = default_max_memory()
     if kbox_table_bytes(count_boxes(thresholds, max_rule_length), rows) > limit:
         raise InvalidParameterError(
@@ -341,7 +342,8 @@ def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | Non
             "`max_thresholds`, or engine='auto'.")
 
 
-register_formulation("kbox", KBoxSearch, losses=("squared",), fits=check_kbox_fits,
+register_formulation("kbox", lambda p: KBoxSearch(p.n_rules, **p.keywords()),
+                     losses=("squared",), fits=check_kbox_fits,
                      wants_local_start=False, needs=frozenset(), oracle=True,
                      description="exact search over ensembles of k <= 2 short boxes "
                                  "(docs/explanation/kbox_search.md)")

@@ -27,7 +27,8 @@ from rulemip.algorithms.convex.oa_relaxation import relaxation_bound, relaxation
 from rulemip.algorithms.convex.outer_approximation import OAOptions, OuterApproximation
 from rulemip.algorithms.krule.box_bnb import branch_and_bound
 from rulemip.algorithms.local.box_swaps import local_search
-from rulemip.algorithms.solve.driver import register_formulation, solve, status_of
+from rulemip.algorithms.solve.driver import solve, status_of
+from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.budget import Budget, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
@@ -36,6 +37,7 @@ from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProb
 from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules.ensemble import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import TerminationReason, budget_limit
 
@@ -352,9 +354,9 @@ def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, *,
                  warm_start=warm_start, callback=callback, seed=seed, threads=threads)
 
 
-def _cip(method: str) -> Callable[..., BoxSelectionSearch]:
-    def factory(n_rules: int, **settings: Any) -> BoxSelectionSearch:
-        return BoxSelectionSearch(n_rules, method=method, **settings)
+def _cip(method: str) -> Callable[[KRuleProblem], BoxSelectionSearch]:
+    def factory(problem: KRuleProblem) -> BoxSelectionSearch:
+        return BoxSelectionSearch(problem.n_rules, method=method, **problem.keywords())
     return factory
 
 

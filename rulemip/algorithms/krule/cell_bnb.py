@@ -83,7 +83,8 @@ from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.local.box_swaps import local_search
-from rulemip.algorithms.solve.driver import register_formulation, solve
+from rulemip.algorithms.solve.driver import solve
+from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.budget import Budget, deprecated_deadline, deprecated_time_limit
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
@@ -93,6 +94,7 @@ from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.formulations.sizes import count_boxes
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import Capability, SolverBackend
 from rulemip.solvers.result import budget_limit
 
@@ -146,13 +148,13 @@ def cell_bnb_bytes(thresholds: Sequence[FloatArray], max_rule_length: int | None
     return enum + steady
 
 
-def check_cell_bnb_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None, *,
-                        n_rules: int | None = None, n_samples: int | None = None) -> None:
+def check_cell_bnb_fits(problem: KRuleProblem) -> None:
     """Refuse, before any work, a problem whose memory bound (:func:`cell_bnb_bytes`)
     exceeds :data:`CELL_BNB_MAX_BYTES`, naming the engines that can serve (the size guard
     registered with the engine)."""
-    k = 1 if n_rules is None else int(n_rules)
-    need = cell_bnb_bytes(thresholds, max_rule_length, k, n_samples)
+    thresholds, max_rule_length = problem.thresholds, problem.max_rule_length
+    need = cell_bnb_bytes(thresholds, max_rule_length, problem.n_rules,
+                          problem.dataset.X.shape[0])
     if need <= CELL_BNB_MAX_BYTES:
         return
     n_boxes = count_boxes(thresholds, max_rule_length)
@@ -499,7 +501,9 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     ths = candidate_thresholds(dataset.X, None) if thresholds is None else thresholds
     formulation = CellSweepSearch(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
                                   thresholds=ths, max_rule_length=max_rule_length)
-    check_cell_bnb_fits(ths, max_rule_length, n_rules=k, n_samples=dataset.X.shape[0])
+    check_cell_bnb_fits(KRuleProblem.of(dataset, k, loss=loss, reg=reg,
+                                        fit_intercept=fit_intercept, thresholds=ths,
+                                        max_rule_length=max_rule_length))
     return solve(formulation, dataset, solver="auto",
                  budget=Budget.coerce(budget,
                                       deprecated_time_limit(time_limit, "solve_cell_bnb")),
@@ -507,7 +511,8 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                  warm_start=warm_start, callback=callback, seed=seed)
 
 
-register_formulation("cell-bnb", CellSweepSearch, losses=("squared",),
+register_formulation("cell-bnb", lambda p: CellSweepSearch(p.n_rules, **p.keywords()),
+                     losses=("squared",),
                      fits=check_cell_bnb_fits, needs=frozenset(), oracle=True,
                      description="cell-sweep branch and bound: a bound valid at reg = 0 "
                                  "exactly (docs/explanation/cell_sweep_bound.md)")

@@ -63,7 +63,8 @@ from rulemip.algorithms.krule.column_pricing import (
     _row_gradient,
     farley_bound,
 )
-from rulemip.algorithms.solve.driver import decide, register_formulation, solve, status_of
+from rulemip.algorithms.solve.driver import decide, solve, status_of
+from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import make_objective, ridge_gain_objective
 from rulemip.boosting.search import find_rule
@@ -492,7 +493,8 @@ def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
     return lo, hi
 
 
-register_formulation("cg", ColumnGeneration, needs_positive_reg=True,
+register_formulation("cg", lambda p: ColumnGeneration(p.n_rules, **p.keywords()),
+                     needs_positive_reg=True,
                      needs=PERSISTENT_MASTER_NEEDS, oracle=True,
                      description="box-selection CIP by column generation: boxes priced by "
                                  "the rule search, never enumerated "

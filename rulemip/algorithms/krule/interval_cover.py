@@ -9,10 +9,11 @@ it, the way a third-party formulation would (docs/howto/add_formulation.md).
 
 from __future__ import annotations
 
-from rulemip.algorithms.solve.driver import register_formulation
+from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.formulations.interval_cover import BIGM_NEEDS, IntervalCoverMIP
 
-register_formulation("mip", IntervalCoverMIP, needs=BIGM_NEEDS, oracle=False,
+register_formulation("mip", lambda p: IntervalCoverMIP(p.n_rules, **p.keywords()),
+                     needs=BIGM_NEEDS, oracle=False,
                      description="interval-cover MIP: native or tangent-cut OA")
 
 __all__: list[str] = []

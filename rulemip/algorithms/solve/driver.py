@@ -1,4 +1,4 @@
-r"""One driver for every exact k-rule engine, and the registries behind ``engine=``.
+r"""One driver for every exact k-rule engine.
 
 :func:`solve` runs any :class:`~rulemip.formulations.protocol.Formulation` on one path: it
 resolves the backend once (:func:`rulemip.solvers.base.resolve_backend`, refusing before
@@ -11,8 +11,9 @@ the *remaining* time; :func:`decide` then decodes the incumbent, recomputes its 
 the data and decides the status once (:func:`rulemip.solvers.status.promote`). A limit
 returns the best known model — the warm start when nothing was found — never an error.
 
-Engines are formulations in a registry (:mod:`rulemip.algorithms.solve.registry`):
-:func:`register_formulation` adds one, solved by :func:`solve`; the built-in engines
+Engines are formulation factories in a registry (:mod:`rulemip.algorithms.solve.registry`,
+which this module does not import): the fit's engine phase builds the formulation of its
+problem and calls :func:`solve`; the built-in engines
 register themselves in their own modules (this room imports none of them;
 ``rulemip/algorithms/__init__.py`` does). The exact fit — the estimators', the command
 line's and gap studies' entry point — is the plan above this room
@@ -34,18 +35,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.convex.tangent_cuts import solve_model
-from rulemip.algorithms.solve.registry import (
-    CIP_EXPLICIT_MAX_BOXES,
-    ENGINES,
-    MethodSpec,
-    check_engine_fits,
-    check_solver,
-    choose_engine,
-    method_spec,
-    register_formulation,
-    register_method,
-)
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import SolverError
 from rulemip.formulations.protocol import (
@@ -74,10 +64,9 @@ Callback = Callable[[dict[str, Any]], Any]
 
 # ---------------------------------------------------------------------- the driver
 def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBackend = "auto",
-          budget: Budget | None = None, time_limit: float | None = None,
-          mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
-          callback: Callback | None = None, seed: int = 0, threads: int | None = None,
-          verbose: bool = False) -> ExactResult:
+          budget: Budget | None = None, mip_gap: float = 1e-6,
+          warm_start: RuleEnsemble | None = None, callback: Callback | None = None,
+          seed: int = 0, threads: int | None = None, verbose: bool = False) -> ExactResult:
     """Build, solve and decode ``formulation`` on ``dataset`` (module docstring).
 
     One path for every kind of formulation: the backend is resolved once
@@ -93,9 +82,6 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
         loss terms — if installed, else a MILP master with tangent cuts) or a backend.
     budget : the time and work available (default: unlimited); model building counts.
-    time_limit : deprecated — pass ``budget=Budget.from_time_limit(seconds)`` (a float
-        for time is for the estimators and the command line only); still shortens
-        ``budget``, with a ``FutureWarning``.
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.
@@ -106,7 +92,7 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         when the backend fails in a way that is not a limit; its ``result`` attribute is an
         :class:`ExactResult` with the best model known (the warm start, if any).
     """
-    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve"))
+    clock = Budget.coerce(budget, None)
     oracle = isinstance(formulation, OracleFormulation)
     backend, native = resolve_backend(solver, formulation.needs(),
                                       outer_approximation=not oracle)
@@ -347,18 +333,9 @@ def with_gap(callback: Callback | None) -> Callback | None:
 
 
 __all__ = [
-    "CIP_EXPLICIT_MAX_BOXES",
-    "ENGINES",
-    "MethodSpec",
-    "check_engine_fits",
-    "check_solver",
-    "choose_engine",
     "decide",
     "formulation_language",
-    "method_spec",
     "outcome_from_solve",
-    "register_formulation",
-    "register_method",
     "result_from_solve",
     "solve",
     "solve_built",
