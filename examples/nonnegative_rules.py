@@ -15,8 +15,11 @@ Run: ``python examples/nonnegative_rules.py``.
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from numpy.typing import NDArray
+from scipy.optimize import lsq_linear
 
 from rulemip import Dataset, KRuleProblem, RuleEnsemble, get_loss, register_formulation
 from rulemip.algorithms.fit_plan import ENGINES, solve_exact
@@ -24,6 +27,7 @@ from rulemip.budget import Budget
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.protocol import BuiltModel
 from rulemip.solvers.base import Capability, SolverBackend
+from rulemip.testing.brute_force import distinct_boxes
 
 FloatArray = NDArray[np.float64]
 
@@ -94,6 +98,30 @@ class NonnegativeRulesMIP:
         if polished is None or np.any(polished[built.block("beta")] < 0.0):
             return None
         return polished
+
+
+def brute_force_nonnegative(problem: KRuleProblem) -> float | None:
+    """The optimum of the nonnegative problem on a tiny instance, by enumeration: every
+    multiset of k candidate boxes (a zero weight drops a rule, so "at most k" is covered),
+    weights ``β ≥ 0`` (and a free intercept) by bounded least squares on the
+    ridge-augmented system. Squared loss only (``None`` otherwise)."""
+    if problem.loss != "squared":
+        return None
+    ds, k, reg = problem.dataset, problem.n_rules, problem.reg
+    _, Q = distinct_boxes(ds.X, problem.thresholds, problem.fit_intercept,
+                          problem.max_rule_length)
+    w = np.ones(ds.n) if ds.sample_weight is None else np.asarray(ds.sample_weight)
+    root = np.sqrt(w)
+    free = [root[:, None]] if problem.fit_intercept else []
+    lower = np.r_[np.zeros(k), np.full(len(free), -np.inf)]
+    best = np.inf
+    for combo in itertools.combinations_with_replacement(range(Q.shape[1]), k):
+        A = np.vstack([np.hstack([root[:, None] * Q[:, combo], *free]),
+                       np.hstack([np.sqrt(reg) * np.eye(k), np.zeros((k, len(free)))])])
+        b = np.r_[root * ds.y, np.zeros(k)]
+        fit = lsq_linear(A, b, bounds=(lower, np.inf), method="bvls")
+        best = min(best, 2.0 * float(fit.cost) / float(w.sum()))
+    return float(best)
 
 
 def nonnegative_rules(problem: KRuleProblem) -> NonnegativeRulesMIP:

@@ -161,6 +161,8 @@ def _run_bash(block: Block, where: str, ran: dict[str, str]) -> None:
 @pytest.mark.parametrize("page", PAGES, ids=[p.relative_to(ROOT).as_posix() for p in PAGES])
 def test_page_snippets_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
+    # the file a how-to writes is importable, as it would be in the reader's directory
+    monkeypatch.syspath_prepend(str(ROOT / "examples"))
     monkeypatch.setenv("MPLBACKEND", "Agg")
     namespace: dict = {"__name__": "__main__"}
     ran: dict[str, str] = {}  # command -> what it printed

@@ -43,7 +43,8 @@ Callback = Callable[[dict[str, Any]], Any]
 Selection = tuple[IntArray, FloatArray]
 
 __all__ = ["PRUNING_ENGINES", "PruningFit", "PruningFormulation", "PruningProblem", "decide",
-           "drop_null_columns", "register_pruning_engine", "solve_pruning", "status_of"]
+           "drop_null_columns", "register_pruning_engine", "run_pruning", "solve_pruning",
+           "status_of"]
 
 
 @dataclass
@@ -199,8 +200,18 @@ def solve_pruning(nodes: NodeMatrix, y: FloatArray, *, engine: str = "exact",
     if engine not in PRUNING_ENGINES:
         raise InvalidParameterError(f"unknown pruning engine {engine!r}; registered: "
                                     f"{sorted(PRUNING_ENGINES)}.")
+    return run_pruning(PRUNING_ENGINES[engine](**settings), nodes, y, n_rules=n_rules,
+                       attribute=attribute, gamma=gamma, solver=solver, budget=budget,
+                       mip_gap=mip_gap, callback=callback)
+
+
+def run_pruning(formulation: PruningFormulation, nodes: NodeMatrix, y: FloatArray, *,
+                n_rules: float, attribute: str = "rule", gamma: float = 1.0,
+                solver: Any = "auto", budget: Budget | None = None, mip_gap: float = 1e-4,
+                callback: Callback | None = None) -> PruningFit:
+    """:func:`solve_pruning` with the engine's ``formulation`` itself (an engine not
+    registered: :func:`rulemip.testing.check_engine`)."""
     clock = budget if budget is not None else Budget.from_time_limit(None)
-    formulation = PRUNING_ENGINES[engine](**settings)
     built = PruningProblem(nodes, np.asarray(y, dtype=float), float(n_rules), attribute,
                            float(gamma), TreePruningCIP(nodes.M, y, gamma))
     outcome = formulation.search(built, solver=solver, budget=clock, mip_gap=mip_gap,

@@ -10,7 +10,7 @@ feasible
 that never exceeds the primal. :func:`check_persistent_rows` checks that adding rows one at a
 time to a persistent solver and re-solving matches a fresh solve.
 
-Usage::
+Usage (also from :mod:`rulemip.testing.conformance`)::
 
     from rulemip.testing.conformance import CASES, check_case, backend_claims
     for case in CASES:
