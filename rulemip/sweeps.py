@@ -71,13 +71,13 @@ def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
     from rulemip._kernels import ensure_compiled
     from rulemip.budget import Budget
     from rulemip.certify.gap import (
-        ProblemSpec,
         SolveSpec,
         boosting_paths,
         exact_at_k,
-        make_problem,
         null_risk,
         rows_for_k,
+        study_problem,
+        threshold_rule,
     )
     from rulemip.data import Dataset
 
@@ -85,15 +85,16 @@ def run_gap_task(task: GapTask, X: Any, y: Any) -> dict[str, Any]:
     budget = Budget.from_time_limit(task.time_limit)  # every phase of the task
     X_arr, y_arr = _split(X, y, task.split, task.train_fraction)
     ds = Dataset.from_arrays(X_arr, y_arr, loss=task.loss)
-    problem: ProblemSpec = make_problem(ds, loss=task.loss, reg=task.reg,
-                                        fit_intercept=task.fit_intercept,
-                                        max_thresholds=task.max_thresholds, thresholds=None,
-                                        max_rule_length=task.max_rule_length)
-    solve = SolveSpec(task.engine, task.solver, task.time_limit, task.mip_gap)
-    paths = boosting_paths(ds, task.variants, task.k, problem, solve, budget)
+    problem = study_problem(ds, task.k, loss=task.loss, reg=task.reg,
+                            fit_intercept=task.fit_intercept,
+                            max_thresholds=task.max_thresholds, thresholds=None,
+                            max_rule_length=task.max_rule_length)
+    solve = SolveSpec(task.engine, task.solver, task.time_limit, task.mip_gap,
+                      threshold_rule=threshold_rule(task.max_thresholds, None))
+    paths = boosting_paths(problem, task.variants, solve, budget)
     boost = {v: paths[v][task.k - 1] for v in task.variants}
     best = min(boost.values(), key=lambda rb: rb[0])[1]
-    _, cert = exact_at_k(ds, task.k, problem, solve, best, budget=budget)
+    _, cert = exact_at_k(problem, solve, best, budget=budget)
     null = null_risk(ds, task.loss, task.fit_intercept)
     rows = rows_for_k(task.k, boost, cert, null)
     for r in rows:

@@ -51,9 +51,10 @@ import numpy as np
 
 from rulemip._io import write_text_atomic
 from rulemip.certify import schema
-from rulemip.data import Dataset, candidate_thresholds
+from rulemip.data import candidate_thresholds
 from rulemip.exceptions import CertificateError, InvalidDataError
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import relative_gap
 
 FORMAT = "rulemip.Certificate"
@@ -308,23 +309,24 @@ def _threshold_rule_of(X: Any, thresholds: tuple[tuple[float, ...], ...],
     return "explicit"
 
 
-def make_certificate(dataset: Dataset, ensemble: RuleEnsemble, *, loss: str, reg: float,
-                     fit_intercept: bool, n_rules: int, thresholds: Any, risk: float,
+def make_certificate(problem: KRuleProblem, ensemble: RuleEnsemble, *, risk: float,
                      lower_bound: float, status: str, bound_valid: bool, engine: str = "",
                      backend: str = "", backend_version: str = "",
                      options: dict[str, Any] | None = None, wall_time: float = 0.0,
-                     max_rule_length: int | None = None, notes: tuple[str, ...] = ()
-                     ) -> Certificate:
-    """Assemble a :class:`Certificate` for ``ensemble`` fitted on ``dataset``.
+                     notes: tuple[str, ...] = ()) -> Certificate:
+    """Assemble a :class:`Certificate` for ``ensemble``, a model of ``problem``.
 
-    The threshold rule is recorded when ``thresholds`` are what
-    :func:`~rulemip.data.candidate_thresholds` gives on ``dataset`` (with
+    The threshold rule is recorded when the problem's thresholds are what
+    :func:`~rulemip.data.candidate_thresholds` gives on its data (with
     ``options["max_thresholds"]`` or all midpoints), so :func:`verify` can re-derive them;
     otherwise they are recorded as explicit.
     """
     from rulemip import __version__
 
-    ths = tuple(tuple(float(v) for v in np.asarray(t)) for t in thresholds)
+    dataset, loss, reg = problem.dataset, problem.loss, problem.reg
+    fit_intercept, n_rules = problem.fit_intercept, problem.n_rules
+    max_rule_length = problem.max_rule_length
+    ths = tuple(tuple(float(v) for v in np.asarray(t)) for t in problem.thresholds)
     rule = _threshold_rule_of(dataset.X, ths, (options or {}).get("max_thresholds"),
                               dataset.sample_weight)
     data_digest = dataset.digest()

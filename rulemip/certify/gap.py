@@ -55,23 +55,6 @@ use together; the exact solves get the rest (module docstring)."""
 
 
 @dataclass(frozen=True)
-class ProblemSpec:
-    """The optimization problem every method of a study is measured on."""
-
-    loss: str = "squared"
-    reg: float = 1e-6
-    fit_intercept: bool = False
-    thresholds: tuple[tuple[float, ...], ...] = ()
-    max_rule_length: int | None = None
-    #: ``max_thresholds`` the thresholds were derived with (``None``: all midpoints), or
-    #: ``"explicit"`` for thresholds given by the caller; recorded in certificates
-    threshold_rule: int | str | None = "explicit"
-
-    def threshold_arrays(self) -> list[np.ndarray]:
-        return [np.asarray(t, dtype=float) for t in self.thresholds]
-
-
-@dataclass(frozen=True)
 class SolveSpec:
     """How the exact engine is run at every k."""
 
@@ -81,6 +64,10 @@ class SolveSpec:
     mip_gap: float = 1e-6
     seed: int = 0
     mip_boosting_time_limit: float | None = 30.0
+    #: ``max_thresholds`` the problem's thresholds were derived with (``None``: all
+    #: midpoints), or ``"explicit"`` for thresholds given by the caller; recorded in
+    #: certificates
+    threshold_rule: int | str | None = "explicit"
 
 
 @dataclass
@@ -134,13 +121,13 @@ def null_risk(ds: Dataset, loss: str, fit_intercept: bool) -> float:
     return lo.risk(np.full(ds.n, c), ds.y, sample_weight=ds.sample_weight)
 
 
-def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
-                  solve: SolveSpec, budget: Budget | None = None
-                  ) -> list[tuple[float, RuleEnsemble]]:
-    """``[(R_b(k), f_k) for k = 1..k_max]`` of one variant (one boosting run: the k-rule
-    model of a boosting run is its state after k rounds), within ``budget`` (default
-    unlimited): a booster gets its remaining time as ``time_limit``, MIP-boosting at most
-    an equal share of it per round."""
+def boosting_path(problem: KRuleProblem, variant: str, solve: SolveSpec,
+                  budget: Budget | None = None) -> list[tuple[float, RuleEnsemble]]:
+    """``[(R_b(k), f_k) for k = 1..k_max]`` of one variant, ``k_max = problem.n_rules``
+    (one boosting run: the k-rule model of a boosting run is its state after k rounds),
+    within ``budget`` (default unlimited): a booster gets its remaining time as
+    ``time_limit``, MIP-boosting at most an equal share of it per round."""
+    ds, k_max = problem.dataset, problem.n_rules
     seconds = None if budget is None else budget.remaining()
     if variant == MIP_BOOSTING:
         from rulemip.algorithms.krule.mip_boosting import mip_boosting
@@ -151,10 +138,11 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
             per_round = share if per_round is None else min(per_round, share)
         rounds = mip_boosting(ds, k_max, loss=problem.loss, reg=problem.reg,
                               fit_intercept=problem.fit_intercept,
-                              thresholds=problem.threshold_arrays(), variant="stagewise",
+                              thresholds=problem.thresholds, variant="stagewise",
                               solver=solve.solver, time_limit_per_round=per_round)
         path = [(float(r.risk), r.ensemble) for r in rounds if r.ensemble is not None]
-        return _pad_path(path, k_max, _empty_model(ds, problem))
+        empty = problem.empty_model()
+        return _pad_path(path, k_max, (problem.risk(empty), _with_encoder(empty, ds)))
     from rulemip.boosting import RuleBooster
 
     booster = RuleBooster.from_preset(variant, n_rules=k_max, loss=problem.loss,
@@ -162,7 +150,7 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
                                       max_thresholds=None,
                                       max_rule_length=problem.max_rule_length,
                                       time_limit=None)
-    booster.thresholds = problem.threshold_arrays()  # same language as the exact engine
+    booster.thresholds = problem.thresholds  # same language as the exact engine
     booster.fit(ds, budget=budget)  # the study's budget: its time and its work
     path = [(float(booster.risk_path_[k]), booster.ensembles_[k])
             for k in range(1, len(booster.ensembles_))]
@@ -170,12 +158,9 @@ def boosting_path(ds: Dataset, variant: str, k_max: int, problem: ProblemSpec,
     return _pad_path(path, k_max, start)
 
 
-def _empty_model(ds: Dataset, problem: ProblemSpec) -> tuple[float, RuleEnsemble]:
-    """The model without rules (best constant, or zero without intercept) and its risk."""
-    lo = get_loss(problem.loss)
-    c = lo.best_constant(ds.y, ds.sample_weight) if problem.fit_intercept else 0.0
-    ens = RuleEnsemble([], float(c), problem.loss, ds.encoder, ds.classes)
-    return float(ens.risk(ds.X, ds.y, reg=problem.reg, sample_weight=ds.sample_weight)), ens
+def _with_encoder(ensemble: RuleEnsemble, ds: Dataset) -> RuleEnsemble:
+    return RuleEnsemble(ensemble.rules, ensemble.intercept, ensemble.loss, ds.encoder,
+                        ds.classes)
 
 
 def _pad_path(path: list[tuple[float, RuleEnsemble]], k_max: int,
@@ -189,36 +174,31 @@ def _pad_path(path: list[tuple[float, RuleEnsemble]], k_max: int,
     return path + [path[-1]] * (k_max - len(path))
 
 
-def exact_at_k(ds: Dataset, k: int, problem: ProblemSpec, solve: SolveSpec,
-               warm_start: RuleEnsemble | None,
+def exact_at_k(problem: KRuleProblem, solve: SolveSpec, warm_start: RuleEnsemble | None,
                callback: Callable[[dict[str, Any]], None] | None = None,
                budget: Budget | None = None) -> tuple[Any, Certificate]:
-    """The exact fit at one k — the estimators' plan
+    """The exact fit of ``problem`` (one k) — the estimators' plan
     (:data:`~rulemip.algorithms.fit_plan.FIT_PLAN`) from the boosting model
     ``warm_start`` — with its certificate, within ``budget`` and at most
     ``solve.time_limit`` seconds."""
     from rulemip.algorithms.fit_plan import fit_exact
 
-    ths = problem.threshold_arrays()
-    krule = KRuleProblem.of(ds, k, loss=problem.loss, reg=problem.reg,
-                            fit_intercept=problem.fit_intercept, thresholds=ths,
-                            max_rule_length=problem.max_rule_length)
-    fit = fit_exact(krule, engine=solve.engine, solver=solve.solver, mip_gap=solve.mip_gap,
+    ds = problem.dataset
+    fit = fit_exact(problem, engine=solve.engine, solver=solve.solver, mip_gap=solve.mip_gap,
                     warm_start=warm_start, seed=solve.seed, callback=callback,
                     budget=Budget.coerce(budget, solve.time_limit), warm_start_source="boosting")
     res, engine = fit.result, fit.engine
     ens = res.ensemble if res.ensemble is not None else RuleEnsemble(loss=problem.loss)
     ens = RuleEnsemble(ens.rules, ens.intercept, ens.loss, ds.encoder, ds.classes)
     cert = make_certificate(
-        ds, ens, loss=problem.loss, reg=problem.reg, fit_intercept=problem.fit_intercept,
-        n_rules=k, thresholds=ths, risk=res.risk, lower_bound=res.lower_bound,
+        problem, ens, risk=res.risk, lower_bound=res.lower_bound,
         status=res.termination.value, bound_valid=res.bound_valid, engine=engine,
         backend=res.backend, backend_version=res.backend_version,
         options={"time_limit": solve.time_limit, "mip_gap": solve.mip_gap,
-                 "seed": solve.seed, "max_thresholds": problem.threshold_rule,
-                 "threshold_source": "explicit" if problem.threshold_rule == "explicit"
+                 "seed": solve.seed, "max_thresholds": solve.threshold_rule,
+                 "threshold_source": "explicit" if solve.threshold_rule == "explicit"
                  else "data"},
-        wall_time=res.wall_time, max_rule_length=problem.max_rule_length, notes=res.notes)
+        wall_time=res.wall_time, notes=res.notes)
     if fit.local_optimality is not None:
         cert = replace(cert, local_optimality=fit.local_optimality)
     return res, cert
@@ -253,25 +233,27 @@ def summarize(table: Any, null: float) -> Any:
     return pd.DataFrame(out).set_index("variant")
 
 
-def boosting_paths(ds: Dataset, variants: Sequence[str], k_max: int, problem: ProblemSpec,
-                   solve: SolveSpec, budget: Budget,
+def boosting_paths(problem: KRuleProblem, variants: Sequence[str], solve: SolveSpec,
+                   budget: Budget,
                    say: Callable[[str], None] = lambda _msg: None
                    ) -> dict[str, list[tuple[float, RuleEnsemble]]]:
-    """:func:`boosting_path` of every variant, together within :data:`BOOSTING_SHARE` of
-    ``budget``, each variant an equal share of what is left to them."""
+    """:func:`boosting_path` of every variant up to ``problem.n_rules`` rules, together
+    within :data:`BOOSTING_SHARE` of ``budget``, each variant an equal share of what is
+    left to them."""
     boost_budget = budget.fraction(BOOSTING_SHARE)
     paths = {}
     for i, v in enumerate(variants):
-        say(f"boosting {v} up to k={k_max}")
-        paths[v] = boosting_path(ds, v, k_max, problem, solve,
+        say(f"boosting {v} up to k={problem.n_rules}")
+        paths[v] = boosting_path(problem, v, solve,
                                  boost_budget.fraction(1.0 / (len(variants) - i)))
     return paths
 
 
-def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
-                 max_thresholds: int | None, thresholds: Sequence[Any] | None,
-                 max_rule_length: int | None) -> ProblemSpec:
-    """The problem every method of the study solves, its settings checked as the
+def study_problem(ds: Dataset, k_max: int, *, loss: str, reg: float, fit_intercept: bool,
+                  max_thresholds: int | None, thresholds: Sequence[Any] | None,
+                  max_rule_length: int | None) -> KRuleProblem:
+    """The problem every method of the study solves (at ``k_max`` rules; one k is
+    :meth:`~rulemip.rules.problem.KRuleProblem.with_rules`), its settings checked as the
     estimators check them (:mod:`rulemip._validation`, :func:`rulemip.data.check_thresholds`)."""
     from rulemip._validation import check_bool, check_nonneg_float, check_positive_int
 
@@ -280,9 +262,15 @@ def make_problem(ds: Dataset, *, loss: str, reg: float, fit_intercept: bool,
     check_positive_int(max_rule_length, "max_rule_length", allow_none=True)
     ths = (candidate_thresholds(ds.X, max_thresholds) if thresholds is None
            else check_thresholds(thresholds, ds.d))
-    return ProblemSpec(loss, float(reg), bool(fit_intercept),
-                       tuple(tuple(float(v) for v in t) for t in ths), max_rule_length,
-                       max_thresholds if thresholds is None else "explicit")
+    return KRuleProblem.of(ds, k_max, loss=loss, reg=float(reg),
+                           fit_intercept=bool(fit_intercept), thresholds=ths,
+                           max_rule_length=max_rule_length)
+
+
+def threshold_rule(max_thresholds: int | None, thresholds: Sequence[Any] | None
+                   ) -> int | str | None:
+    """How a study's thresholds were made, as certificates record it."""
+    return max_thresholds if thresholds is None else "explicit"
 
 
 def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
@@ -361,19 +349,17 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     budget = Budget.from_time_limit(None if time_limit is None else float(time_limit) * k_max,
                                     work_limit=work_limit)
     ds = Dataset.from_arrays(X, y, loss=loss)
-    problem = make_problem(ds, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                           max_thresholds=max_thresholds, thresholds=thresholds,
-                           max_rule_length=max_rule_length)
-    solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit)
+    problem = study_problem(ds, k_max, loss=loss, reg=reg, fit_intercept=fit_intercept,
+                            max_thresholds=max_thresholds, thresholds=thresholds,
+                            max_rule_length=max_rule_length)
+    solve = SolveSpec(engine, solver, time_limit, mip_gap, seed, mip_boosting_time_limit,
+                      threshold_rule(max_thresholds, thresholds))
     # a named engine that cannot hold the problem (its size guard) fails before boosting
     from rulemip.algorithms.solve.registry import choose_engine
 
-    choose_engine(engine, KRuleProblem.of(ds, k_max, loss=loss, reg=reg,
-                                          fit_intercept=fit_intercept,
-                                          thresholds=problem.threshold_arrays(),
-                                          max_rule_length=max_rule_length))
+    choose_engine(engine, problem)
     say = progress or (lambda _msg: None)
-    paths = boosting_paths(ds, variants, k_max, problem, solve, budget, say)
+    paths = boosting_paths(problem, variants, solve, budget, say)
     null = null_risk(ds, loss, fit_intercept)
     rows: list[dict[str, Any]] = []
     certs: dict[int, Certificate] = {}
@@ -382,7 +368,7 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
         boost = {v: paths[v][k - 1] for v in variants}
         best = min(boost.values(), key=lambda rb: rb[0])[1]
         say(f"exact k={k} (warm start risk {min(r for r, _ in boost.values()):.6g})")
-        _, cert = exact_at_k(ds, k, problem, solve, best,
+        _, cert = exact_at_k(problem.with_rules(k), solve, best,
                              budget=budget.fraction(1.0 / (k_max - k + 1)))
         certs[k] = cert
         rows.extend(rows_for_k(k, boost, cert, null))

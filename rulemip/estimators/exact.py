@@ -216,8 +216,7 @@ class _ExactBase(BaseEstimator):
                 f"{result.lower_bound:.6g} (gap {result.gap:.2%}).", SolveLimitWarning,
                 stacklevel=3)
         self.certificate_ = make_certificate(
-            ds, self.rules_, loss=self.loss, reg=self.reg, fit_intercept=self.fit_intercept,
-            n_rules=self.n_rules, thresholds=thresholds, risk=result.risk,
+            problem, self.rules_, risk=result.risk,
             lower_bound=result.lower_bound, status=result.termination.value,
             bound_valid=result.bound_valid, engine=fit.engine, backend=result.backend,
             backend_version=result.backend_version,
@@ -226,8 +225,7 @@ class _ExactBase(BaseEstimator):
                      "init": self._init_preset(), "seed": seed,
                      "max_thresholds": self.max_thresholds,
                      "threshold_source": "data" if self.thresholds is None else "explicit"},
-            wall_time=result.wall_time, max_rule_length=self.max_rule_length,
-            notes=tuple(result.notes))
+            wall_time=result.wall_time, notes=tuple(result.notes))
         if fit.local_optimality is not None:
             self.certificate_ = dataclasses.replace(self.certificate_,
                                                     local_optimality=fit.local_optimality)

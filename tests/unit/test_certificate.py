@@ -13,6 +13,7 @@ from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import CertificateError
 from rulemip.refit import fit_weights
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 
 
 def best_single_interval(ds: Dataset, reg: float):
@@ -36,10 +37,9 @@ def certified():
     y = np.array([0.1, 0.3, 2.2, 2.0, 2.4, 0.2])
     ds = Dataset.from_arrays(X, y)
     (risk, ens), cuts = best_single_interval(ds, reg=0.1)
-    cert = make_certificate(ds, ens, loss="squared", reg=0.1, fit_intercept=True, n_rules=1,
-                            thresholds=[cuts], risk=risk, lower_bound=risk - 1e-9,
-                            status="optimal", bound_valid=True, engine="brute-force",
-                            options={"mip_gap": 1e-6})
+    problem = KRuleProblem.of(ds, 1, loss="squared", reg=0.1, fit_intercept=True, thresholds=[cuts])
+    cert = make_certificate(problem, ens, risk=risk, lower_bound=risk - 1e-9, status="optimal",
+                            bound_valid=True, engine="brute-force", options={"mip_gap": 1e-6})
     return X, y, cert
 
 
@@ -92,10 +92,10 @@ def test_other_data_and_off_grid_rules_are_rejected(certified):
 
 def test_optimal_status_needs_small_gap(certified):
     X, y, cert = certified
-    loose = make_certificate(Dataset.from_arrays(X, y), cert.ensemble, loss="squared",
-                             reg=0.1, fit_intercept=True, n_rules=1,
-                             thresholds=cert.thresholds, risk=cert.risk,
-                             lower_bound=cert.risk / 2, status="optimal", bound_valid=True)
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), 1, loss="squared", reg=0.1,
+                              fit_intercept=True, thresholds=cert.thresholds)
+    loose = make_certificate(problem, cert.ensemble, risk=cert.risk, lower_bound=cert.risk / 2,
+                             status="optimal", bound_valid=True)
     assert "optimality" in {c.name for c in verify(loose, X, y).failures}
 
 
@@ -113,10 +113,10 @@ def test_explicit_thresholds_are_bound_by_the_problem_digest(certified):
     X, y, cert = certified
     ds = Dataset.from_arrays(X, y)
     cuts = (*cert.thresholds[0], 9.5)  # not what the data's midpoints give: explicit
-    explicit = make_certificate(ds, cert.ensemble, loss="squared", reg=0.1,
-                                fit_intercept=True, n_rules=1, thresholds=[cuts],
-                                risk=cert.risk, lower_bound=cert.lower_bound,
-                                status="optimal", bound_valid=True, options={"mip_gap": 1e-6})
+    problem = KRuleProblem.of(ds, 1, loss="squared", reg=0.1, fit_intercept=True, thresholds=[cuts])
+    explicit = make_certificate(problem, cert.ensemble, risk=cert.risk,
+                                lower_bound=cert.lower_bound, status="optimal", bound_valid=True,
+                                options={"mip_gap": 1e-6})
     assert explicit.threshold_rule == "explicit" and cert.threshold_rule is None
     assert verify(explicit, X, y).ok
     doc = explicit.to_dict()

@@ -18,6 +18,7 @@ from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import CertificateError
 from rulemip.rules import Rule, RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
 REG = 0.01
@@ -32,8 +33,8 @@ def _data(seed: int = 1, n: int = 40):
 
 def _certificate(ds, ens, th, k, *, lower_bound=0.0, status="feasible", local=None):
     risk = float(ens.risk(ds.X, ds.y, reg=REG))
-    cert = make_certificate(ds, ens, loss="squared", reg=REG, fit_intercept=True, n_rules=k,
-                            thresholds=th, risk=risk, lower_bound=min(lower_bound, risk),
+    problem = KRuleProblem.of(ds, k, loss="squared", reg=REG, fit_intercept=True, thresholds=th)
+    cert = make_certificate(problem, ens, risk=risk, lower_bound=min(lower_bound, risk),
                             status=status, bound_valid=True, options={"max_thresholds": 4})
     if local is not None:
         cert = dataclasses.replace(cert, local_optimality=local)
@@ -237,10 +238,10 @@ def test_slack_scales_with_the_data_not_with_units(scale):
     ens, risk = refit_ensemble(ds, [Rule(conditions_from_box(lo, hi, ds.encoder), 1.0)],
                                reg=REG * scale ** 2, fit_intercept=True)
     ens = RuleEnsemble(ens.rules, ens.intercept, "squared", ds.encoder)
-    cert = make_certificate(ds, ens, loss="squared", reg=REG * scale ** 2,
-                            fit_intercept=True, n_rules=1, thresholds=th, risk=risk,
-                            lower_bound=risk, status="optimal", bound_valid=True,
-                            options={"max_thresholds": 3, "mip_gap": 1e-6})
+    problem = KRuleProblem.of(ds, 1, loss="squared", reg=REG * scale ** 2, fit_intercept=True,
+                              thresholds=th)
+    cert = make_certificate(problem, ens, risk=risk, lower_bound=risk, status="optimal",
+                            bound_valid=True, options={"max_thresholds": 3, "mip_gap": 1e-6})
     assert verify(cert, X, y, strict=True).ok
     high = dataclasses.replace(cert, lower_bound=risk * 1.01, risk=risk * 1.01, gap=0.0)
     report = verify(high, X, y)

@@ -16,6 +16,7 @@ from rulemip.data import Dataset, candidate_thresholds
 from rulemip.estimators.exact import ExactRuleEnsembleRegressor
 from rulemip.exceptions import CertificateError
 from rulemip.rules.ensemble import conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 from rulemip.testing.brute_force import distinct_boxes
 
@@ -29,8 +30,8 @@ def _data(seed: int = 1, n: int = 40):
 
 def _claim(ds: Dataset, ens, th, reg: float, k: int, proved: bool = True) -> Certificate:
     risk = float(ens.risk(ds.X, ds.y, reg=reg))
-    cert = make_certificate(ds, ens, loss="squared", reg=reg, fit_intercept=True, n_rules=k,
-                            thresholds=th, risk=risk, lower_bound=0.0, status="feasible",
+    problem = KRuleProblem.of(ds, k, loss="squared", reg=reg, fit_intercept=True, thresholds=th)
+    cert = make_certificate(problem, ens, risk=risk, lower_bound=0.0, status="feasible",
                             bound_valid=True, options={"max_thresholds": 4})
     return dataclasses.replace(cert, local_optimality={"kind": "1-swap", "proved": proved,
                                                        "tol": 1e-9, "searches": []})

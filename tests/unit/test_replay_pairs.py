@@ -50,10 +50,10 @@ def test_verify_replays_a_two_rule_certificate_and_refutes_a_forged_one():
     assert res.is_optimal
 
     def cert_of(ens, lb, status):
-        return make_certificate(ds, ens, loss="squared", reg=0.01, fit_intercept=True,
-                                n_rules=2, thresholds=th, risk=float(ens.risk(X, y, reg=0.01)),
-                                lower_bound=lb, status=status, bound_valid=True,
-                                max_rule_length=2, options={"max_thresholds": 3})
+        problem = KRuleProblem.of(ds, 2, loss="squared", reg=0.01, fit_intercept=True,
+                                  thresholds=th, max_rule_length=2)
+        return make_certificate(problem, ens, risk=float(ens.risk(X, y, reg=0.01)), lower_bound=lb,
+                                status=status, bound_valid=True, options={"max_thresholds": 3})
 
     good = verify(cert_of(res.ensemble, res.lower_bound, "optimal"), X, y)
     assert good.ok

@@ -253,13 +253,10 @@ def _check_certificate(result: ExactResult, problem: KRuleProblem, X: FloatArray
                        y: FloatArray, where: str) -> None:
     if result.ensemble is None:
         return
-    ds = problem.dataset
     cert = make_certificate(
-        ds, result.ensemble, loss=problem.loss, reg=problem.reg,
-        fit_intercept=problem.fit_intercept, n_rules=problem.n_rules,
-        thresholds=problem.thresholds, risk=result.risk, lower_bound=result.lower_bound,
+        problem, result.ensemble, risk=result.risk, lower_bound=result.lower_bound,
         status=result.termination.value, bound_valid=result.bound_valid,
-        engine=result.engine, backend=result.backend, max_rule_length=problem.max_rule_length)
+        engine=result.engine, backend=result.backend)
     report = verify(cert, X, y, thresholds=problem.thresholds)
     assert report.ok, f"{where}: the certificate does not verify:\n{report}"
 
