@@ -61,9 +61,6 @@ def register(sub: Any) -> None:
     p.add_argument("--preset", default="COB",
                    help="boosting preset used as first incumbent (SGS, SGB, SXB, CGB, COB) "
                         "or 'none'")
-    # the flag's former names (the estimator's `warm_start`, then `init`): hidden aliases
-    for old in ("--warm-start", "--init"):
-        p.add_argument(old, dest="preset", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--certificate", metavar="OUT.json", default=None,
                    help="write the certificate (re-check with `rulemip verify`)")
     p.add_argument("--seed", type=int, default=0, help="solver random seed")

@@ -39,8 +39,9 @@ _PARAM_DOC = """
     weight_update : {"stagewise", "xgb", "corrective"} or None, default=None
         Weight update (docs/explanation/boosting.md eqs. 3, 6, 7). None: from ``preset``
         ("corrective").
-    search : {"greedy", "beam", "bnb"} or None, default=None
-        Rule search: greedy, beam of width ``beam_width``, branch-and-bound. None: from
+    search : {"greedy", "beam", "bnb", "enumerate"} or None, default=None
+        Rule search: greedy, beam of width ``beam_width``, branch-and-bound (``"enumerate"``:
+        its set-enumeration form, without prefix masks, slower). None: from
         ``preset``, or "greedy" without a preset (branch-and-bound over long rules can
         take long: it is anytime — set ``time_limit`` — and proves its rules quickly
         with ``max_rule_length`` ≤ 2 or few ``max_thresholds``).

@@ -73,23 +73,21 @@ def _feature_optima(space, obj, allow_empty):
     return np.maximum.accumulate(best)
 
 
-@pytest.mark.parametrize("kernel", [True, False])
+@pytest.mark.parametrize("exact", ["bnb", "enumerate"])
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("name", ("gs", "gb", "xgb"))
-def test_feature_count_language_against_brute_force(seed, name, kernel, monkeypatch):
+def test_feature_count_language_against_brute_force(seed, name, exact):
     """``max_rule_length`` counts restricted features in both exact searches (the compiled
-    kernel and the set-enumeration fallback): ``find_rule`` reaches the brute-force optimum
-    over rules on at most that many features — two-sided intervals included — and never
-    returns a rule on more; greedy and beam stay in the same language."""
-    import rulemip.boosting.search as search_mod
-
-    monkeypatch.setattr(search_mod, "USE_BOX_KERNEL", kernel)
+    range search, ``"bnb"``, and the set enumeration, ``"enumerate"``): ``find_rule``
+    reaches the brute-force optimum over rules on at most that many features — two-sided
+    intervals included — and never returns a rule on more; greedy and beam stay in the
+    same language."""
     space, obj = _instance(seed, name)
     for allow_empty in (False, True):
         best = _feature_optima(space, obj, allow_empty)
         for max_len in (1, 2):
             opt = best[min(max_len, len(best) - 1)]
-            res = find_rule(space, obj, search="bnb", max_rule_length=max_len,
+            res = find_rule(space, obj, search=exact, max_rule_length=max_len,
                             allow_empty=allow_empty)
             if not np.isfinite(opt):
                 assert res is None
@@ -218,10 +216,8 @@ def test_bad_limits():
     obj = make_objective("gs", np.arange(6.0) - 2.5)
     with pytest.raises(InvalidParameterError, match="node_limit"):
         find_rule(space, obj, node_limit=0)
-    # the deprecated keyword is still checked, with its FutureWarning
-    with pytest.warns(FutureWarning, match="find_rule"), \
-            pytest.raises(InvalidParameterError, match="time_limit"):
-        find_rule(space, obj, time_limit=-1.0)
+    with pytest.raises(InvalidParameterError, match="max_memory"):
+        find_rule(space, obj, max_memory=0)
     with pytest.raises(InvalidParameterError, match="max_memory"):
         RuleBooster(max_memory=-5)
 

@@ -243,15 +243,14 @@ def test_find_rule_equals_sequential_search(seed, search):
 
 @pytest.mark.parametrize("seed", range(8))
 @pytest.mark.parametrize("allow_empty", [False, True])
-def test_fallback_and_kernel_search_one_language(seed, allow_empty, monkeypatch):
+def test_fallback_and_kernel_search_one_language(seed, allow_empty):
     """Issue 30, item 6: with cut points outside the data's range a box of one proposition
     covers every row. The compiled search counts it as a candidate when the empty query is
-    not one; the set-enumeration fallback (forced here) never reached it and reported
-    ``optimal`` below it. Both now search one language: same value, same status, and a
-    brute force over every box of at most two propositions per feature agrees."""
+    not one; the set enumeration (``search="enumerate"``, also bnb's fallback) never
+    reached it and reported ``optimal`` below it. Both now search one language: same value,
+    same status, and a brute force over every box of at most two propositions per feature
+    agrees."""
     import itertools
-
-    import rulemip.boosting.search as search_module
 
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(8, 2))
@@ -259,10 +258,9 @@ def test_fallback_and_kernel_search_one_language(seed, allow_empty, monkeypatch)
     space = SearchSpace.build(X, thresholds=ths)
     obj = make_objective("gs", rng.normal(size=8) + 1.0)
     out = {}
-    for kernel in (True, False):
-        monkeypatch.setattr(search_module, "USE_BOX_KERNEL", kernel)
-        out[kernel] = find_rule(space, obj, search="bnb", allow_empty=allow_empty)
-    a, b = out[True], out[False]
+    for search in ("bnb", "enumerate"):
+        out[search] = find_rule(space, obj, search=search, allow_empty=allow_empty)
+    a, b = out["bnb"], out["enumerate"]
     assert a.status == b.status == "optimal"
     assert b.value == pytest.approx(a.value, rel=1e-12)
     assert b.bound >= b.value * (1 - 1e-12)
@@ -276,3 +274,33 @@ def test_fallback_and_kernel_search_one_language(seed, allow_empty, monkeypatch)
         if q.any() and (allow_empty or not empty_query):
             best = max(best, float(obj.value(np.flatnonzero(q))))
     assert a.value == pytest.approx(best, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_bnb_falls_back_to_the_enumeration_when_its_masks_do_not_fit(seed):
+    """``search="bnb"`` runs the compiled range search when its prefix masks fit half the
+    memory budget, else the set enumeration — the very search ``search="enumerate"``
+    names: below that budget both return the same box, value, bound, status and node
+    count (a valid bound even when the budget stops them); with room, both prove the
+    same optimum."""
+    from rulemip.boosting.boxsearch.range_search import mask_bytes
+
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(40, 3))
+    space = SearchSpace.build(X, 4)
+    obj = make_objective("gs", rng.normal(size=40))
+    tight = 2 * mask_bytes(space) - 1
+    fallback = find_rule(space, obj, search="bnb", max_memory=tight)
+    enumerated = find_rule(space, obj, search="enumerate", max_memory=tight)
+    assert fallback is not None and enumerated is not None
+    assert (fallback.value, fallback.bound, fallback.status, fallback.n_expanded) == (
+        enumerated.value, enumerated.bound, enumerated.status, enumerated.n_expanded)
+    assert np.array_equal(fallback.lower, enumerated.lower)
+    assert np.array_equal(fallback.upper, enumerated.upper)
+    compiled = find_rule(space, obj, search="bnb")
+    roomy = find_rule(space, obj, search="enumerate")
+    assert compiled is not None and roomy is not None
+    assert compiled.certified and roomy.certified
+    assert roomy.value == pytest.approx(compiled.value, rel=1e-12)
+    assert enumerated.value <= compiled.value * (1 + 1e-12)
+    assert enumerated.bound >= compiled.value * (1 - 1e-12)

@@ -68,8 +68,8 @@ def test_bad_arguments():
     z[:3] = 1.0
     with pytest.raises(InvalidParameterError, match="z0"):
         local_search(prob.oracle, z, 2)
-    with pytest.raises(InvalidParameterError, match="time_budget"):
-        local_search(prob.oracle, np.zeros(prob.n_boxes), 2, time_budget=-1.0)
+    with pytest.raises(InvalidParameterError, match="kick_size"):
+        local_search(prob.oracle, np.zeros(prob.n_boxes), 2, kick_size=0)
 
 
 def test_no_fixed_wall_clock_share_and_no_absolute_unit():

@@ -1,7 +1,7 @@
 """One input contract for every estimator (rulemip/estimators/_inputs.py): categorical
 DataFrames encoded the same way, clear errors for string targets, non-finite predict input,
-targets whose squares overflow and values beyond the trees' float32 range; the deprecated
-``gamma`` of TreeRuleExtractor maps to ``reg = 1/gamma``."""
+targets whose squares overflow and values beyond the trees' float32 range;
+TreeRuleExtractor's ``gamma_`` is ``1/reg``."""
 
 from __future__ import annotations
 
@@ -108,18 +108,14 @@ def test_tree_models_refuse_values_beyond_float32(est):
     RuleBoostingRegressor(n_rules=1, max_thresholds=4).fit(Xn, y)
 
 
-def test_tree_extractor_gamma_is_deprecated_alias_of_inverse_reg():
+def test_tree_extractor_gamma_is_the_inverse_of_reg():
     X, y = _frame()
     Xn = X[["size"]].to_numpy()
     gb = _small_gb().fit(Xn, y)
     new = TreeRuleExtractor(gb, prefit=True, n_rules=3, reg=4.0).fit(Xn, y)
-    with pytest.warns(FutureWarning, match="reg=4"):
-        old = TreeRuleExtractor(gb, prefit=True, n_rules=3, gamma=0.25).fit(Xn, y)
     assert new.reg_ == pytest.approx(4.0) and new.gamma_ == pytest.approx(0.25)
-    np.testing.assert_array_equal(np.sort(new.selected_), np.sort(old.selected_))
-    np.testing.assert_allclose(new.coef_, old.coef_)
-    with pytest.raises(InvalidParameterError, match="deprecated name of `reg`"):
-        TreeRuleExtractor(gb, prefit=True, reg=1.0, gamma=1.0).fit(Xn, y)
+    with pytest.raises(TypeError, match="gamma"):   # removed in 0.3: pass reg = 1/gamma
+        TreeRuleExtractor(gb, prefit=True, gamma=1.0)
 
 
 def test_tree_extractor_default_reg_is_n_over_ten():

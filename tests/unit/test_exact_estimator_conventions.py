@@ -57,33 +57,22 @@ def test_sample_weight_equals_repeated_rows(rng):
     np.testing.assert_allclose(weighted.predict(X), repeated.predict(X), atol=1e-8)
 
 
-def test_preset_names_the_preset_and_init_and_warm_start_are_deprecated_for_it(rng):
-    # the preset was `init` in 0.3 (and `warm_start` before): both still work with a
-    # FutureWarning that names the new spelling, `preset=` (issue 23, one vocabulary)
+def test_preset_names_the_preset_and_warm_start_is_a_boolean(rng):
+    # issue 23 (one vocabulary): the boosting preset is `preset=`; its former names
+    # (`warm_start="COB"`, then `init=`) were removed in 0.3
     X, y = _data(rng)
     params = dict(n_rules=2, max_thresholds=4, reg=0.1, time_limit=30)
     new = ExactRuleEnsembleRegressor(preset="CGB", **params).fit(X, y)
-    assert new.certificate_.options["init"] == "CGB"
-    with pytest.warns(FutureWarning, match="preset='CGB'"):
-        old = ExactRuleEnsembleRegressor(warm_start="CGB", **params).fit(X, y)
-    assert old.certificate_.options["init"] == "CGB"
-    assert old.result_.risk == pytest.approx(new.result_.risk, rel=1e-12)
-    with pytest.warns(FutureWarning, match="`init` is deprecated.*preset='CGB'"):
-        renamed = ExactRuleEnsembleRegressor(init="CGB", **params).fit(X, y)
-    assert renamed.certificate_.options["init"] == "CGB"
-    assert renamed.result_.risk == pytest.approx(new.result_.risk, rel=1e-12)
-    with pytest.warns(FutureWarning, match="preset=None"):
-        none = ExactRuleEnsembleRegressor(warm_start=None, **params).fit(X, y)
-    assert np.isnan(none.boosting_risk_)
-    with pytest.warns(FutureWarning, match="preset=None"):
-        cold = ExactRuleEnsembleRegressor(init=None, **params).fit(X, y)
+    assert new.certificate_.options["init"] == "CGB"   # the certificate's key
+    cold = ExactRuleEnsembleRegressor(preset=None, **params).fit(X, y)
     assert np.isnan(cold.boosting_risk_) and cold.init_source_ is None
-
-
-def test_giving_preset_and_its_deprecated_name_is_refused(rng):
-    X, y = _data(rng)
-    with pytest.raises(InvalidParameterError, match="set only `preset`"):
-        ExactRuleEnsembleRegressor(n_rules=1, preset="SGB", init="CGB").fit(X, y)
+    assert cold.result_.risk == pytest.approx(new.result_.risk, rel=1e-9)  # both optimal
+    with pytest.raises(InvalidParameterError, match="warm_start"):
+        ExactRuleEnsembleRegressor(warm_start="CGB", **params).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="preset"):
+        ExactRuleEnsembleRegressor(preset="XYZ", **params).fit(X, y)
+    with pytest.raises(TypeError, match="init"):
+        ExactRuleEnsembleRegressor(init="CGB")
 
 
 def test_warm_start_true_reuses_the_previous_fit(rng):

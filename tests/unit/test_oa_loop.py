@@ -12,6 +12,7 @@ import pytest
 
 from rulemip.algorithms.convex.oa_loop import NearLimitGuard, run_rows
 from rulemip.algorithms.convex.oa_options import MasterGapSchedule, OAIteration, OAOptions
+from rulemip.budget import Budget
 from rulemip.solvers.result import TerminationReason
 
 pytest.importorskip("highspy")
@@ -79,7 +80,7 @@ def test_both_masters_write_one_history_record():
                     hooks.cuts_at(np.zeros(3)),
                     OAOptions(master_gap=lambda ub, lb: 1e-9, rel_tol=1e-9, abs_tol=1e-9,
                               lp_rounds=5, stall_rounds=5, optimality_tol=1e-6,
-                              time_limit=30))
+                              budget=Budget.from_time_limit(30)))
     assert rows.termination is TerminationReason.OPTIMAL
     assert rows.history and all(set(h) == KEYS for h in rows.history)
     brute = min(float(np.sum((np.array(p) - a) ** 2))
@@ -118,7 +119,7 @@ def test_row_masters_get_the_near_limit_guard(monkeypatch):
     start = np.array([-1.0, -1.0, 0.0])
     res = run_rows(hooks, _squares_master(3), backend, hooks.cuts_at(start),
                    OAOptions(master_gap=lambda ub, lb: 1e-9, rel_tol=1e-9, abs_tol=1e-9,
-                             stall_rounds=5, time_limit=30), start=start)
+                             stall_rounds=5, budget=Budget.from_time_limit(30)), start=start)
     assert len(seen) >= 2 and seen[0] == (True, None)
     assert all(s == (False, "off") for s in seen[1:])
     assert res.lower_bound <= res.value

@@ -71,11 +71,6 @@ def test_local_search_makes_no_kick_on_a_spent_budget() -> None:
     _, prob = _problem()
     out = local_search(prob.oracle, np.zeros(prob.n_boxes), 3, budget=_spent())
     assert out.kicks == 0 and math.isfinite(out.value)
-    # the deprecated seconds still shorten nothing beyond the budget, with a FutureWarning
-    with pytest.warns(FutureWarning, match="local_search"):
-        old = local_search(prob.oracle, np.zeros(prob.n_boxes), 3, time_budget=10.0,
-                           budget=_spent())
-    assert old.kicks == 0 and old.value == out.value
 
 
 def test_cell_bnb_reports_the_time_limit_of_a_spent_budget() -> None:

@@ -10,6 +10,7 @@ import math
 import numpy as np
 import pytest
 
+from rulemip.budget import Budget
 from rulemip.model import MIPModel
 from rulemip.solvers import Limit, TerminationReason
 
@@ -17,6 +18,7 @@ pytest.importorskip("highspy")
 oa_mod = pytest.importorskip("rulemip.algorithms.convex.outer_approximation")
 OAOptions, OuterApproximation = oa_mod.OAOptions, oa_mod.OuterApproximation
 outer_approximation = oa_mod.outer_approximation
+run_rows = oa_mod.run_rows
 
 pytestmark = pytest.mark.solver
 
@@ -77,12 +79,13 @@ def test_warm_starts_hint_and_callback():
 def test_time_limit_returns_valid_interval():
     rng = np.random.default_rng(7)
     oracle, model, (opt, _) = _problem(rng, m=14, budget=5)
-    res0 = outer_approximation(oracle, model, options=OAOptions(time_limit=0.0))
+    res0 = outer_approximation(oracle, model,
+                               options=OAOptions(budget=Budget.from_time_limit(0.0)))
     assert res0.termination in (TerminationReason.NO_SOLUTION_FOUND,
                                 TerminationReason.FEASIBLE)
     assert res0.limit is Limit.TIME and res0.lower_bound <= opt
     res = outer_approximation(oracle, model, warm_starts=[np.zeros(14)],
-                              options=OAOptions(time_limit=0.0))
+                              options=OAOptions(budget=Budget.from_time_limit(0.0)))
     assert res.termination is TerminationReason.FEASIBLE and res.limit is Limit.TIME
     assert res.lower_bound <= opt + 1e-9 <= res.value + 1e-9
     res2 = outer_approximation(oracle, model, options=OAOptions(max_iter=1))
@@ -130,8 +133,8 @@ def test_masters_near_the_limit_run_without_presolve_and_start(monkeypatch):
     rng = np.random.default_rng(3)
     oracle, model, (opt, _) = _problem(rng, m=10, budget=4)
     oa = OuterApproximation(oracle, model,
-                            options=OAOptions(time_limit=1e6, rel_tol=1e-12, abs_tol=0.0,
-                                              max_iter=3))
+                            options=OAOptions(budget=Budget.from_time_limit(1e6),
+                                              rel_tol=1e-12, abs_tol=0.0, max_iter=3))
     oa.add_cut_at(np.zeros(10))
     seen = []
     solve = oa._master.solve
@@ -262,10 +265,10 @@ def test_row_master_finds_brute_force_optimum(persistent, lp_rounds):
             solve, version = backend.solve, backend.version
         backend = _Rebuilt()
     initial = hooks.cuts_at(np.zeros(3))
-    with pytest.warns(FutureWarning, match=r"RowOAOptions\(time_limit=\.\.\.\)"):
-        options = oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9,
-                                      lp_rounds=lp_rounds, time_limit=30)
-    res = OuterApproximation.run_rows(hooks, _squares_master(3), backend, initial, options)
+    options = OAOptions(master_gap=lambda ub, lb: 1e-9, rel_tol=1e-9, abs_tol=1e-9,
+                        lp_rounds=lp_rounds, stall_rounds=5, max_iter=1_000_000_000,
+                        budget=Budget.from_time_limit(30))
+    res = run_rows(hooks, _squares_master(3), backend, initial, options)
     assert res.termination is TerminationReason.OPTIMAL and res.converged
     assert res.value == pytest.approx(brute, abs=1e-9)
     assert res.lower_bound <= res.value
@@ -286,10 +289,10 @@ def test_row_master_polish_and_start_feed_the_incumbent():
     value = float(np.sum((best - a) ** 2))  # the brute-force optimum, returned by polish
     hooks = _SquaresSeparation(a, polish=lambda p: best)
     start = np.array([-1.0, -1.0, 0.0])
-    with pytest.warns(FutureWarning, match=r"RowOAOptions\(time_limit=\.\.\.\)"):
-        options = oa_mod.RowOAOptions(master_gap=lambda ub, lb: 1e-9, mip_gap=1e-9,
-                                      lp_rounds=0, time_limit=30)
-    res = OuterApproximation.run_rows(
+    options = OAOptions(master_gap=lambda ub, lb: 1e-9, rel_tol=1e-9, abs_tol=1e-9,
+                        lp_rounds=0, stall_rounds=5, max_iter=1_000_000_000,
+                        budget=Budget.from_time_limit(30))
+    res = run_rows(
         hooks, _squares_master(3), get_backend("highs"), hooks.cuts_at(start), options,
         start=start)
     start_value = float(np.sum((start - a) ** 2))

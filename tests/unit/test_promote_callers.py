@@ -19,9 +19,6 @@ from rulemip.solvers.status import loop_verdict, promote, tolerance_as_gap
 PACKAGE = Path(rulemip.__file__).resolve().parent
 ALLOWED = {"solvers/status.py", "algorithms/solve/driver.py", "algorithms/pruning/driver.py",
            "algorithms/fit_decision.py"}
-#: a formulation that solves itself, deprecated for the pruning driver's engine "mip"
-#: (a FutureWarning; removed in rulemip 0.3): promote only inside that method
-DEPRECATED = {"formulations/tree_pruning.py": ("TreePruningMIP", "solve")}
 
 
 def _allowed(rel: str) -> bool:
@@ -63,12 +60,8 @@ def _callers() -> dict[str, list[tuple[int, tuple[str, ...]]]]:
 
 def test_promote_is_called_only_by_the_status_module_drivers_and_adapters():
     callers = _callers()
-    stray = {rel: uses for rel, uses in callers.items()
-             if not _allowed(rel) and rel not in DEPRECATED}
+    stray = {rel: uses for rel, uses in callers.items() if not _allowed(rel)}
     assert not stray, f"promote called outside the drivers' decide: {stray}"
-    for rel, scope in DEPRECATED.items():
-        for line, where in callers.get(rel, []):
-            assert where[:2] == scope, f"{rel}:{line} calls promote in {where}"
     # the rule is really applied where it is allowed (the scan finds calls at all)
     assert {"solvers/status.py", "algorithms/solve/driver.py",
             "algorithms/pruning/driver.py", "algorithms/fit_decision.py"} <= set(callers)

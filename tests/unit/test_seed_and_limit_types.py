@@ -112,6 +112,6 @@ def test_pruning_loops_accept_numpy_reals_and_refuse_bools():
 
     assert is_real(np.int64(2)) and is_real(np.float32(0.5)) and is_real(3)
     assert not is_real(True) and not is_real(np.bool_(True)) and not is_real("1")
-    _check_common(np.int64(1), 5, np.int64(3), 0.0)
+    _check_common(np.int64(1), 5, 0.0)
     with pytest.raises(InvalidParameterError, match="`lam`"):
-        _check_common(True, 5, None, 0.0)
+        _check_common(True, 5, 0.0)

@@ -98,10 +98,9 @@ def test_fitted_node_values_extracted_once_and_used():
     ({"n_rules": -3}, "`n_rules` must be a non-negative integer; got -3."),
     ({"n_rules": 2.5}, "`n_rules` must be a non-negative integer"),
     ({"attribute": "leaves"}, "`attribute` must be one of"),
-    ({"method": "greedy"}, "`method` must be one of"),
     ({"engine": "greedy"}, "`engine` must be one of"),
     ({"node_values": "median"}, "`node_values` must be one of"),
-    ({"gamma": 0.0}, "`gamma` must be > 0"),
+    ({"reg": 0.0}, "`reg` must be > 0"),
     ({"time_limit": -1.0}, "`time_limit` must be >= 0"),
     ({"n_lambdas": 0}, "`n_lambdas` must be a positive integer"),
     ({"prefit": True}, "`prefit=True` needs a fitted `estimator`"),
@@ -201,7 +200,7 @@ def test_path_selection_rule_with_stub_path(monkeypatch):
     calls = {}
 
     def regularization_path(nodes, yv, lambdas=None, *, n_lambdas=50, attribute="rule",
-                            gamma=1.0, X_valid=None, y_valid=None, time_limit=None,
+                            gamma=1.0, X_valid=None, y_valid=None,
                             solver="highs", exact_blocks=None, budget=None):
         nonlocal leaves
         calls.update(n_lambdas=n_lambdas, attribute=attribute, gamma=gamma, y=yv,
@@ -339,23 +338,20 @@ def test_verbose_reports_on_stderr(method, capsys):
     assert "candidate nodes" in err and "rules, q =" in err
 
 
-def test_method_is_the_deprecated_name_of_engine():
+def test_engine_names_the_selection_algorithm():
     # issue 23 (one vocabulary): the selection algorithm is `engine`, as on the exact
-    # estimators; `method` still works with a FutureWarning naming the new spelling
+    # estimators (`method`, its former name, was removed in 0.3)
     X, y = _data(40)
     gb = _small_gb().fit(X, y)
     new = TreeRuleExtractor(gb, n_rules=2, reg=2.0, engine="relax_round", prefit=True).fit(X, y)
-    with pytest.warns(FutureWarning, match="use `engine='relax_round'`"):
-        old = TreeRuleExtractor(gb, n_rules=2, reg=2.0, method="relax_round",
-                                prefit=True).fit(X, y)
-    np.testing.assert_array_equal(np.sort(old.selected_), np.sort(new.selected_))
-    assert old.objective_ == new.objective_
-    assert old.result_.engine == new.result_.engine == "relax_round"
+    assert new.result_.engine == "relax_round"
     exact = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
-    assert exact.result_.engine == "exact"  # the alias changed the engine
+    assert exact.result_.engine == "exact"
     # one result type for the family (issue 23), the engine's own record in `detail`
     assert type(exact.result_) is type(new.result_)
     assert type(exact.result_.detail) is not type(new.result_.detail)
     assert new.result_.lower_bound <= new.result_.value + 1e-9
-    with pytest.raises(InvalidParameterError, match="set only `engine`"):
-        TreeRuleExtractor(gb, engine="path", method="exact", prefit=True).fit(X, y)
+    with pytest.raises(InvalidParameterError, match="engine"):
+        TreeRuleExtractor(gb, engine="nope", prefit=True).fit(X, y)
+    with pytest.raises(TypeError, match="method"):
+        TreeRuleExtractor(gb, method="exact")

@@ -82,6 +82,8 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
         loss terms — if installed, else a MILP master with tangent cuts) or a backend.
     budget : the time and work available (default: unlimited); model building counts.
+        Seconds: ``budget=Budget.from_time_limit(seconds)`` (a float for time is for the
+        estimators and the command line only).
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.

@@ -37,7 +37,7 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
 FloatArray = NDArray[np.float64]
@@ -184,7 +184,7 @@ class _Pool:
 
 
 def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = False,
-               max_rule_length: int | None = None, time_limit: float | None = None,
+               max_rule_length: int | None = None,
                node_limit: int | None = None, max_memory: int | None = None,
                progress: ProgressCallback | None = None,
                incumbent: float | None = None,
@@ -204,8 +204,6 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         interval counts two; None: unlimited); both caps hold when both are given.
     length_counts : ``"features"`` (default); ``"propositions"`` reads
         ``max_rule_length`` as ``max_propositions`` (the older convention).
-    time_limit : deprecated (a ``FutureWarning``; pass ``budget``): seconds that still
-        shorten ``budget``.
     budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited); the search
         stops with its best box and ``status="time_limit"`` at its deadline
         (``"work_limit"`` when its work is spent).
@@ -237,8 +235,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                                                                       int(max_propositions))
         max_rule_length = None
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    seconds = deprecated_time_limit(time_limit, "box_search")
-    clock = Budget.coerce(budget, None if seconds is None else max(0.0, float(seconds)))
+    clock = Budget.coerce(budget, None)
     memory = clock.search_memory(max_memory)
     prob = kernel_problem(obj)
     d = space.d
