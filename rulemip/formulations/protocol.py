@@ -69,9 +69,11 @@ class BuiltModel(Protocol):
     """
 
     model: MIPModel
-    dataset: Dataset
     bound_valid: bool
     notes: list[str]
+
+    @property
+    def dataset(self) -> Dataset: ...
 
     def block(self, name: str) -> NDArray[np.int64]:
         """Column indices of the variable block ``name`` of :attr:`model`.

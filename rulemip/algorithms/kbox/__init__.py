@@ -3,6 +3,6 @@
 the pair scan (:mod:`~rulemip.algorithms.kbox.pairs`), their compiled kernels, and the
 engine (:mod:`~rulemip.algorithms.kbox.engine`)."""
 
-from rulemip.algorithms.kbox.engine import KBoxProblem, KBoxSearch, check_kbox_fits, solve_kbox
+from rulemip.algorithms.kbox.engine import KBoxModel, KBoxSearch, check_kbox_fits, solve_kbox
 
-__all__ = ["KBoxProblem", "KBoxSearch", "check_kbox_fits", "solve_kbox"]
+__all__ = ["KBoxModel", "KBoxSearch", "check_kbox_fits", "solve_kbox"]

@@ -53,31 +53,32 @@ from rulemip.solvers.result import budget_limit
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
-__all__ = ["KBoxProblem", "KBoxSearch", "check_kbox_fits", "solve_kbox"]
+__all__ = ["KBoxModel", "KBoxSearch", "check_kbox_fits", "solve_kbox"]
 #: the relative slack subtracted from a finished scan's risk before it is reported as the
 #: lower bound (the scan's own round-off; the driver compares it with the recomputed risk)
 PROOF_SLACK = 1e-9
 
 
 @dataclass
-class KBoxProblem:
+class KBoxModel:
     r"""What :meth:`KBoxSearch.build_model` derives from a dataset (a
-    :class:`~rulemip.formulations.protocol.BuiltModel`): the cells, the box table and the
-    constants that turn a gain into a risk,
+    :class:`~rulemip.formulations.protocol.BuiltModel`): the problem it solves, the cells,
+    the box table and the constants that turn a gain into a risk,
     :math:`R_\lambda = (\mathrm{base} + C - \mathrm{gain})/W`."""
 
-    dataset: Dataset
+    problem: KRuleProblem
     cells: CellReduction
     table: BoxTable
-    n_rules: int
-    reg: float
-    fit_intercept: bool
     base: float
     unit: float
     levels: float
     model: MIPModel = field(default_factory=lambda: MIPModel("kbox"))
     notes: list[str] = field(default_factory=list)
     bound_valid: bool = True
+
+    @property
+    def dataset(self) -> Dataset:
+        return self.problem.dataset
 
     @property
     def n_boxes(self) -> int:
@@ -172,7 +173,7 @@ class KBoxSearch:
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
                     native: bool = True, warm_start: RuleEnsemble | None = None
-                    ) -> KBoxProblem:
+                    ) -> KBoxModel:
         """Cells, the table of every distinct box of the language and the levels bound."""
         ths = self.thresholds if self.thresholds is not None else \
             candidate_thresholds(dataset.X, self.max_thresholds, dataset.sample_weight)
@@ -191,8 +192,10 @@ class KBoxSearch:
         notes = [f"{cells.n_cells} occupied cells, {table.n_boxes} distinct boxes of at most "
                  f"{self.max_rule_length or dataset.d} features ({table.n_raw} before "
                  "merging equal covers)"]
-        return KBoxProblem(dataset, cells, table, self.n_rules, self.reg,
-                           self.fit_intercept, table.base, unit, levels, notes=notes)
+        problem = KRuleProblem.of(dataset, self.n_rules, reg=self.reg,
+                                  fit_intercept=self.fit_intercept, thresholds=ths,
+                                  max_rule_length=self.max_rule_length)
+        return KBoxModel(problem, cells, table, table.base, unit, levels, notes=notes)
 
     def encode_start(self, built: Any, ensemble: RuleEnsemble) -> FloatArray | None:
         """The warm start's boxes as table indices (``x``: k entries, −1 unused; stored as
@@ -290,7 +293,7 @@ class KBoxSearch:
                                             f"the {2 ** self.n_rules}-levels bound"))
 
 
-def _progress(built: KBoxProblem, callback: Callable[[dict[str, Any]], Any] | None
+def _progress(built: KBoxModel, callback: Callable[[dict[str, Any]], Any] | None
               ) -> Callable[[dict[str, Any]], Any] | None:
     """The scan's reports (first boxes done, pairs scored, incumbent gain) as the progress
     lines of every search: seconds, first boxes done as the iteration, the incumbent's
