@@ -38,6 +38,7 @@ from sklearn.datasets import load_diabetes
 from rulemip.algorithms.local.rule_swaps import check_one_swap
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.estimators import ExactRuleEnsembleRegressor
+from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
 TINY_ENGINES = ("auto", "cip", "cip-bnb", "cg", "cell-bnb", "mip")
@@ -131,8 +132,8 @@ def tiny_rows(n_instances: int, time_limit: float) -> list[dict[str, Any]]:
                 continue
             wall = time.perf_counter() - t0
             cert = est.certificate_
-            swap_ok, _ = check_one_swap(ds, est.rules_, k, reg=reg,
-                                        fit_intercept=fit_intercept, thresholds=th)
+            problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th)
+            swap_ok, _ = check_one_swap(problem, est.rules_)
             rows.append({"part": "tiny", "seed": seed, "n": n, "k": k, "reg": reg,
                          "fit_intercept": fit_intercept, "engine": engine,
                          "chosen": est.engine_, "wall": wall, "status": cert.status,

@@ -259,14 +259,10 @@ class LocalStart:
                 warnings.simplefilter("ignore", SolveLimitWarning)
                 sgb.fit(ds, budget=budget.fraction(options.shares.sgb_start))
             starts.append(("SGB", sgb.ensembles_[-1]))
-        tree = threshold_tree_rules(ds, problem.thresholds, problem.n_rules + 1,
-                                    problem.max_rule_length)
+        tree = threshold_tree_rules(problem, problem.n_rules + 1)
         if tree:
             starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
-        found = best_local_model(ds, starts, problem.n_rules, reg=problem.reg,
-                                 fit_intercept=problem.fit_intercept,
-                                 thresholds=problem.thresholds,
-                                 max_rule_length=problem.max_rule_length,
+        found = best_local_model(problem, starts,
                                  budget=budget.fraction(options.shares.local_start),
                                  kicks=False, seed=options.seed)
         if found is None:
@@ -331,10 +327,7 @@ class SwapsAndKicks:
         starts = [("engine", state.model)]
         if report.start is not None:
             starts.append(("start", report.start))
-        found = best_local_model(problem.dataset, starts, problem.n_rules, reg=problem.reg,
-                                 fit_intercept=problem.fit_intercept,
-                                 thresholds=problem.thresholds,
-                                 max_rule_length=problem.max_rule_length, budget=budget,
+        found = best_local_model(problem, starts, budget=budget,
                                  kicks=True, seed=options.seed,
                                  descent_share=options.shares.descents,
                                  heuristic_share=options.shares.heuristic_kicks)

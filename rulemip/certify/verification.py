@@ -18,6 +18,7 @@ from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import CertificateError, InvalidParameterError
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import relative_gap
 
 
@@ -475,10 +476,11 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
             f"joint optimum of its rules: refitting them lowers the risk by "
             f"{risk - refit_risk:.6g} > {atol:.3g} (re-weighting one rule and the "
             "intercept is a swap that gains)")], refuted
-    ok, checks = check_one_swap(ds, refitted, cert.n_rules, reg=cert.reg,
-                                fit_intercept=cert.fit_intercept,
-                                thresholds=[np.asarray(t) for t in cert.thresholds],
-                                max_rule_length=cert.max_rule_length, atol=atol)
+    problem = KRuleProblem.of(ds, cert.n_rules, reg=cert.reg,
+                              fit_intercept=cert.fit_intercept,
+                              thresholds=[np.asarray(t) for t in cert.thresholds],
+                              max_rule_length=cert.max_rule_length)
+    ok, checks = check_one_swap(problem, refitted, atol=atol)
     if ok:
         capped = "" if claimed_tol <= SWAP_TOL else \
             f" (the certificate's tol {claimed_tol:.3g} capped at {SWAP_TOL:.3g})"

@@ -58,7 +58,7 @@ def swap_certificate():
     ds = Dataset.from_arrays(X, y, loss="squared")
     th = candidate_thresholds(ds.X, 4, None)
     start, _ = refit_ensemble(ds, [], reg=REG, fit_intercept=True)
-    out = swap_descent(ds, start, 3, reg=REG, fit_intercept=True, thresholds=th)
+    out = swap_descent(KRuleProblem.of(ds, 3, reg=REG, fit_intercept=True, thresholds=th), start)
     assert out.one_swap_optimal and len(out.ensemble.rules) == 3
     cert = _certificate(ds, out.ensemble, th, 3,
                         local={"kind": "1-swap", "proved": True, "tol": 1e-9, "searches": []})
@@ -254,7 +254,7 @@ def test_two_rule_optimal_with_a_trusted_bound_is_not_listed_rederived():
     ds = Dataset.from_arrays(X, y, loss="squared")
     th = candidate_thresholds(ds.X, 4, None)
     start, _ = refit_ensemble(ds, [], reg=REG, fit_intercept=True)
-    out = swap_descent(ds, start, 2, reg=REG, fit_intercept=True, thresholds=th)
+    out = swap_descent(KRuleProblem.of(ds, 2, reg=REG, fit_intercept=True, thresholds=th), start)
     cert = _certificate(ds, out.ensemble, th, 2, lower_bound=out.risk, status="optimal")
     report = verify(cert, X, y)
     basis = {c.claim: c.basis for c in report.claims}

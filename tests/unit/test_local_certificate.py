@@ -42,7 +42,7 @@ def test_true_claim_verifies_and_round_trips():
     ds = Dataset.from_arrays(X, y, loss="squared")
     th = candidate_thresholds(ds.X, 4, None)
     start, _ = refit_ensemble(ds, [], reg=0.01, fit_intercept=True)
-    out = swap_descent(ds, start, 2, reg=0.01, fit_intercept=True, thresholds=th)
+    out = swap_descent(KRuleProblem.of(ds, 2, reg=0.01, fit_intercept=True, thresholds=th), start)
     assert out.one_swap_optimal
     cert = _claim(ds, out.ensemble, th, 0.01, 2)
     again = Certificate.from_json(cert.to_json())

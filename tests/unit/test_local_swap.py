@@ -13,6 +13,7 @@ from rulemip.algorithms.local.rule_swaps import check_one_swap, refit_ensemble, 
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 from rulemip.testing.brute_force import distinct_boxes
 
@@ -73,15 +74,16 @@ def test_descent_ends_one_swap_optimal_against_brute_force(seed, reg, fit_interc
     _, Q_all = distinct_boxes(ds.X, th, fit_intercept=fit_intercept)
     k = 2
     start = _random_model(ds, th, 1 + seed % 2, seed, reg, fit_intercept)
-    out = swap_descent(ds, start, k, reg=reg, fit_intercept=fit_intercept, thresholds=th)
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th)
+    out = swap_descent(problem, start)
     assert out.one_swap_optimal
     assert out.risk <= float(start.risk(ds.X, ds.y, reg=reg)) + 1e-12
     assert out.risk == pytest.approx(float(out.ensemble.risk(ds.X, ds.y, reg=reg)), abs=1e-12)
     # no single replacement, anywhere in the language, beats the claimed model
     assert _best_swap_risk(ds, out.ensemble, k, reg, fit_intercept, Q_all) \
         >= out.risk - 1e-9 * max(1.0, out.risk)
-    ok, checks = check_one_swap(ds, out.ensemble, k, reg=reg, fit_intercept=fit_intercept,
-                                thresholds=th)
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th)
+    ok, checks = check_one_swap(problem, out.ensemble)
     assert ok and len(checks) >= 1
 
 
@@ -95,7 +97,8 @@ def test_check_agrees_with_brute_force_on_arbitrary_models(seed):
     model = _random_model(ds, th, k, seed, reg, True)
     risk = float(model.risk(ds.X, ds.y, reg=reg))
     brute = _best_swap_risk(ds, model, k, reg, True, Q_all)
-    ok, _ = check_one_swap(ds, model, k, reg=reg, fit_intercept=True, thresholds=th)
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=True, thresholds=th)
+    ok, _ = check_one_swap(problem, model)
     assert ok == (brute >= risk - 1e-9 * max(1.0, risk))
 
 
@@ -104,7 +107,7 @@ def test_descent_beats_a_poor_start_and_never_worsens():
     reg = 1e-3
     start = _random_model(ds, th, 2, 3, reg, True)
     before = float(start.risk(ds.X, ds.y, reg=reg))
-    out = swap_descent(ds, start, 2, reg=reg, fit_intercept=True, thresholds=th)
+    out = swap_descent(KRuleProblem.of(ds, 2, reg=reg, fit_intercept=True, thresholds=th), start)
     assert out.swaps >= 1 and out.risk < before
 
 
@@ -112,7 +115,7 @@ def test_refuses_other_losses():
     ds, th = _instance(0)
     ens = RuleEnsemble((), 0.0, "poisson")
     with pytest.raises(InvalidParameterError, match="squared loss"):
-        swap_descent(ds, ens, 2, reg=0.1, fit_intercept=True, thresholds=th)
+        swap_descent(KRuleProblem.of(ds, 2, reg=0.1, fit_intercept=True, thresholds=th), ens)
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -123,8 +126,8 @@ def test_descent_with_a_length_limit_is_one_swap_optimal_in_its_language(seed):
     reg, k = 0.05, 2
     _, Q_one = distinct_boxes(ds.X, th, fit_intercept=True, max_rule_length=1)
     start = _random_model(ds, th, 1, seed, reg, True)
-    out = swap_descent(ds, start, k, reg=reg, fit_intercept=True, thresholds=th,
-                       max_rule_length=1)
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=True, thresholds=th, max_rule_length=1)
+    out = swap_descent(problem, start)
     assert out.one_swap_optimal
     assert all(len({c.feature for c in r.conditions}) <= 1 for r in out.ensemble.rules)
     assert _best_swap_risk(ds, out.ensemble, k, reg, True, Q_one) \

@@ -32,6 +32,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 
 PACKAGES = ("rulemip.boosting", "rulemip.algorithms", "rulemip.formulations")
 #: the other names of time a signature could carry beside ``budget``
@@ -153,10 +154,10 @@ def _swap_instance() -> tuple[Dataset, Any, SearchSpace, list[np.ndarray]]:
 
 
 def test_search_slot_stops_on_a_spent_budget() -> None:
-    ds, empty, space, _ = _swap_instance()
-    common: dict[str, Any] = dict(reg=0.1, fit_intercept=True, max_rule_length=None)
-    new = search_slot(ds, empty, 0, space, budget=Budget.from_time_limit(0.0), **common)
-    full = search_slot(ds, empty, 0, space, budget=Budget.unlimited(), **common)
+    ds, empty, space, th = _swap_instance()
+    problem = KRuleProblem.of(ds, 1, reg=0.1, fit_intercept=True, thresholds=th)
+    new = search_slot(problem, empty, 0, space, budget=Budget.from_time_limit(0.0))
+    full = search_slot(problem, empty, 0, space, budget=Budget.unlimited())
     assert new is not None and full is not None
     assert not new.certified and full.certified
     assert new.best <= full.best and new.bound >= full.best - 1e-12
@@ -164,9 +165,9 @@ def test_search_slot_stops_on_a_spent_budget() -> None:
 
 def test_check_one_swap_within_a_budget_equals_unlimited() -> None:
     ds, empty, _, th = _swap_instance()
-    timed = check_one_swap(ds, empty, 1, reg=0.1, fit_intercept=True, thresholds=th,
-                           budget=Budget.from_time_limit(600.0))
-    free = check_one_swap(ds, empty, 1, reg=0.1, fit_intercept=True, thresholds=th)
+    problem = KRuleProblem.of(ds, 1, reg=0.1, fit_intercept=True, thresholds=th)
+    timed = check_one_swap(problem, empty, budget=Budget.from_time_limit(600.0))
+    free = check_one_swap(problem, empty)
     assert timed[0] == free[0] and len(timed[1]) == len(free[1])
 
 

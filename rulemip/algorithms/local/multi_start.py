@@ -29,8 +29,8 @@ from numpy.typing import NDArray
 from rulemip.algorithms.local.rule_swaps import SwapOutcome, refit_ensemble, swap_descent
 from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
-from rulemip.data.dataset import Dataset
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 
 __all__ = ["MultiStartOutcome", "best_local_model", "threshold_tree_rules"]
@@ -50,13 +50,14 @@ class MultiStartOutcome:
     kicks_kept: int
 
 
-def threshold_tree_rules(dataset: Dataset, thresholds: Sequence[FloatArray], n_leaves: int,
-                         max_rule_length: int | None = None) -> list[Rule]:
+def threshold_tree_rules(problem: KRuleProblem, n_leaves: int) -> list[Rule]:
     """Leaves of a best-first least-squares tree with at most ``n_leaves`` leaves whose
-    splits are candidate thresholds (weighted SSE reduction, ties to the lower index); the
-    leaf with most weight is dropped (it is the intercept's), so at most
-    ``n_leaves - 1`` rules. Leaves restricting more than ``max_rule_length`` features are
+    splits are the problem's candidate thresholds (weighted SSE reduction, ties to the
+    lower index); the leaf with most weight is dropped (it is the intercept's), so at most
+    ``n_leaves - 1`` rules. Leaves restricting the problem's rule length of features are
     not split further."""
+    dataset, thresholds = problem.dataset, problem.thresholds
+    max_rule_length = problem.max_rule_length
     X = np.asarray(dataset.X, dtype=float)
     y = np.asarray(dataset.y, dtype=float)
     w = dataset.weights
@@ -111,14 +112,15 @@ def threshold_tree_rules(dataset: Dataset, thresholds: Sequence[FloatArray], n_l
             for i, (_, lo, hi) in enumerate(leaves) if i != heaviest]
 
 
-def _random_box(space: SearchSpace, rng: np.random.Generator,
-                max_rule_length: int | None) -> Rule:
-    """A random box of one or two features with candidate-threshold bounds."""
+def _random_box(space: SearchSpace, rng: np.random.Generator, problem: KRuleProblem) -> Rule:
+    """A random box of one or two features (one when the problem's rules have one) with
+    candidate-threshold bounds."""
     thresholds = [t for t in space.thresholds]
     usable = [j for j in range(len(thresholds)) if len(thresholds[j])]
     d = len(thresholds)
     lo, hi = np.full(d, -np.inf), np.full(d, np.inf)
-    n_feat = 1 if max_rule_length == 1 or len(usable) < 2 else int(rng.integers(1, 3))
+    n_feat = 1 if problem.max_rule_length == 1 or len(usable) < 2 \
+        else int(rng.integers(1, 3))
     for j in rng.choice(usable, size=n_feat, replace=False):
         t = thresholds[j]
         if rng.random() < 0.5:
@@ -128,9 +130,7 @@ def _random_box(space: SearchSpace, rng: np.random.Generator,
     return Rule(conditions_from_box(lo, hi), 1.0)
 
 
-def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]],
-                     n_rules: int, *, reg: float, fit_intercept: bool,
-                     thresholds: Sequence[FloatArray], max_rule_length: int | None,
+def best_local_model(problem: KRuleProblem, starts: Sequence[tuple[str, RuleEnsemble]], *,
                      budget: Budget, kicks: bool = True, seed: int = 0,
                      descent_share: float = 0.5, heuristic_share: float = 0.5
                      ) -> MultiStartOutcome | None:
@@ -142,7 +142,9 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
     (:data:`rulemip.algorithms.fit_plan.SHARES`)."""
     if not starts:
         return None
-    space = SearchSpace.build(dataset.X, thresholds=list(thresholds))
+    dataset, n_rules = problem.dataset, problem.n_rules
+    reg, fit_intercept = problem.reg, problem.fit_intercept
+    space = SearchSpace.build(dataset.X, thresholds=problem.thresholds)
     scored = []
     for name, ens in starts:
         model, risk = refit_ensemble(dataset, list(ens.rules)[:n_rules], reg=reg,
@@ -159,8 +161,7 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
         # search too slow to prove anything must not leave the kicks nothing
         part = (descent_share if kicks else 1.0) / (len(scored) - i)
         share = budget.fraction(part)
-        out = swap_descent(dataset, model, n_rules, reg=reg, fit_intercept=fit_intercept,
-                           space=space, max_rule_length=max_rule_length, budget=share)
+        out = swap_descent(problem, model, space=space, budget=share)
         record.append((name, risk, out.risk, out.one_swap_optimal))
         if best is None or out.risk < best.risk - 1e-12 * max(1.0, abs(best.risk)) or \
                 (out.risk <= best.risk and out.one_swap_optimal and not best.one_swap_optimal):
@@ -178,20 +179,16 @@ def best_local_model(dataset: Dataset, starts: Sequence[tuple[str, RuleEnsemble]
         tried += 1
         phase.charge()                      # a kick is a unit of work (plus its searches)
         rules = list(best.ensemble.rules)
-        rules[int(rng.integers(len(rules)))] = _random_box(space, rng, max_rule_length)
+        rules[int(rng.integers(len(rules)))] = _random_box(space, rng, problem)
         model, _ = refit_ensemble(dataset, rules, reg=reg, fit_intercept=fit_intercept,
                                   template=best.ensemble)
-        out = swap_descent(dataset, model, n_rules, reg=reg, fit_intercept=fit_intercept,
-                           space=space, max_rule_length=max_rule_length, budget=phase,
-                           exact=not heuristic)
+        out = swap_descent(problem, model, space=space, budget=phase, exact=not heuristic)
         if (out.one_swap_optimal or heuristic) and \
                 out.risk < best.risk - 1e-9 * max(1.0, abs(best.risk)):
             best, source = out, f"{source} + kick"
             kept += 1
     if heuristic and not budget.expired():
-        out = swap_descent(dataset, best.ensemble, n_rules, reg=reg,
-                           fit_intercept=fit_intercept, space=space,
-                           max_rule_length=max_rule_length, budget=budget)
+        out = swap_descent(problem, best.ensemble, space=space, budget=budget)
         if out.risk <= best.risk:
             best = out
     if not math.isfinite(best.risk):

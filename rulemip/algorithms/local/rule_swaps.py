@@ -60,6 +60,7 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import RISK_UNIT_FLOOR, risk_unit
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 
 __all__ = [
@@ -152,22 +153,23 @@ def refit_ensemble(dataset: Dataset, rules: Sequence[Rule], *, reg: float,
     return RuleEnsemble(out, fit.intercept, "squared", encoder, classes), float(fit.risk)
 
 
-def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | None) -> bool:
-    if max_rule_length is None:
-        return True
-    restricted = int(np.sum(np.isfinite(lower) | np.isfinite(upper)))
-    return restricted <= max_rule_length
+def _admissible(lower: FloatArray, upper: FloatArray, problem: KRuleProblem) -> bool:
+    """The box restricts at most the problem's rule length of features."""
+    cap = problem.max_rule_length
+    return cap is None or int(np.sum(np.isfinite(lower) | np.isfinite(upper))) <= cap
 
 
-def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: SearchSpace, *,
-                reg: float, fit_intercept: bool, max_rule_length: int | None,
-                search: str = "bnb", beam_width: int = 10,
+def search_slot(problem: KRuleProblem, ensemble: RuleEnsemble, slot: int,
+                space: SearchSpace, *, search: str = "bnb", beam_width: int = 10,
                 budget: Budget | None = None) -> SwapCheck | None:
     """The best replacement of rule ``slot`` (``slot >= len(ensemble)``: an empty slot) by
-    the exact box search on the partial residual of the other rules (module docstring).
-    ``ensemble`` must carry jointly optimal weights. None when the language is empty.
-    ``budget`` (the fit's; None: unlimited) carries the time and the work limit."""
+    the exact box search on the partial residual of the other rules (module docstring),
+    within ``problem``'s language. ``ensemble`` must carry jointly optimal weights. None
+    when the language is empty. ``budget`` (the fit's; None: unlimited) carries the time
+    and the work limit."""
     budget = Budget.coerce(budget, None)
+    dataset, reg, fit_intercept = problem.dataset, problem.reg, problem.fit_intercept
+    max_rule_length = problem.max_rule_length
     y = np.asarray(dataset.y, dtype=float)
     w = dataset.weights
     W = float(w.sum())
@@ -194,15 +196,14 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
                      best=found.value * found.value / W, bound=bound * bound / W,
                      certified=bool(found.certified), lower=np.asarray(found.lower),
                      upper=np.asarray(found.upper),
-                     admissible=_admissible(found.lower, found.upper, max_rule_length))
+                     admissible=_admissible(found.lower, found.upper, problem))
 
 
-def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg: float,
-                   fit_intercept: bool, thresholds: Sequence[FloatArray],
-                   max_rule_length: int | None = None, tol: float = SWAP_TOL,
+def check_one_swap(problem: KRuleProblem, ensemble: RuleEnsemble, *, tol: float = SWAP_TOL,
                    atol: float | None = None,
                    budget: Budget | None = None) -> tuple[bool, tuple[SwapCheck, ...]]:
-    """Replay the ``n_rules`` swap searches on ``ensemble`` *with its weights as given*
+    """Replay the ``n_rules`` swap searches of ``problem`` on ``ensemble`` *with its
+    weights as given*
     (they must be the joint optimum of its boxes, as the module docstring's identity
     assumes: :func:`rulemip.certify.verify` refits them first). Returns (every search
     proves that no swap lowers the risk by more than ``tol *`` :func:`tolerance_scale`,
@@ -211,19 +212,17 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"1-swap optimality is proved for squared loss only; got loss={ensemble.loss!r}.")
+    dataset, n_rules = problem.dataset, problem.n_rules
     if len(ensemble.rules) > n_rules:
         return False, ()
-    space = SearchSpace.build(dataset.X, thresholds=list(thresholds))
-    risk = float(ensemble.risk(dataset.X, dataset.y, reg=reg,
-                               sample_weight=dataset.sample_weight))
+    space = SearchSpace.build(dataset.X, thresholds=problem.thresholds)
+    risk = problem.risk(ensemble)
     if atol is None:
         atol = tol * tolerance_scale(risk, second_moment(dataset))
     clock = Budget.coerce(budget, None)
     checks: list[SwapCheck] = []
     for slot in range(n_rules):
-        check = search_slot(dataset, ensemble, slot, space, reg=reg,
-                            fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                            budget=clock)
+        check = search_slot(problem, ensemble, slot, space, budget=clock)
         if check is None:  # no box at all: nothing can be swapped in
             continue
         checks.append(check)
@@ -232,13 +231,13 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
     return True, tuple(checks)
 
 
-def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg: float,
-                 fit_intercept: bool, thresholds: Sequence[FloatArray] | None = None,
-                 space: SearchSpace | None = None, max_rule_length: int | None = None,
-                 budget: Budget | None = None, tol: float = SWAP_TOL,
-                 beam_first: bool = True, exact: bool = True) -> SwapOutcome:
-    """Swap rules until a full pass of ``n_rules`` searches proves the model 1-swap
-    optimal (module docstring), or the budget ends.
+def swap_descent(problem: KRuleProblem, ensemble: RuleEnsemble, *,
+                 space: SearchSpace | None = None, budget: Budget | None = None,
+                 tol: float = SWAP_TOL, beam_first: bool = True,
+                 exact: bool = True) -> SwapOutcome:
+    """Swap rules until a full pass of ``problem.n_rules`` searches proves the model 1-swap
+    optimal (module docstring), or the budget ends (``space``: the problem's search space
+    when the caller has it).
 
     Slots are visited cyclically; an improving swap replaces the rule by the best box and
     refits all weights (strictly lower risk, so the descent terminates). The claim
@@ -251,10 +250,10 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"rule swaps are exact for squared loss only; got loss={ensemble.loss!r}.")
+    dataset, n_rules = problem.dataset, problem.n_rules
+    reg, fit_intercept = problem.reg, problem.fit_intercept
     if space is None:
-        if thresholds is None:
-            raise InvalidParameterError("give `thresholds` or a prebuilt `space`.")
-        space = SearchSpace.build(dataset.X, thresholds=list(thresholds))
+        space = SearchSpace.build(dataset.X, thresholds=problem.thresholds)
     budget = Budget.from_time_limit(None) if budget is None else budget
     t0 = time.perf_counter()
     rules = list(ensemble.rules)[:n_rules]
@@ -263,7 +262,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
     proved: dict[int, SwapCheck] = {}
     swaps = searches = 0
     moment = second_moment(dataset)
-    if check_empty_language(space, fit_intercept, max_rule_length):
+    if check_empty_language(space, fit_intercept):
         proved = {s: SwapCheck(s, 0.0, 0.0, 0.0, True, np.zeros(0), np.zeros(0), True)
                   for s in range(n_rules)}
 
@@ -294,9 +293,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
         for slot in slots() if beam_first else []:
             if budget.expired():
                 break
-            check = search_slot(dataset, model, slot, space, reg=reg,
-                                fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                                search="beam", budget=budget)
+            check = search_slot(problem, model, slot, space, search="beam", budget=budget)
             searches += 1
             if check is not None and check.improves(tol * tolerance_scale(risk, moment)):
                 improved = apply(check) or improved
@@ -309,9 +306,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
         for slot in slots():
             if budget.expired():
                 break
-            check = search_slot(dataset, model, slot, space, reg=reg,
-                                fit_intercept=fit_intercept, max_rule_length=max_rule_length,
-                                budget=budget)
+            check = search_slot(problem, model, slot, space, budget=budget)
             searches += 1
             atol = tol * tolerance_scale(risk, moment)
             if check is None:
@@ -341,8 +336,7 @@ def swap_descent(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg:
                        tuple(proved[s] for s in sorted(proved)))
 
 
-def check_empty_language(space: SearchSpace, fit_intercept: bool,
-                         max_rule_length: int | None) -> bool:
+def check_empty_language(space: SearchSpace, fit_intercept: bool) -> bool:
     """True when the language has no box to swap in (no thresholds, an intercept)."""
     return fit_intercept and all(len(t) == 0 for t in space.thresholds)
 
