@@ -114,7 +114,7 @@ def _part_b(X: np.ndarray, y: np.ndarray, T: int, args: argparse.Namespace,
         assert best.valid_risk is not None
         r2_cbcd = 1.0 - best.valid_risk / var
         t1 = time.perf_counter()
-        rr = relax_and_round(nodes2, ytc, n_rules=K, budget=Budget.from_time_limit(rr_time),
+        rr = relax_and_round(nodes2, ytc, max_cost=K, budget=Budget.from_time_limit(rr_time),
                              relaxation=args.relaxation)
         t_rr = time.perf_counter() - t1
         pred = _predict(nodes2, Xte, rr.support, rr.weights, mu)

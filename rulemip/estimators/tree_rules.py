@@ -338,7 +338,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         self.gamma_ = self._gamma(X.shape[0])
         self.reg_ = 1.0 / self.gamma_
         self._encoder = ds.encoder
-        fit = solve_pruning(nodes, yc, engine=engine, n_rules=self.n_rules,
+        fit = solve_pruning(nodes, yc, engine=engine, max_cost=self.n_rules,
                             attribute=self.attribute, gamma=self.gamma_, solver=self.solver,
                             budget=budget, mip_gap=float(self.mip_gap),
                             callback=progress_printer() if self.verbose else None,

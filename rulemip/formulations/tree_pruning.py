@@ -77,11 +77,11 @@ class TreePruningCIP:
         return self.refit(z).value
 
 
-def pruning_feasible_model(nodes: NodeMatrix, n_rules: float,
+def pruning_feasible_model(nodes: NodeMatrix, max_cost: float,
                            attribute: str = "rule") -> MIPModel:
     """MIPModel with binary z, conflicts z_i + z_j ≤ 1 (j ∈ C_i) and Σ a_i z_i ≤ K."""
-    if not n_rules >= 0:
-        raise InvalidParameterError(f"n_rules must be >= 0; got {n_rules}")
+    if not max_cost >= 0:
+        raise InvalidParameterError(f"max_cost must be >= 0; got {max_cost}")
     m = nodes.n_nodes
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
     model = MIPModel()
@@ -94,7 +94,7 @@ def pruning_feasible_model(nodes: NodeMatrix, n_rules: float,
                           shape=(P, m))
         model.add_constraints("conflict", matrix=A, cols=ids, upper=1.0)
     model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
-                          upper=float(n_rules))
+                          upper=float(max_cost))
     return model
 
 
@@ -133,7 +133,7 @@ class TreePruningMIP:
         Candidate nodes (columns ``M_i``, descendants, attributes).
     y : ndarray of shape (n,)
         Response, used as given (center it for an unpenalized intercept).
-    n_rules : float
+    max_cost : float
         Budget ``K`` of (1b).
     attribute : {"rule", "depth", "feature"}
         Node cost ``a_i``.
@@ -143,7 +143,7 @@ class TreePruningMIP:
         How (1c) is written (see above).
     """
 
-    def __init__(self, nodes: NodeMatrix, y: NDArray[np.float64], n_rules: float, *,
+    def __init__(self, nodes: NodeMatrix, y: NDArray[np.float64], max_cost: float, *,
                  attribute: str = "rule", gamma: float = 1.0,
                  complementarity: str = "indicator") -> None:
         if not (isinstance(gamma, int | float | np.floating) and gamma > 0
@@ -161,7 +161,7 @@ class TreePruningMIP:
         nodes.attribute(attribute)  # type: ignore[arg-type]  # validates the name
         self.nodes = nodes
         self.y = yv
-        self.n_rules = n_rules
+        self.max_cost = max_cost
         self.attribute = attribute
         self.gamma = float(gamma)
         self.complementarity = complementarity
@@ -177,7 +177,7 @@ class TreePruningMIP:
         ``"residual"`` (and ``"big_m_upper"``/``"big_m_lower"`` for the big-M variant)."""
         nodes = self.nodes
         m, n = nodes.n_nodes, self.y.shape[0]
-        model = pruning_feasible_model(nodes, self.n_rules, self.attribute)
+        model = pruning_feasible_model(nodes, self.max_cost, self.attribute)
         model.name = "tree_pruning_problem_1"
         B = self.weight_bound
         ey = math.sqrt(float(self.y @ self.y))

@@ -20,7 +20,7 @@ def _solve_mip(nodes, yc, K, *, attribute="rule", gamma=1.0, complementarity="in
     """The engine ``"mip"`` of the pruning driver: (status, q, bound, z, w)."""
     from rulemip.algorithms.pruning.driver import solve_pruning
 
-    fit = solve_pruning(nodes, yc, engine="mip", n_rules=K, attribute=attribute, gamma=gamma,
+    fit = solve_pruning(nodes, yc, engine="mip", max_cost=K, attribute=attribute, gamma=gamma,
                         solver=solver, mip_gap=mip_gap, complementarity=complementarity)
     z = np.zeros(nodes.n_nodes)
     z[fit.support] = 1.0

@@ -139,8 +139,8 @@ def test_relax_and_round_fw_agrees_with_oa():
 
     y, nodes = _instance(0)
     a = nodes.attribute("rule")
-    fw = relax_and_round(nodes, y, n_rules=3, relaxation="frank_wolfe")
-    oa = relax_and_round(nodes, y, n_rules=3, relaxation="oa")
+    fw = relax_and_round(nodes, y, max_cost=3, relaxation="frank_wolfe")
+    oa = relax_and_round(nodes, y, max_cost=3, relaxation="oa")
     assert fw.relaxation == "frank_wolfe" and oa.relaxation == "oa"
     assert fw.relaxation_converged and oa.relaxation_converged
     assert fw.relaxation_value == pytest.approx(oa.relaxation_value, rel=1e-5)
@@ -148,7 +148,7 @@ def test_relax_and_round_fw_agrees_with_oa():
     assert oa.relaxation_lower_bound <= fw.relaxation_value + 1e-9
     assert _feasible(nodes, fw.z, a, 3) and len(fw.relaxation_history) > 0
     with pytest.raises(InvalidParameterError, match="relaxation"):
-        relax_and_round(nodes, y, n_rules=3, relaxation="bogus")
+        relax_and_round(nodes, y, max_cost=3, relaxation="bogus")
 
 
 def _quadratic(c):

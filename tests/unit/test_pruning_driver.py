@@ -68,18 +68,18 @@ def test_decide_recomputes_q_and_promotes_once():
     register_pruning_engine("claimed", _Claimed)
     try:
         # no bound: a heuristic, feasible without a gap
-        fit = solve_pruning(nodes, y, engine="claimed", n_rules=2, gamma=1.0, S=[1])
+        fit = solve_pruning(nodes, y, engine="claimed", max_cost=2, gamma=1.0, S=[1])
         assert fit.result.termination is TerminationReason.FEASIBLE
         assert fit.result.lower_bound == -math.inf and fit.result.gap == math.inf
         assert fit.attributes == {"claimed_": True} and fit.warning == "not optimal"
         q = fit.objective
         assert fit.result.value == q and fit.result.engine == "claimed"
         # a bound at q, finished: optimal (q recomputed from the data)
-        fit = solve_pruning(nodes, y, engine="claimed", n_rules=2, gamma=1.0, S=[1],
+        fit = solve_pruning(nodes, y, engine="claimed", max_cost=2, gamma=1.0, S=[1],
                             bound=q)
         assert fit.result.is_optimal and fit.warning is None
         # a bound the recomputed q refutes falls back to 0 (q >= 0): no proof
-        fit = solve_pruning(nodes, y, engine="claimed", n_rules=2, gamma=1.0, S=[1],
+        fit = solve_pruning(nodes, y, engine="claimed", max_cost=2, gamma=1.0, S=[1],
                             bound=2 * q + 1)
         assert not fit.result.is_optimal and fit.result.lower_bound == 0.0
         # stopped at a limit: feasible, the limit named
@@ -97,10 +97,10 @@ def test_decide_recomputes_q_and_promotes_once():
 def test_the_engines_agree_with_the_exact_optimum():
     pytest.importorskip("highspy")
     nodes, y = _instance()
-    exact = solve_pruning(nodes, y, engine="exact", n_rules=2, gamma=1.0, mip_gap=1e-6)
+    exact = solve_pruning(nodes, y, engine="exact", max_cost=2, gamma=1.0, mip_gap=1e-6)
     assert exact.result.is_optimal
     assert exact.result.lower_bound <= exact.objective * (1 + 1e-9)
-    rr = solve_pruning(nodes, y, engine="relax_round", n_rules=2, gamma=1.0)
+    rr = solve_pruning(nodes, y, engine="relax_round", max_cost=2, gamma=1.0)
     assert rr.objective >= exact.objective * (1 - 1e-9)
     assert rr.result.lower_bound <= exact.objective * (1 + 1e-9)
     try:
@@ -108,7 +108,7 @@ def test_the_engines_agree_with_the_exact_optimum():
     except ImportError:
         return
     else:
-        mip = solve_pruning(nodes, y, engine="mip", n_rules=2, gamma=1.0, mip_gap=1e-6,
+        mip = solve_pruning(nodes, y, engine="mip", max_cost=2, gamma=1.0, mip_gap=1e-6,
                             solver="scip")
         assert mip.result.is_optimal
         assert mip.objective == pytest.approx(exact.objective, rel=1e-5)
@@ -119,4 +119,4 @@ def test_unknown_engine_is_refused():
 
     nodes, y = _instance()
     with pytest.raises(InvalidParameterError, match="unknown pruning engine"):
-        solve_pruning(nodes, y, engine="nope", n_rules=2)
+        solve_pruning(nodes, y, engine="nope", max_cost=2)

@@ -56,8 +56,8 @@ def test_relax_and_round_stops_on_a_spent_budget(forest):
 
     nodes, y = forest
     for relaxation in ("oa", "frank_wolfe"):
-        done = relax_and_round(nodes, y, n_rules=3, relaxation=relaxation)
-        cut = relax_and_round(nodes, y, n_rules=3, relaxation=relaxation,
+        done = relax_and_round(nodes, y, max_cost=3, relaxation=relaxation)
+        cut = relax_and_round(nodes, y, max_cost=3, relaxation=relaxation,
                               budget=Budget.from_time_limit(0.0))
         assert done.relaxation_converged and not cut.relaxation_converged
 

@@ -58,7 +58,7 @@ def test_budgeted_bounds_feasibility_and_cvxpy(attribute, K, relaxation):
     y, nodes = _instance(0)
     oracle = TreePruningCIP(nodes.M, y, 1.0)
     a = nodes.attribute(attribute)
-    res = relax_and_round(nodes, y, n_rules=K, attribute=attribute, relaxation=relaxation)
+    res = relax_and_round(nodes, y, max_cost=K, attribute=attribute, relaxation=relaxation)
     opt = _brute(nodes, oracle, a, K=K)
     tol = 1e-7 * float(y @ y)
     assert res.relaxation_converged and res.relaxation == relaxation
@@ -107,7 +107,7 @@ def test_fptas_rounding_is_feasible():
 
     y, nodes = _instance(2, trees=3)
     a = nodes.attribute("depth")
-    res = relax_and_round(nodes, y, n_rules=4, attribute="depth", fptas_eps=0.1)
+    res = relax_and_round(nodes, y, max_cost=4, attribute="depth", fptas_eps=0.1)
     assert res.rounding.startswith("forest_knapsack_fptas")
     assert _feasible(nodes, res.z, a, 4)
     assert res.relaxation_lower_bound <= res.value
@@ -120,8 +120,8 @@ def test_errors():
     with pytest.raises(InvalidParameterError, match="exactly one"):
         relax_and_round(nodes, y)
     with pytest.raises(InvalidParameterError, match="exactly one"):
-        relax_and_round(nodes, y, n_rules=2, lam=0.1)
+        relax_and_round(nodes, y, max_cost=2, lam=0.1)
     with pytest.raises(InvalidParameterError, match="`lam` must be >= 0"):
         relax_and_round(nodes, y, lam=-1.0)
     with pytest.raises(InvalidParameterError, match="fptas_eps"):
-        relax_and_round(nodes, y, n_rules=2, fptas_eps=2.0)
+        relax_and_round(nodes, y, max_cost=2, fptas_eps=2.0)

@@ -54,7 +54,7 @@ class PruningProblem:
 
     nodes: NodeMatrix
     y: FloatArray
-    n_rules: float
+    max_cost: float
     attribute: str
     gamma: float
     cip: TreePruningCIP
@@ -181,7 +181,7 @@ def decide(formulation: PruningFormulation, built: PruningProblem, outcome: Sear
 
 
 def solve_pruning(nodes: NodeMatrix, y: FloatArray, *, engine: str = "exact",
-                  n_rules: float, attribute: str = "rule", gamma: float = 1.0,
+                  max_cost: float, attribute: str = "rule", gamma: float = 1.0,
                   solver: Any = "auto", budget: Budget | None = None, mip_gap: float = 1e-4,
                   callback: Callback | None = None, **settings: Any) -> PruningFit:
     """Select nodes for CIP (2) with the registered ``engine`` (module docstring): build,
@@ -191,7 +191,7 @@ def solve_pruning(nodes: NodeMatrix, y: FloatArray, *, engine: str = "exact",
     ----------
     nodes, y : candidate rules and the response as the engine sees it (standardized by
         the estimator).
-    n_rules, attribute, gamma : the budget :math:`\\sum_i a_i z_i \\le K`, the cost
+    max_cost, attribute, gamma : the budget :math:`\\sum_i a_i z_i \\le K`, the cost
         :math:`a_i` and the ridge γ = 1/λ.
     solver : the backend name (or object) for the engines' (I)LPs.
     budget : the selection's clock; mip_gap : the relative gap certified as optimal.
@@ -200,19 +200,19 @@ def solve_pruning(nodes: NodeMatrix, y: FloatArray, *, engine: str = "exact",
     if engine not in PRUNING_ENGINES:
         raise InvalidParameterError(f"unknown pruning engine {engine!r}; registered: "
                                     f"{sorted(PRUNING_ENGINES)}.")
-    return run_pruning(PRUNING_ENGINES[engine](**settings), nodes, y, n_rules=n_rules,
+    return run_pruning(PRUNING_ENGINES[engine](**settings), nodes, y, max_cost=max_cost,
                        attribute=attribute, gamma=gamma, solver=solver, budget=budget,
                        mip_gap=mip_gap, callback=callback)
 
 
 def run_pruning(formulation: PruningFormulation, nodes: NodeMatrix, y: FloatArray, *,
-                n_rules: float, attribute: str = "rule", gamma: float = 1.0,
+                max_cost: float, attribute: str = "rule", gamma: float = 1.0,
                 solver: Any = "auto", budget: Budget | None = None, mip_gap: float = 1e-4,
                 callback: Callback | None = None) -> PruningFit:
     """:func:`solve_pruning` with the engine's ``formulation`` itself (an engine not
     registered: :func:`rulemip.testing.check_engine`)."""
     clock = budget if budget is not None else Budget.from_time_limit(None)
-    built = PruningProblem(nodes, np.asarray(y, dtype=float), float(n_rules), attribute,
+    built = PruningProblem(nodes, np.asarray(y, dtype=float), float(max_cost), attribute,
                            float(gamma), TreePruningCIP(nodes.M, y, gamma))
     outcome = formulation.search(built, solver=solver, budget=clock, mip_gap=mip_gap,
                                  callback=callback)

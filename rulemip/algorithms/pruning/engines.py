@@ -64,7 +64,7 @@ class ExactPruning:
         from rulemip.algorithms.convex.outer_approximation import OAOptions
         from rulemip.algorithms.pruning import exact as pe
 
-        res, _ = pe.prune_exact(built.nodes, built.y, built.n_rules, attribute=built.attribute,
+        res, _ = pe.prune_exact(built.nodes, built.y, built.max_cost, attribute=built.attribute,
                                 gamma=built.gamma, mip_gap=float(mip_gap), budget=budget,
                                 options=OAOptions(solver=solver, callback=callback))
         return SearchOutcome(x=res.z, lower_bound=res.lower_bound, finished=res.converged,
@@ -90,13 +90,13 @@ class ExactPruning:
         return {}, {}
 
 
-def choose_path_model(path: Any, n_rules: float) -> int:
-    """The index of the path model of largest cost within ``n_rules``, among those the
+def choose_path_model(path: Any, max_cost: float) -> int:
+    """The index of the path model of largest cost within ``max_cost``, among those the
     least training risk; -1 when none fits."""
     best, key = -1, (-math.inf, -math.inf)
     for k, pm in enumerate(path.models):
         cost = float(pm.cost)
-        if cost <= n_rules + 1e-9 and (cost, -float(pm.train_risk)) > key:
+        if cost <= max_cost + 1e-9 and (cost, -float(pm.train_risk)) > key:
             best, key = k, (cost, -float(pm.train_risk))
     return best
 
@@ -118,7 +118,7 @@ class PathPruning:
         path = regularization_path(built.nodes, built.y, n_lambdas=self.n_lambdas,
                                    attribute=built.attribute, gamma=built.gamma,
                                    budget=budget, solver=solver, exact_blocks=False)
-        best = choose_path_model(path, built.n_rules)
+        best = choose_path_model(path, built.max_cost)
         S = path.models[best].support if best >= 0 else np.zeros(0, dtype=np.int64)
         limit = _limit(budget)
         return SearchOutcome(x=built.point(S), finished=limit is None, limit=limit,
@@ -128,7 +128,7 @@ class PathPruning:
 
     def decode(self, built: PruningProblem, outcome: SearchOutcome) -> Selection:
         path = outcome.payload
-        best = choose_path_model(path, built.n_rules)
+        best = choose_path_model(path, built.max_cost)
         if best < 0:  # no model within the budget: the empty rule set
             return np.zeros(0, dtype=np.int64), np.zeros(0)
         pm = path.models[best]
@@ -144,7 +144,7 @@ class PathPruning:
     def fitted_attributes(self, built: PruningProblem, outcome: SearchOutcome
                           ) -> tuple[dict[str, Any], dict[str, list[Selection]]]:
         path = outcome.payload
-        return ({"path_": path, "path_index_": choose_path_model(path, built.n_rules)},
+        return ({"path_": path, "path_index_": choose_path_model(path, built.max_cost)},
                 {"path_models_": [(pm.support, pm.weights) for pm in path.models]})
 
 
@@ -160,7 +160,7 @@ class RelaxRoundPruning:
                callback: Callback | None) -> SearchOutcome:
         from rulemip.algorithms.pruning.relax_and_round import relax_and_round
 
-        res = relax_and_round(built.nodes, built.y, n_rules=built.n_rules,
+        res = relax_and_round(built.nodes, built.y, max_cost=built.max_cost,
                               attribute=built.attribute, gamma=built.gamma, budget=budget,
                               solver=solver)
         limit = _limit(budget)
@@ -199,7 +199,7 @@ class MIQPPruning:
         from rulemip.solvers.base import required_capabilities, resolve_backend
         from rulemip.solvers.result import SolveOptions
 
-        mip = TreePruningMIP(built.nodes, built.y, built.n_rules, attribute=built.attribute,
+        mip = TreePruningMIP(built.nodes, built.y, built.max_cost, attribute=built.attribute,
                              gamma=built.gamma, complementarity=self.complementarity)
         model = mip.build()
         sf = model.to_standard_form()

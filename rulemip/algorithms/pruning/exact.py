@@ -87,7 +87,7 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 
-def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, n_rules: float,
+def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, max_cost: float,
                  attribute: str = "rule") -> FloatArray:
     """Greedy feasible selection: add the feasible node of largest gradient gain per cost,
     accepting it only if q decreases."""
@@ -98,7 +98,7 @@ def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, n_rules: float,
     used = 0.0
     val, g = oracle.value_and_gradient(z)
     while True:
-        ok = (~blocked) & (z == 0) & (used + a <= n_rules + 1e-9) & (g < 0)
+        ok = (~blocked) & (z == 0) & (used + a <= max_cost + 1e-9) & (g < 0)
         if not ok.any():
             return z
         score = np.where(ok, -g / np.maximum(a, 1.0), -np.inf)
@@ -117,27 +117,27 @@ def greedy_prune(oracle: TreePruningCIP, nodes: NodeMatrix, n_rules: float,
                 p = nodes.parent[p]
 
 
-def clique_pruning_model(nodes: NodeMatrix, n_rules: float | None,
+def clique_pruning_model(nodes: NodeMatrix, max_cost: float | None,
                          attribute: str = "rule") -> MIPModel:
     r"""Feasible set of CIP (2) with clique conflict rows.
 
     Binary z, one row :math:`\sum_{i \in P_\ell \cup \{\ell\}} z_i \le 1` per leaf ℓ
-    (:func:`~rulemip.formulations.forest.root_to_leaf_paths`) and, unless ``n_rules`` is
+    (:func:`~rulemip.formulations.forest.root_to_leaf_paths`) and, unless ``max_cost`` is
     ``None`` (the penalized problem), the budget :math:`\sum_i a_i z_i \le K`.  Same integer
     points as :func:`~rulemip.formulations.tree_pruning.pruning_feasible_model` (z_i + z_j ≤ 1
     for every ancestor/descendant pair), tighter linear relaxation: the convex hull of the
     antichains.
     """
-    if n_rules is not None and not n_rules >= 0:
-        raise InvalidParameterError(f"n_rules must be >= 0; got {n_rules}")
+    if max_cost is not None and not max_cost >= 0:
+        raise InvalidParameterError(f"max_cost must be >= 0; got {max_cost}")
     model = MIPModel()
     z = model.add_variables("z", nodes.n_nodes, binary=True)
     ids = np.asarray(z.ids).ravel()
     model.add_constraints("paths", matrix=root_to_leaf_paths(nodes.parent), cols=ids, upper=1.0)
-    if n_rules is not None:
+    if max_cost is not None:
         a = nodes.attribute(attribute)  # type: ignore[arg-type]
         model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
-                              upper=float(n_rules))
+                              upper=float(max_cost))
     return model
 
 
@@ -238,7 +238,7 @@ def _neighbours(orc: PruningOracle, conf: _Conflicts, a: FloatArray, K: float,
     return out
 
 
-def local_search_prune(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
+def local_search_prune(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
                        attribute: str = "rule", gamma: float = 1.0,
                        z: FloatArray | None = None) -> tuple[FloatArray, float]:
     """Exact-gain greedy (or the binary ``z``) improved by add/swap local search.
@@ -248,14 +248,14 @@ def local_search_prune(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     orc = PruningOracle(nodes.M, y, gamma)
     conf = _Conflicts(nodes)
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
-    st = (_greedy_exact(orc, conf, a, float(n_rules)) if z is None
+    st = (_greedy_exact(orc, conf, a, float(max_cost)) if z is None
           else orc.state(np.flatnonzero(np.asarray(z) > 0.5)))
-    seq = _local_search(orc, conf, a, float(n_rules), st)
+    seq = _local_search(orc, conf, a, float(max_cost), st)
     best = seq[-1] if seq else st
     return orc.point(best.S), best.value
 
 
-def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
+def prune_exact(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
                 attribute: str = "rule", gamma: float = 1.0,
                 options: OAOptions | None = None, n_single: int | None = None,
                 relax_iterations: int = 100, local_search: bool = True,
@@ -269,7 +269,7 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     y : (n,) response; center it for an unpenalized intercept.  Only
         :math:`\gamma \|M_i\|^2` matters for the difficulty (scaling y by c scales M by c
         and q by c²), see ``docs/benchmarks/pruning.md``.
-    n_rules : budget K of :math:`\sum_i a_i z_i \le K`.
+    max_cost : budget K of :math:`\sum_i a_i z_i \le K`.
     attribute : "rule", "depth" or "feature" (the cost a_i).
     gamma : ridge parameter γ > 0.
     options : engine options; ``max_iter`` counts integer masters; without ``mip_gap``
@@ -307,7 +307,7 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
             opts = dataclasses.replace(opts, rel_tol=float(mip_gap), abs_tol=0.0)
         clock = Budget.coerce(budget if budget is not None else opts.budget, None)
         opts = dataclasses.replace(opts, budget=clock)
-        res, cip = _prune_exact(nodes, y, n_rules, attribute, gamma, opts, n_single,
+        res, cip = _prune_exact(nodes, y, max_cost, attribute, gamma, opts, n_single,
                                 relax_iterations, local_search, clique, n_neighbours)
         tol = opts.rel_tol if mip_gap is None else float(mip_gap)
         return _certified(res, cip, tol, opts.abs_tol), cip
@@ -353,7 +353,7 @@ class _PruningRelaxation:
         return rel
 
 
-def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: str,
+def _prune_exact(nodes: NodeMatrix, y: FloatArray, max_cost: float, attribute: str,
                  gamma: float, opts: OAOptions, n_single: int | None,
                  relax_iterations: int, local_search: bool, clique: bool,
                  n_neighbours: int) -> tuple[OAResult, TreePruningCIP]:
@@ -363,7 +363,7 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, attribute: st
     cip = TreePruningCIP(nodes.M, y, gamma)
     orc = PruningOracle(nodes.M, y, gamma)
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
-    K = float(n_rules)
+    K = float(max_cost)
     feas = (clique_pruning_model(nodes, K, attribute) if clique
             else pruning_feasible_model(nodes, K, attribute))
     conf = _Conflicts(nodes)

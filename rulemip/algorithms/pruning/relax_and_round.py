@@ -102,17 +102,17 @@ class _Penalized:
         return self.value_and_gradient(z)[0]
 
 
-def relaxation_model(nodes: NodeMatrix, n_rules: float | None = None,
+def relaxation_model(nodes: NodeMatrix, max_cost: float | None = None,
                      attribute: str = "rule") -> MIPModel:
     """Feasible set of the relaxation: ``z`` in [0,1] (declared binary; relax it), one row
-    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``n_rules``
+    ``Σ_{j∈path} z_j ≤ 1`` per root-to-leaf path, and ``Σ a_i z_i ≤ K`` if ``max_cost``
     (:func:`~rulemip.algorithms.pruning.exact.clique_pruning_model`)."""
-    model = clique_pruning_model(nodes, n_rules, attribute)
+    model = clique_pruning_model(nodes, max_cost, attribute)
     model.name = "relax_and_round"
     return model
 
 
-def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float | None = None,
+def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, max_cost: float | None = None,
                     lam: float | None = None, attribute: str = "rule", gamma: float = 1.0,
                     fptas_eps: float | None = None,
                     solver: str = "auto", rel_tol: float = 1e-6,
@@ -123,8 +123,8 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     Parameters
     ----------
     nodes : candidate nodes; y : (n,) response used as given (center it first).
-    n_rules : budget K of ``Σ a_i z_i ≤ K`` (budgeted CIP (2)); exclusive with ``lam``.
-    lam : penalty λ ≥ 0 of problem (16); exclusive with ``n_rules``.
+    max_cost : budget K of ``Σ a_i z_i ≤ K`` (budgeted CIP (2)); exclusive with ``lam``.
+    lam : penalty λ ≥ 0 of problem (16); exclusive with ``max_cost``.
     attribute : node cost a_i (``"rule"``, ``"depth"``, ``"feature"``).
     gamma : ridge parameter γ > 0.
     fptas_eps : use the FPTAS with this ε ∈ (0, 1) for the budgeted rounding (also used,
@@ -152,11 +152,11 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
         ``relaxation_history`` = the FW iterations (empty for OA).
     """
     t0 = time.perf_counter()
-    if (n_rules is None) == (lam is None):
-        raise InvalidParameterError("give exactly one of `n_rules` (budgeted) or `lam` "
+    if (max_cost is None) == (lam is None):
+        raise InvalidParameterError("give exactly one of `max_cost` (budgeted) or `lam` "
                                     "(penalized).")
-    if n_rules is not None and not (_real(n_rules) and n_rules >= 0):
-        raise InvalidParameterError(f"`n_rules` must be >= 0; got {n_rules}.")
+    if max_cost is not None and not (_real(max_cost) and max_cost >= 0):
+        raise InvalidParameterError(f"`max_cost` must be >= 0; got {max_cost}.")
     if lam is not None and not (_real(lam) and math.isfinite(lam)
                                 and lam >= 0):
         raise InvalidParameterError(f"`lam` must be >= 0; got {lam}.")
@@ -175,7 +175,7 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     z_greedy = None
     history: tuple[FWIteration, ...] = ()
     if relaxation == "frank_wolfe":
-        lmo = ForestLMO(nodes.parent, a, None if n_rules is None else float(n_rules))
+        lmo = ForestLMO(nodes.parent, a, None if max_cost is None else float(max_cost))
         fw = frank_wolfe_relaxation(base, lmo, lin=None if lam is None else float(lam) * a,
                                     budget=clock, max_iter=max_iter,
                                     rel_tol=rel_tol, abs_tol=abs_tol * max(1.0, base.yty))
@@ -186,13 +186,13 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     else:
         oracle: TreePruningCIP | _Penalized = (base if lam is None
                                                else _Penalized(base, float(lam), a))
-        model = relaxation_model(nodes, n_rules, attribute)
+        model = relaxation_model(nodes, max_cost, attribute)
         opts = OAOptions(relax=True, budget=clock, solver=solver, rel_tol=rel_tol,
                          abs_tol=abs_tol * max(1.0, base.yty))
         oa = OuterApproximation(oracle, model, "z", opts, lower_bound_hint=0.0)
         oa.add_cut_at(np.zeros(m))
-        if n_rules is not None:
-            z_greedy = greedy_prune(base, nodes, n_rules, attribute)
+        if max_cost is not None:
+            z_greedy = greedy_prune(base, nodes, max_cost, attribute)
             oa.add_cut_at(z_greedy)
         res = oa.run()
         if res.z is None:
@@ -205,16 +205,16 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     relax_upper = base.value(zr) + (0.0 if lam is None else float(lam) * float(a @ zr))
     lower = min(lower, relax_upper)
     zeta = np.where(zr > _ZETA_ZERO, zr, 0.0)
-    if n_rules is None:
+    if max_cost is None:
         _, zb = forest_penalized(zeta, nodes.parent)
         how = "forest_penalized"
     elif fptas_eps is None and np.allclose(a, np.round(a)):
         _, zb = forest_knapsack(zeta, np.round(a).astype(np.int64),
-                                math.floor(n_rules + 1e-9), nodes.parent)
+                                math.floor(max_cost + 1e-9), nodes.parent)
         how = "forest_knapsack"
     else:
         eps = 0.05 if fptas_eps is None else float(fptas_eps)
-        _, zb = forest_knapsack_fptas(zeta, a, float(n_rules), nodes.parent, eps)
+        _, zb = forest_knapsack_fptas(zeta, a, float(max_cost), nodes.parent, eps)
         how = f"forest_knapsack_fptas(eps={eps})"
     if z_greedy is not None and np.array_equal(zr, z_greedy):
         how += " (ζ = the greedy warm start: the relaxation found no better point)"

@@ -323,7 +323,7 @@ def _check_pruning(factory: Callable[..., Any]) -> EngineCheck:
 
 def _prune(factory: Callable[..., Any], case: PruningCase, nodes: NodeMatrix,
            yc: FloatArray, budget: Budget) -> PruningFit:
-    return run_pruning(factory(), nodes, yc, n_rules=case.K, attribute=case.attribute,
+    return run_pruning(factory(), nodes, yc, max_cost=case.K, attribute=case.attribute,
                        gamma=case.gamma, budget=budget)
 
 
