@@ -55,11 +55,9 @@ def instance(source: str, n: int, n_features: int, seed: int = 0
 
 def solve(engine: str, ds: Dataset, th: list[np.ndarray], k: int, time_limit: float,
           gap: float) -> ExactResult:
-    common = dict(reg=1e-8, fit_intercept=False, thresholds=th, mip_gap=gap)
-    if engine == "cell-bnb":
-        return solve_cell_bnb(ds, k, budget=Budget.from_time_limit(time_limit),
-                              **common)  # type: ignore[arg-type]
     problem = KRuleProblem.of(ds, k, reg=1e-8, fit_intercept=False, thresholds=th)
+    if engine == "cell-bnb":
+        return solve_cell_bnb(problem, budget=Budget.from_time_limit(time_limit), mip_gap=gap)
     return solve_exact(problem, engine=engine, budget=Budget.from_time_limit(time_limit),
                        mip_gap=gap)
 

@@ -24,6 +24,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.data.dataset import Dataset
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble
@@ -57,10 +58,15 @@ class KRuleProblem:
            reg: float = 1e-3, fit_intercept: bool = True,
            thresholds: Sequence[FloatArray], max_rule_length: int | None = None
            ) -> KRuleProblem:
-        """The problem of ``n_rules`` rules over ``thresholds`` on ``dataset``."""
+        """The problem of ``n_rules`` rules over ``thresholds`` on ``dataset`` (``n_rules``
+        a positive integer, ``reg`` ≥ 0: :class:`~rulemip.exceptions.InvalidParameterError`
+        otherwise)."""
+        k = check_positive_int(n_rules, "n_rules")
+        lam = check_nonneg_float(reg, "reg")
+        assert k is not None and lam is not None
         ths = [np.asarray(t, dtype=float) for t in thresholds]
-        return cls(dataset, loss, Language(int(n_rules), ths, max_rule_length,
-                                           bool(fit_intercept)), float(reg))
+        return cls(dataset, loss, Language(k, ths, max_rule_length, bool(fit_intercept)),
+                   float(lam))
 
     # ------------------------------------------------------------------ the language
     @property

@@ -16,6 +16,7 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
 
@@ -94,8 +95,9 @@ def test_matches_brute_force(seed, reg):
     th = candidate_thresholds(X, 2)
     k = 2
     fit_intercept = seed % 2 == 1
-    res = solve_cell_bnb(Dataset.from_arrays(X, y), k, reg=reg, fit_intercept=fit_intercept,
-                         thresholds=th)
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), k, reg=reg, fit_intercept=fit_intercept,
+                              thresholds=th)
+    res = solve_cell_bnb(problem)
     bf = brute_force_optimum(X, y, k, reg=reg, fit_intercept=fit_intercept, thresholds=th)
     assert res.is_optimal and res.bound_valid
     assert res.lower_bound <= bf.risk + 1e-9
@@ -110,7 +112,7 @@ def test_agrees_with_enumeration_on_more_rules(seed):
     ds = Dataset.from_arrays(X, y)
     prob = BoxSelectionCIP(k, reg=1e-6, fit_intercept=True, thresholds=th).build(ds)
     _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
-    res = solve_cell_bnb(ds, k, reg=1e-6, fit_intercept=True, thresholds=th)
+    res = solve_cell_bnb(KRuleProblem.of(ds, k, reg=1e-6, fit_intercept=True, thresholds=th))
     assert complete and res.is_optimal
     assert res.lower_bound <= v_enum + 1e-9
     assert res.risk == pytest.approx(v_enum, rel=1e-6)
@@ -122,9 +124,9 @@ def test_time_limit_returns_a_valid_interval():
     ds = Dataset.from_arrays(X, y)
     # k = 3: the limit stops the search (feasible at 0.3 s) and the full proof takes about
     # a second (k = 4 took 16-40 s of the default run for the same check)
-    res = solve_cell_bnb(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th,
-                         budget=Budget.from_time_limit(0.3))
-    full = solve_cell_bnb(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th)
+    problem = KRuleProblem.of(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th)
+    res = solve_cell_bnb(problem, budget=Budget.from_time_limit(0.3))
+    full = solve_cell_bnb(KRuleProblem.of(ds, 3, reg=1e-8, fit_intercept=False, thresholds=th))
     assert full.is_optimal
     assert res.lower_bound <= full.risk + 1e-9 <= res.risk + 2e-9
     assert res.ensemble is not None
@@ -134,6 +136,7 @@ def test_rejects_other_losses_and_bad_arguments():
     X, y = _data(0, 1)
     ds = Dataset.from_arrays(X, (y > 0).astype(float), loss="logistic")
     with pytest.raises(InvalidParameterError, match="squared"):
-        solve_cell_bnb(ds, 2, loss="logistic", reg=0.0)
+        solve_cell_bnb(KRuleProblem.of(ds, 2, loss="logistic", reg=0.0,
+                                       thresholds=candidate_thresholds(ds.X, 2)))
     with pytest.raises(InvalidParameterError, match="n_rules"):
-        solve_cell_bnb(Dataset.from_arrays(X, y), -3, reg=0.0)
+        KRuleProblem.of(Dataset.from_arrays(X, y), -3, reg=0.0, thresholds=[])

@@ -60,7 +60,8 @@ def test_solve_cell_bnb_refuses_all_midpoints_of_many_rows(diabetes):
     X, y = diabetes
     ds = Dataset.from_arrays(X[:, [2, 3, 8]], y)
     with pytest.raises(InvalidParameterError, match="GiB"):
-        solve_cell_bnb(ds, 2, reg=0.0)  # thresholds=None: every midpoint
+        # every midpoint
+        solve_cell_bnb(KRuleProblem.of(ds, 2, reg=0.0, thresholds=candidate_thresholds(ds.X, None)))
 
 
 def test_the_guard_accepts_what_the_engine_is_for_and_bounds_it_from_above(diabetes):

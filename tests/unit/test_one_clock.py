@@ -23,6 +23,7 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import SolveLimitWarning
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.problem import KRuleProblem
 
 
 def _spent() -> Budget:
@@ -76,8 +77,9 @@ def test_local_search_makes_no_kick_on_a_spent_budget() -> None:
 def test_cell_bnb_reports_the_time_limit_of_a_spent_budget() -> None:
     ds, _ = _problem()
     th = candidate_thresholds(ds.X, 3)
-    res = solve_cell_bnb(ds, 3, reg=1e-3, thresholds=th, budget=_spent())
-    full = solve_cell_bnb(ds, 3, reg=1e-3, thresholds=th, budget=Budget.unlimited())
+    res = solve_cell_bnb(KRuleProblem.of(ds, 3, reg=1e-3, thresholds=th), budget=_spent())
+    problem = KRuleProblem.of(ds, 3, reg=1e-3, thresholds=th)
+    full = solve_cell_bnb(problem, budget=Budget.unlimited())
     assert full.is_optimal and not res.is_optimal
     assert res.lower_bound <= full.risk + 1e-9 <= res.risk + 2e-9
 

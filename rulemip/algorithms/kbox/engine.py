@@ -310,19 +310,15 @@ def _progress(built: KBoxModel, callback: Callable[[dict[str, Any]], Any] | None
     return report
 
 
-def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
-               fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-               max_rule_length: int | None = None,
-               mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
+def solve_kbox(problem: KRuleProblem, *, mip_gap: float = 1e-6,
+               warm_start: RuleEnsemble | None = None,
                callback: Callable[[dict[str, Any]], None] | None = None,
                budget: Budget | None = None) -> ExactResult:
-    """Certified best ensemble of at most ``n_rules`` ≤ 2 boxes of at most
-    ``max_rule_length`` features (squared loss) through the driver, within ``budget``
-    (None: unlimited)."""
-    formulation = KBoxSearch(n_rules, reg=reg, fit_intercept=fit_intercept,
-                             thresholds=thresholds, max_rule_length=max_rule_length)
+    """Certified best ensemble of ``problem`` (at most 2 boxes of at most its rule length
+    of features, squared loss) through the driver, within ``budget`` (None: unlimited)."""
+    formulation = KBoxSearch(problem.n_rules, **problem.keywords())
     clock = Budget.coerce(budget, None)
-    return solve(formulation, dataset, solver="auto", budget=clock, mip_gap=mip_gap,
+    return solve(formulation, problem.dataset, solver="auto", budget=clock, mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback)
 
 

@@ -81,13 +81,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip._validation import check_nonneg_float, check_positive_int
+from rulemip._validation import check_nonneg_float
 from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.algorithms.solve.driver import solve
 from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
-from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
 from rulemip.formulations.protocol import SearchOutcome
@@ -471,15 +470,13 @@ class CellSweepSearch(BoxSelectionCIP):
                              iterations=res.nodes, notes=notes)
 
 
-def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
-                   reg: float = 0.0, fit_intercept: bool = True,
-                   thresholds: Sequence[FloatArray] | None = None,
-                   max_rule_length: int | None = None,
-                   mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
+def solve_cell_bnb(problem: KRuleProblem, *, mip_gap: float = 1e-6,
+                   warm_start: RuleEnsemble | None = None,
                    seed: int = 0, callback: Callable[[dict[str, Any]], None] | None = None,
                    budget: Budget | None = None) -> ExactResult:
-    """Certified best k-rule ensemble (squared loss) by the sweep branch and bound, through
-    the driver (:func:`rulemip.algorithms.solve.driver.solve` with :class:`CellSweepSearch`).
+    """Certified best ensemble of ``problem`` (squared loss) by the sweep branch and
+    bound, through the driver (:func:`rulemip.algorithms.solve.driver.solve` with
+    :class:`CellSweepSearch`).
 
     Meant for few occupied cells (2–3 features with a handful of cut points) and a weak
     ridge, where the perspective bounds of ``engine="cip"``/``"cip-bnb"`` stall. Returns an
@@ -489,22 +486,11 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     cells counts against it. A problem beyond the size guard is refused before any work
     (:func:`check_cell_bnb_fits`).
     """
-    k = check_positive_int(n_rules, "n_rules")
-    assert k is not None
     check_nonneg_float(mip_gap, "mip_gap")
-    if not isinstance(dataset, Dataset):
-        raise InvalidParameterError(
-            "`dataset` must be a rulemip.data.Dataset; build one with Dataset.from_arrays.")
-    ths = candidate_thresholds(dataset.X, None) if thresholds is None else thresholds
-    formulation = CellSweepSearch(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                                  thresholds=ths, max_rule_length=max_rule_length)
-    check_cell_bnb_fits(KRuleProblem.of(dataset, k, loss=loss, reg=reg,
-                                        fit_intercept=fit_intercept, thresholds=ths,
-                                        max_rule_length=max_rule_length))
-    return solve(formulation, dataset, solver="auto",
-                 budget=budget,
-                 mip_gap=mip_gap,
-                 warm_start=warm_start, callback=callback, seed=seed)
+    formulation = CellSweepSearch(problem.n_rules, **problem.keywords())
+    check_cell_bnb_fits(problem)
+    return solve(formulation, problem.dataset, solver="auto", budget=budget,
+                 mip_gap=mip_gap, warm_start=warm_start, callback=callback, seed=seed)
 
 
 register_formulation("cell-bnb", lambda p: CellSweepSearch(p.n_rules, **p.keywords()),

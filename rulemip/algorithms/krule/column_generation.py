@@ -79,6 +79,7 @@ from rulemip.formulations.result import ExactResult
 from rulemip.formulations.sizes import CIP_MAX_BOXES, count_boxes
 from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import Limit, TerminationReason, budget_limit, relative_gap
 from rulemip.solvers.status import Verdict
@@ -339,23 +340,18 @@ class ColumnGeneration:
             notes=(*notes, *sub.result.notes), no_solution=sub.result.termination)
 
 
-def solve_column_generation(dataset: Dataset, n_rules: int, *, loss: str, reg: float,
-                            fit_intercept: bool, thresholds: Sequence[FloatArray],
-                            max_rule_length: int | None,
-                            solver: str | SolverBackend = "auto",
+def solve_column_generation(problem: KRuleProblem, *, solver: str | SolverBackend = "auto",
                             budget: Budget | None = None, mip_gap: float = 1e-6,
                             warm_start: RuleEnsemble | None = None, seed: int = 0,
                             callback: Callable[[dict[str, Any]], None] | None = None,
                             max_columns: int = 2_000, beam_width: int = 5,
                             max_swap_rounds: int = 20) -> ExactResult:
-    """Best k-rule ensemble by column generation over boxes (module docstring), through
+    """Best ensemble of ``problem`` by column generation over boxes (module docstring), through
     the driver (:func:`rulemip.algorithms.solve.driver.solve`); the reported bound is valid for
     the whole candidate set."""
-    cg = ColumnGeneration(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                          thresholds=list(thresholds), max_rule_length=max_rule_length,
-                          max_columns=max_columns, beam_width=beam_width,
-                          max_swap_rounds=max_swap_rounds)
-    return solve(cg, dataset, solver=solver, budget=budget, mip_gap=mip_gap,
+    cg = ColumnGeneration(problem.n_rules, **problem.keywords(), max_columns=max_columns,
+                          beam_width=beam_width, max_swap_rounds=max_swap_rounds)
+    return solve(cg, problem.dataset, solver=solver, budget=budget, mip_gap=mip_gap,
                  warm_start=warm_start, seed=seed, callback=callback)
 
 
