@@ -26,8 +26,9 @@ from exact import mip_backends
 from rulemip.algorithms.krule.mip_boosting import mip_boosting
 from rulemip.algorithms.solve.driver import solve
 from rulemip.budget import Budget
-from rulemip.data import Dataset, alternating
+from rulemip.data import Dataset, alternating, candidate_thresholds
 from rulemip.formulations.interval_cover import IntervalCoverMIP
+from rulemip.rules.problem import KRuleProblem
 
 
 def _line(*parts: object) -> None:
@@ -41,8 +42,9 @@ def alternating_runs(backends: list[str], ks: list[int], time_limit: float) -> N
         ds = Dataset.from_arrays(X, y)
         for backend in backends:
             t0 = time.perf_counter()
-            rounds = mip_boosting(ds, k, fit_intercept=False, solver=backend,
-                                  time_limit_per_round=time_limit)
+            problem = KRuleProblem.of(ds, k, reg=0.0, fit_intercept=False,
+                                      thresholds=candidate_thresholds(ds.X, None))
+            rounds = mip_boosting(problem, solver=backend, time_limit_per_round=time_limit)
             _line(f"D({k},{delta:.4f})", backend, "mip-boosting", rounds[-1].status.value,
                   f"{rounds[-1].risk:.6g}", f"{time.perf_counter() - t0:.2f}s")
             t0 = time.perf_counter()

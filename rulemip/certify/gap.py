@@ -136,10 +136,8 @@ def boosting_path(problem: KRuleProblem, variant: str, solve: SolveSpec,
         if seconds is not None:
             share = seconds / k_max
             per_round = share if per_round is None else min(per_round, share)
-        rounds = mip_boosting(ds, k_max, loss=problem.loss, reg=problem.reg,
-                              fit_intercept=problem.fit_intercept,
-                              thresholds=problem.thresholds, variant="stagewise",
-                              solver=solve.solver, time_limit_per_round=per_round)
+        rounds = mip_boosting(problem, variant="stagewise", solver=solve.solver,
+                              time_limit_per_round=per_round)
         path = [(float(r.risk), r.ensemble) for r in rounds if r.ensemble is not None]
         empty = problem.empty_model()
         return _pad_path(path, k_max, (problem.risk(empty), _with_encoder(empty, ds)))

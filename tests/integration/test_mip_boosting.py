@@ -14,6 +14,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating, candidate_thresholds, threshold_groups
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.refit import fit_weights
+from rulemip.rules.problem import KRuleProblem
 
 pytestmark = pytest.mark.solver
 
@@ -46,7 +47,9 @@ def test_stagewise_mip_boosting_reproduces_lemma2(backend: str, k: int) -> None:
     D = _delta(k)
     X, y = alternating(k, D)
     ds = Dataset.from_arrays(X, y)
-    rounds = mip_boosting(ds, k, fit_intercept=False, variant="stagewise", solver=backend,
+    problem = KRuleProblem.of(ds, k, reg=0.0, fit_intercept=False,
+                              thresholds=candidate_thresholds(ds.X, None))
+    rounds = mip_boosting(problem, variant="stagewise", solver=backend,
                           time_limit_per_round=60)
     assert len(rounds) == k and all(r.is_optimal for r in rounds)
     assert rounds[-1].risk == pytest.approx(lemma2(k, D), rel=1e-7)
@@ -102,7 +105,7 @@ def test_corrective_mip_boosting_is_forward_selection(backend: str) -> None:
     y = np.sin(2 * X[:, 0]) + 0.1 * rng.normal(size=12)
     ds = Dataset.from_arrays(X, y)
     ths = candidate_thresholds(ds.X, 4)
-    rounds = mip_boosting(ds, 3, reg=0.01, fit_intercept=True, thresholds=ths,
+    rounds = mip_boosting(KRuleProblem.of(ds, 3, reg=0.01, fit_intercept=True, thresholds=ths),
                           variant="corrective", solver=backend, time_limit_per_round=60)
     assert all(r.is_optimal for r in rounds)
     expected = _greedy_corrective(ds, ths, 3, 0.01)
@@ -115,8 +118,9 @@ def test_stagewise_round_keeps_earlier_weights() -> None:
     X = rng.normal(size=(10, 2))
     y = X[:, 0] - X[:, 1] + 0.2 * rng.normal(size=10)
     ds = Dataset.from_arrays(X, y)
-    rounds = mip_boosting(ds, 2, reg=0.1, max_thresholds=3, variant="stagewise",
-                          solver="highs", time_limit_per_round=60)
+    problem = KRuleProblem.of(ds, 2, reg=0.1, thresholds=candidate_thresholds(ds.X, 3))
+    rounds = mip_boosting(problem, variant="stagewise", solver="highs",
+                          time_limit_per_round=60)
     first, second = rounds[0].ensemble, rounds[1].ensemble
     assert first is not None and second is not None
     assert first.intercept == pytest.approx(float(np.mean(y)))  # f^(0), fixed from round 1
@@ -141,8 +145,9 @@ def test_stagewise_rounds_match_exhaustive_line_searches(loss: str) -> None:
     ds = Dataset.from_arrays(X, y, loss=loss)
     ths = candidate_thresholds(ds.X, 2)
     reg = 0.3
-    rounds = mip_boosting(ds, 2, loss=loss, reg=reg, fit_intercept=True, thresholds=ths,
-                          variant="stagewise", solver="highs", time_limit_per_round=60)
+    problem = KRuleProblem.of(ds, 2, loss=loss, reg=reg, fit_intercept=True, thresholds=ths)
+    rounds = mip_boosting(problem, variant="stagewise", solver="highs",
+                          time_limit_per_round=60)
     # exhaustive stagewise: intercept fixed at the best constant, then per round the box
     # and weight minimizing R_λ(f + β q) with the earlier weights kept
     _, Q = distinct_boxes(ds.X, ths, fit_intercept=False)

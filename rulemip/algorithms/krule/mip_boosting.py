@@ -27,14 +27,15 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip._validation import check_choice, check_positive_int
+from rulemip._validation import check_choice
 from rulemip.algorithms.solve.driver import solve
 from rulemip.budget import Budget
-from rulemip.data import Dataset, candidate_thresholds
+from rulemip.data import Dataset
 from rulemip.formulations.interval_cover import BuiltIntervalCover, FixedRules, IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
 from rulemip.losses import get_loss
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import Capability, SolverBackend, resolve_backend
 from rulemip.solvers.result import TerminationReason
 
@@ -96,22 +97,19 @@ class RoundFormulation:
         return self.problem.polish(built, x)
 
 
-def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 0.0,
-                 fit_intercept: bool = True, thresholds: Any = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None,
-                 variant: str = "stagewise", solver: str | SolverBackend = "auto",
+def mip_boosting(problem: KRuleProblem, *, variant: str = "stagewise",
+                 solver: str | SolverBackend = "auto",
                  time_limit_per_round: float | None = None, mip_gap: float = 1e-6,
                  seed: int = 0, threads: int | None = None,
                  weight_bound: float | None = None, callback: Any = None
                  ) -> list[BoostingRound]:
-    """Run ``n_rules`` rounds of MIP-boosting (module docstring).
+    """Run ``problem.n_rules`` rounds of MIP-boosting (module docstring), each round's
+    rule in the problem's language.
 
     Parameters
     ----------
-    dataset : the data; n_rules : number of rounds *k*.
-    loss, reg, fit_intercept : the risk :math:`R_\\lambda` (docs/explanation/notation.md).
-    thresholds, max_thresholds : the candidate cut points (as in
-        :class:`~rulemip.formulations.interval_cover.IntervalCoverMIP`).
+    problem : the data, the risk :math:`R_\\lambda` (docs/explanation/notation.md), the
+        number of rounds *k* and the language of the rules.
     variant : ``"stagewise"`` (earlier weights fixed) or ``"corrective"`` (free).
     solver : backend name, ``"auto"`` or backend object; MILP backends run the tangent-cut
         driver.
@@ -121,11 +119,12 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
     -------
     list of :class:`BoostingRound`, one per round.
     """
-    k = int(check_positive_int(n_rules, "n_rules") or 1)
+    k = problem.n_rules
     check_choice(variant, "variant", VARIANTS)
-    lo = get_loss(loss)
-    ths = [np.unique(np.asarray(t, dtype=float)) for t in thresholds] \
-        if thresholds is not None else candidate_thresholds(dataset.X, max_thresholds)
+    dataset, reg, fit_intercept = problem.dataset, problem.reg, problem.fit_intercept
+    max_rule_length = problem.max_rule_length
+    lo = get_loss(problem.loss)
+    ths = [np.unique(np.asarray(t, dtype=float)) for t in problem.thresholds]
     rounds: list[BoostingRound] = []
     fixed: FixedRules | None = None
     if variant == "stagewise":
@@ -137,11 +136,11 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
     prev_weights: np.ndarray | None = None
     backend: SolverBackend | None = None
     for m in range(1, k + 1):
-        problem = IntervalCoverMIP(m, loss=lo.name, reg=reg, fit_intercept=fit_intercept,
-                                   thresholds=ths, max_rule_length=max_rule_length,
-                                   symmetry_breaking=False, weight_bound=weight_bound)
+        model = IntervalCoverMIP(m, loss=lo.name, reg=reg, fit_intercept=fit_intercept,
+                                 thresholds=ths, max_rule_length=max_rule_length,
+                                 symmetry_breaking=False, weight_bound=weight_bound)
         if backend is None:  # once per run: every round's model needs the same
-            backend = resolve_backend(solver, problem.needs())[0]
+            backend = resolve_backend(solver, model.needs())[0]
         if prev_x is not None and prev_built is not None:
             r = np.round(prev_x[prev_built.block("r")])
             p = np.round(prev_x[prev_built.block("p")])
@@ -152,13 +151,13 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
                 fixed = FixedRules(r, p, None, None)
         elif fixed is not None:
             # round 1, stagewise: no fixed rules yet, the intercept fixed at f^(0)
-            probe = problem.build(dataset, linearization="bigm")
+            probe = model.build(dataset, linearization="bigm")
             S = int(probe.offsets[-1])
             fixed = FixedRules(np.zeros((0, S)), np.zeros((0, S)), np.zeros(0),
                                fixed.intercept)
         # warm start: the previous model plus the new rule as the all-covering box with
         # its best weight (feasible; its risk is at most the previous round's)
-        this_round = RoundFormulation(problem, fixed)
+        this_round = RoundFormulation(model, fixed)
         result = solve(this_round, dataset, solver=backend,
                        budget=Budget.from_time_limit(time_limit_per_round),
                        mip_gap=mip_gap, warm_start=RuleEnsemble([], 0.0, lo.name),
