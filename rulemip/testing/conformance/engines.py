@@ -200,6 +200,20 @@ def _brute_force(problem: KRuleProblem) -> float:
                                max_rule_length=problem.max_rule_length).risk
 
 
+def _check_value(name: str, value: float, reported: float, best: float,
+                 claimed_gap: float | None, where: str) -> None:
+    """The objective ``value`` recomputed from the data is the ``reported`` one, never
+    below the brute-force optimum ``best``, and — when optimality is claimed at
+    ``claimed_gap`` — within that gap of it."""
+    assert abs(value - reported) <= TOL * max(1.0, abs(value)), \
+        f"{where}: reported {name} {reported!r}, recomputed {value!r}"
+    assert best <= value + TOL * max(1.0, abs(best)), \
+        f"{where}: {name} {value!r} below the brute-force optimum {best!r}"
+    if claimed_gap is not None:
+        assert _close_above(value, best, max(claimed_gap, 1e-6)), \
+            f"{where}: OPTIMAL at {name} {value!r}, the optimum is {best!r}"
+
+
 def _check_krule(factory: Callable[[KRuleProblem], Any],
                  optimum: Callable[[KRuleProblem], float | None]) -> EngineCheck:
     solved = refused = optimal = stopped = 0
@@ -239,14 +253,8 @@ def _check_krule_result(result: ExactResult, problem: KRuleProblem, best: float,
         return
     bad = problem.violations(result.ensemble)
     assert not bad, f"{where}: a model outside the language: {bad}"
-    risk = problem.risk(result.ensemble)
-    assert abs(risk - result.risk) <= TOL * max(1.0, abs(risk)), \
-        f"{where}: reported risk {result.risk!r}, recomputed {risk!r}"
-    assert best <= risk + TOL * max(1.0, abs(best)), \
-        f"{where}: risk {risk!r} below the brute-force optimum {best!r}"
-    if result.is_optimal:
-        assert _close_above(risk, best, max(result.gap, 1e-6)), \
-            f"{where}: OPTIMAL at risk {risk!r}, the optimum is {best!r}"
+    _check_value("risk", problem.risk(result.ensemble), result.risk, best,
+                 result.gap if result.is_optimal else None, where)
 
 
 def _check_certificate(result: ExactResult, problem: KRuleProblem, X: FloatArray,
@@ -347,11 +355,5 @@ def _check_pruning_fit(fit: PruningFit, case: PruningCase, nodes: NodeMatrix,
         while p >= 0:
             assert p not in selected, f"{where}: node {s} selected with its ancestor {p}"
             p = int(parent[p])
-    value = float(cip.value(z))
-    assert abs(value - res.value) <= TOL * max(1.0, abs(value)), \
-        f"{where}: reported q {res.value!r}, recomputed {value!r}"
-    assert best <= value + TOL * max(1.0, abs(best)), \
-        f"{where}: q {value!r} below the brute-force optimum {best!r}"
-    if res.is_optimal:
-        assert _close_above(value, best, max(res.gap, 1e-4)), \
-            f"{where}: OPTIMAL at q {value!r}, the optimum is {best!r}"
+    _check_value("q", float(cip.value(z)), res.value, best,
+                 max(res.gap, 1e-4) if res.is_optimal else None, where)
