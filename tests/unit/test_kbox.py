@@ -176,8 +176,8 @@ def test_kbox_warm_start_and_a_spent_budget():
 
 def test_kbox_refuses_what_it_cannot_prove():
     X, y = _data(0)
-    with pytest.raises(InvalidParameterError, match="at most 2"):
-        KBoxSearch(3, max_rule_length=2)
+    with pytest.raises(InvalidParameterError, match="at most 3"):
+        KBoxSearch(4, max_rule_length=2)
     with pytest.raises(InvalidParameterError, match="squared"):
         KBoxSearch(2, loss="logistic", max_rule_length=2)
     ds = Dataset.from_arrays(X, y)
