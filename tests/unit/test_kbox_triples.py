@@ -204,3 +204,37 @@ def test_a_warm_start_of_three_rules_is_the_first_incumbent():
                       warm_start=full.ensemble)
     assert not res.is_optimal
     assert res.risk == pytest.approx(full.risk, rel=1e-9)
+
+
+def _dense_best_triple(table, reg: float, w: np.ndarray) -> float:
+    """The best multiset of three boxes by brute force, vectorized: every (i ≤ j ≤ k), its
+    3 × 3 ridge Gram matrix solved (pseudo-inverse where singular)."""
+    n_cells = len(w)
+    Q = np.unpackbits(table.bits.view(np.uint8), axis=1, bitorder="little")[:, :n_cells]
+    Q = Q.astype(float)
+    W = float(w.sum())
+    G = (Q * w) @ Q.T
+    if table.centred:
+        G = G - np.outer(table.N, table.N) / W
+    idx = np.array(list(itertools.combinations_with_replacement(range(table.n_boxes), 3)))
+    M = G[idx[:, :, None], idx[:, None, :]] + reg * np.eye(3)
+    g = table.S[idx]
+    sol = np.einsum("tij,tj->ti", np.linalg.pinv(M, rcond=1e-12, hermitian=True), g)
+    return float(np.max(np.einsum("ti,ti->t", g, sol)))
+
+
+@pytest.mark.parametrize(("seed", "reg", "fit_intercept", "length", "n_th"),
+                         [(20, 1e-3, True, 2, 2), (21, 0.0, True, 2, 3), (22, 1.0, False, 2, 2),
+                          (23, 1e-3, True, 1, 3), (24, 0.1, False, None, 3)])
+def test_larger_languages_equal_the_dense_brute_force(seed, reg, fit_intercept, length,
+                                                      n_th):
+    """On 40 rows (up to about ninety boxes: linked and unlinked pairs, runs, tails and
+    the corner bounds all at work) the scan's optimum equals the best of every multiset of
+    three boxes."""
+    table, w, unit = _table(seed, 40, length, fit_intercept, n_th)
+    res = triple_search(table, reg, unit=unit, weight=w)
+    assert res.finished
+    best = _dense_best_triple(table, reg, w)
+    assert res.gain == pytest.approx(best, rel=1e-8)
+    assert triple_value(table, reg, res.boxes, unit=unit, weight=w) == \
+        pytest.approx(best, rel=1e-8)

@@ -305,7 +305,8 @@ class KBoxSearch:
         risk = built.risk_of_gain(res.gain)
         x = np.array(res.boxes, dtype=float)
         notes = (f"triple scan: {res.pair_scored} pairs scored by the pair search, "
-                 f"{res.pairs} pairs visited, {res.scored} triples scored, {res.nodes} trie "
+                 f"{res.pairs} pairs visited, {res.searched} searched for a third box, "
+                 f"{res.scored} triples scored, {res.nodes} trie "
                  f"nodes, {res.checked} third boxes checked, "
                  f"{res.boxes_done}/{table.n_boxes} first boxes in {res.seconds:.3g} s",)
         if res.finished:

@@ -41,6 +41,12 @@ from rulemip.algorithms.kbox.pair_kernel import (
 __all__ = ["best_third", "may_complete", "scan_triples", "slab_overlap_matrix",
            "triple_gain"]
 
+#: a pair whose correlation reaches this in absolute value is *linked*: its third boxes
+#: of every rank are searched; an unlinked pair's only if one may complete it with both of
+#: its correlations within ±LINK (< 1/2, so that every such triple's R is positive
+#: definite); docs/explanation/kbox_search.md §6
+LINK = 0.45
+
 #: a third box whose Schur complement s (its squared distance, normalized, from the span
 #: of the pair) is below this lies in that span: the triple gains what the pair gains
 SPAN_TOL = 1e-10
@@ -180,8 +186,8 @@ def _member_range(Tr: float, Dr: float, Ts: float, ws: float, Nx: float,
 
 
 @njit(cache=True, inline="always")
-def _score_third(bits: np.ndarray, a: int, b: int, c: int, ra: int, rb: int, za: float,
-                 zb: float, Na: float, Nb: float, Ka: float, Kb: float, rab: float,
+def _score_third(bits: np.ndarray, a: int, b: int, c: int, ra: int, rb: int, Na: float,
+                 Nb: float, Ka: float, Kb: float, rab: float,
                  det2: float, g2: float, u1: float, u2: float, N: np.ndarray,
                  K: np.ndarray, z: np.ndarray, rank: np.ndarray, W: float, centred: bool,
                  unit: float, weight: np.ndarray, state: np.ndarray, best: np.ndarray,
@@ -200,32 +206,167 @@ def _score_third(bits: np.ndarray, a: int, b: int, c: int, ra: int, rb: int, za:
     _offer(gain, ra, rb, rank[c], state, best)
 
 
+@njit(cache=True, inline="always")
+def _clip(lo: float, hi: float, cap: float) -> tuple[float, float]:
+    """The correlation range [lo, hi] cut to [−cap, cap] (empty: lo > hi)."""
+    return max(lo, -cap), min(hi, cap)
+
+
 @njit(cache=True, nogil=True)
-def _check_member(bits: np.ndarray, a: int, b: int, c: int, ra: int, rb: int, za: float,
-                  zb: float, Na: float, Nb: float, Ka: float, Kb: float, rab: float,
-                  det2: float, g2: float, u1: float, u2: float, TAd: float, DAd: float,
-                  TBd: float, DBd: float, Tsl: np.ndarray, s2: int, slab_w: np.ndarray,
-                  N: np.ndarray, K: np.ndarray, z: np.ndarray, rank: np.ndarray, W: float,
-                  centred: bool, unit: float, weight: np.ndarray, state: np.ndarray,
-                  best: np.ndarray, counts: np.ndarray) -> None:
+def _check_member(bits: np.ndarray, a: int, b: int, c: int, ra: int, rb: int, Na: float,
+                  Nb: float, Ka: float, Kb: float, rab: float, det2: float, g2: float,
+                  u1: float, u2: float, cap_ac: float, cap_bc: float, TAd: float,
+                  DAd: float, TBd: float,
+                  DBd: float, Tsl: np.ndarray, s2: int, slab_w: np.ndarray, N: np.ndarray,
+                  K: np.ndarray, z: np.ndarray, rank: np.ndarray, W: float, centred: bool,
+                  unit: float, weight: np.ndarray, state: np.ndarray, best: np.ndarray,
+                  counts: np.ndarray) -> None:
     """A run member c = R ∩ s2: its correlations with a and b bounded from R and its last
-    slab s2 (:func:`_member_range`), then, if it may still complete the pair to the
-    incumbent, its exact gain."""
+    slab s2 (:func:`_member_range`, cut to ±``cap_ac`` and ±``cap_bc``), then, if it may
+    still complete the pair to the incumbent, its exact gain."""
     Nc = N[c]
     Kc = K[c]
     root_a = math.sqrt(Ka * Kc)
     root_b = math.sqrt(Kb * Kc)
     la, ha = _member_range(TAd, DAd, Tsl[a, s2], slab_w[s2], Na, Nc, W, unit, Na == Nc)
     lb, hb = _member_range(TBd, DBd, Tsl[b, s2], slab_w[s2], Nb, Nc, W, unit, Nb == Nc)
+    ac_lo, ac_hi = _clip(_cross(la, Na, Nc, W, centred) / root_a,
+                         _cross(ha, Na, Nc, W, centred) / root_a, cap_ac)
+    bc_lo, bc_hi = _clip(_cross(lb, Nb, Nc, W, centred) / root_b,
+                         _cross(hb, Nb, Nc, W, centred) / root_b, cap_bc)
+    if ac_lo > ac_hi or bc_lo > bc_hi:
+        return
     Gp = state[0] * (1.0 - 1e-9) - state[1]
     zc = z[c]
-    if not may_complete(g2, u1, u2, rab, det2, _cross(la, Na, Nc, W, centred) / root_a,
-                        _cross(ha, Na, Nc, W, centred) / root_a,
-                        _cross(lb, Nb, Nc, W, centred) / root_b,
-                        _cross(hb, Nb, Nc, W, centred) / root_b, zc, zc, Gp):
+    if not may_complete(g2, u1, u2, rab, det2, ac_lo, ac_hi, bc_lo, bc_hi, zc, zc, Gp):
         return
-    _score_third(bits, a, b, c, ra, rb, za, zb, Na, Nb, Ka, Kb, rab, det2, g2, u1, u2, N,
-                 K, z, rank, W, centred, unit, weight, state, best, counts)
+    _score_third(bits, a, b, c, ra, rb, Na, Nb, Ka, Kb, rab, det2, g2, u1, u2, N, K, z,
+                 rank, W, centred, unit, weight, state, best, counts)
+
+
+@njit(cache=True, nogil=True)
+def _third_boxes(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
+                 rank: np.ndarray, last_slab: np.ndarray, a: int, b: int, ra: int, rb: int,
+                 rab: float, det2: float, g2: float, u1: float, u2: float, linked: bool,
+                 node_iv: np.ndarray, node_depth: np.ndarray, node_skip: np.ndarray,
+                 node_box: np.ndarray, node_run: np.ndarray, node_rng: np.ndarray,
+                 slabs: np.ndarray, slab_w: np.ndarray, Tsl: np.ndarray, W: float,
+                 lam: float, centred: bool, unit: float, weight: np.ndarray,
+                 region: np.ndarray, work: np.ndarray, state: np.ndarray, best: np.ndarray,
+                 counts: np.ndarray) -> None:
+    r"""The third boxes of the pair (a, b) down the trie. A linked pair (:data:`LINK`)
+    takes every third box c other than a and b such that (a, b) is the smallest linked
+    pair of the triple in the order of ranks: c unlinked to a when c ranks before b, and
+    to b too when c ranks before a. An unlinked pair takes only the c of larger rank than
+    b (so :math:`|z_c| \le |z_b|`) unlinked to both: a triple with a linked pair is met
+    from its smallest one. ``region`` and ``work`` are scratch arrays (the path's region
+    bitsets; T and D of a and b and the region's weight per depth)."""
+    Na, Nb, Ka, Kb = N[a], N[b], K[a], K[b]
+    cap = 1.0 if linked else LINK
+    zcap = math.inf if linked else abs(z[b])
+    TA = work[0]
+    DA = work[1]
+    TB = work[2]
+    DB = work[3]
+    RW = work[4]
+    TA[0] = Na
+    DA[0] = W - Na
+    TB[0] = Nb
+    DB[0] = W - Nb
+    RW[0] = W
+    nw = bits.shape[1]
+    n_nodes = node_iv.shape[0]
+    visited = 0
+    checked = 0
+    i = 0
+    while i < n_nodes:
+        d = node_depth[i]
+        visited += 1
+        zlo = max(node_rng[i, 2], -zcap)
+        zhi = min(node_rng[i, 3], zcap)
+        if zlo > zhi:
+            i = node_skip[i]
+            continue
+        sl = node_iv[i]
+        if d == 1:
+            TA[1] = Tsl[a, sl]
+            TB[1] = Tsl[b, sl]
+            RW[1] = slab_w[sl]
+            for w in range(nw):
+                region[1, w] = slabs[sl, w]
+        elif d > 1:
+            for w in range(nw):
+                region[d, w] = region[d - 1, w] & slabs[sl, w]
+            TA[d] = _and_weight(region[d], bits[a], unit, weight)
+            TB[d] = _and_weight(region[d], bits[b], unit, weight)
+            RW[d] = _and_weight(region[d], region[d], unit, weight)
+        DA[d] = RW[d] - TA[d]
+        DB[d] = RW[d] - TB[d]
+        Gp = state[0] * (1.0 - 1e-9) - state[1]
+        ac_lo, ac_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], TA[d], DA[d], W,
+                                 lam, centred)
+        bc_lo, bc_hi = rho_range(Nb, Kb, node_rng[i, 0], node_rng[i, 1], TB[d], DB[d], W,
+                                 lam, centred)
+        cap_ac = cap
+        cap_bc = cap
+        if linked:
+            # every box below stronger than b (than a): its pair with a (and with b) is
+            # smaller than (a, b), so an unlinked one (the linked ones meet it instead)
+            zmin = 0.0 if zlo <= 0.0 <= zhi else min(abs(zlo), abs(zhi))
+            if zmin > abs(z[b]):
+                cap_ac = LINK
+            if zmin > abs(z[a]):
+                cap_bc = LINK
+        ac_lo, ac_hi = _clip(ac_lo, ac_hi, cap_ac)
+        bc_lo, bc_hi = _clip(bc_lo, bc_hi, cap_bc)
+        if ac_lo > ac_hi or bc_lo > bc_hi or not may_complete(
+                g2, u1, u2, rab, det2, ac_lo, ac_hi, bc_lo, bc_hi, zlo, zhi, Gp):
+            i = node_skip[i]
+            continue
+        c = node_box[i]
+        if c >= 0 and ((linked and c != a and c != b) or (not linked and rank[c] > rb)):
+            _score_third(bits, a, b, c, ra, rb, Na, Nb, Ka, Kb, rab, det2, g2, u1, u2, N,
+                         K, z, rank, W, centred, unit, weight, state, best, counts)
+        lo = node_run[i, 0]
+        hi = node_run[i, 1]
+        if hi > lo:
+            # the run's members (sorted by z) strictly between the tails gain less than
+            # Gp at every corner of the run's ρ rectangle
+            ac_lo, ac_hi = rho_range(Na, Ka, node_rng[i, 4], node_rng[i, 5], TA[d], DA[d],
+                                     W, lam, centred)
+            bc_lo, bc_hi = rho_range(Nb, Kb, node_rng[i, 4], node_rng[i, 5], TB[d], DB[d],
+                                     W, lam, centred)
+            ac_lo, ac_hi = _clip(ac_lo, ac_hi, cap_ac)
+            bc_lo, bc_hi = _clip(bc_lo, bc_hi, cap_bc)
+            t_lo, t_hi = _tails3(g2, u1, u2, rab, det2, ac_lo, ac_hi, bc_lo, bc_hi,
+                                 state[0] * (1.0 - 1e-9) - state[1])
+            p = _first_ge(z, lo, hi, -zcap)
+            q = _first_gt(z, p, hi, min(t_lo, zcap))
+            u = _first_ge(z, q, hi, max(t_hi, -zcap))
+            v = _first_gt(z, u, hi, zcap)
+            for part in range(2):
+                c0 = p if part == 0 else u
+                c1 = q if part == 0 else v
+                for cc in range(c0, c1):
+                    if linked:
+                        if cc in (a, b):
+                            continue
+                    elif rank[cc] <= rb:
+                        continue
+                    checked += 1
+                    cap_ac = cap
+                    cap_bc = cap
+                    if linked:  # a smaller linked pair (a, c) or (c, ·) meets it instead
+                        rc = rank[cc]
+                        cap_ac = LINK if rc < rb else 1.0
+                        cap_bc = LINK if rc < ra else 1.0
+                    _check_member(bits, a, b, cc, ra, rb, Na, Nb, Ka, Kb, rab, det2, g2,
+                                  u1, u2, cap_ac, cap_bc, TA[d], DA[d], TB[d], DB[d], Tsl,
+                                  last_slab[cc], slab_w, N, K, z, rank, W, centred, unit,
+                                  weight, state, best, counts)
+        i += 1
+    counts[1] += visited
+    counts[2] += checked
 
 
 @njit(cache=True, nogil=True)
@@ -237,43 +378,43 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                  slab_w: np.ndarray, Tsl: np.ndarray, W: float, lam: float, centred: bool,
                  unit: float, weight: np.ndarray, state: np.ndarray, best: np.ndarray,
                  counts: np.ndarray) -> None:
-    r"""Scan the triples whose strongest box (by rank, decreasing :math:`|z|`) is at ranks
-    ``r0..r1-1`` of ``a_order``; every multiset of three boxes is met once.
+    r"""Scan the pairs (a, b) whose first box a is at ranks ``r0..r1-1`` of ``a_order``
+    (decreasing :math:`|z|`) and b of larger rank, and the triples through them; every
+    multiset of three boxes is met at least once.
 
-    For a first box a and every b of larger rank: the multisets {a, a, b} and {a, b, b}
-    are scored exactly (two copies of a box: its ridge halved on the shared weight), then
-    the third boxes c of larger rank than b are searched down the trie of the pair scan
-    (:func:`rulemip.algorithms.kbox.pair_kernel.scan_pairs`): a node's region bounds both
+    For every such pair the multisets {a, a, b} and {a, b, b} are scored exactly (two
+    copies of a box: its ridge halved on the shared weight). A triple whose three
+    correlations are all below :data:`LINK` in absolute value is met from its two
+    strongest boxes (a, b): over :math:`|
+ho_{ac}|, |
+ho_{bc}| \le` LINK and
+    :math:`|z_c| \le |z_b|` the Schur form is convex (every corner has s > 0 because
+    LINK < 1/2), so one :func:`may_complete` test decides whether the pair needs its third
+    boxes at all. A triple with a linked pair (:math:`|
+ho| \ge` LINK) is met from that
+    pair, whose third boxes of every rank are searched. The third boxes are searched down
+    the trie of the pair scan (:func:`_third_boxes`): a node's region bounds both
     intersections :math:`n_{ac}, n_{bc}`, hence (:func:`rho_range`) the correlations, and
-    :func:`may_complete` decides whether the subtree can hold a third box reaching the
-    incumbent. Run members get their own bounds from their last slab before they are
-    scored exactly (:func:`triple_gain`). ``Tsl[x, s]``: box x's weight in slab s
-    (:func:`slab_overlap_matrix`). Collinear pairs (a, b) are skipped: every triple
-    through them gains what one of its pairs gains, and the caller starts the incumbent at
-    the proved best pair.
+    :func:`may_complete` decides whether the subtree may hold a third box reaching the
+    incumbent. ``Tsl[x, s]``: box x's weight in slab s (:func:`slab_overlap_matrix`).
+    Collinear pairs (a, b) are skipped: every triple through them gains what one of its
+    pairs gains, and the caller starts the incumbent at least at the proved best pair.
 
     ``state = [G*, margin]`` (the incumbent gain and an absolute round-off slack, as for
-    pairs), ``best`` the positions of the incumbent (sorted; −1: none), ``counts`` =
-    [triples scored exactly, trie nodes visited, run members checked, pairs visited].
+    pairs), ``best`` the ranks of the incumbent (sorted; −1: none), ``counts`` = [triples
+    scored exactly, trie nodes visited, run members checked, pairs visited, pairs whose
+    third boxes were searched].
     """
     n = a_order.shape[0]
-    n_nodes = node_iv.shape[0]
     max_depth = 0
-    for i in range(n_nodes):
+    for i in range(node_iv.shape[0]):
         if node_depth[i] > max_depth:
             max_depth = node_depth[i]
-    nw = bits.shape[1]
-    region = np.empty((max_depth + 2, nw), dtype=np.uint64)
-    region[0, :] = ~np.uint64(0)
-    TA = np.empty(max_depth + 2)
-    DA = np.empty(max_depth + 2)
-    TB = np.empty(max_depth + 2)
-    DB = np.empty(max_depth + 2)
-    RW = np.empty(max_depth + 2)
+    region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
+    work = np.empty((5, max_depth + 2))
     half = 0.5 * lam
-    n_visited = 0
-    n_checked = 0
     n_pairs = 0
+    n_searched = 0
     for ra in range(r0, r1):
         a = a_order[ra]
         za = z[a]
@@ -284,10 +425,8 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
             b = a_order[rb]
             zb = z[b]
             Kb = K[b]
-            Nb = N[b]
             n_pairs += 1
-            nab = _and_weight(bits[a], bits[b], unit, weight)
-            cab = _cross(nab, Na, Nb, W, centred)
+            cab = _cross(_and_weight(bits[a], bits[b], unit, weight), Na, N[b], W, centred)
             # {a, a, b} and {a, b, b}: two copies of one box share its weight (ridge λ/2)
             if Ka - half > 0.0:
                 _offer(pair_gain(Sa, Ka - half, S[b], Kb, cab), ra, ra, rb, state, best)
@@ -300,85 +439,19 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
             u1 = (za - rab * zb) / det2
             u2 = (zb - rab * za) / det2
             g2 = za * u1 + zb * u2
-            zb_abs = abs(zb)
-            TA[0] = Na
-            DA[0] = W - Na
-            TB[0] = Nb
-            DB[0] = W - Nb
-            RW[0] = W
-            i = 0
-            while i < n_nodes:
-                d = node_depth[i]
-                n_visited += 1
-                zlo = max(node_rng[i, 2], -zb_abs)
-                zhi = min(node_rng[i, 3], zb_abs)
-                if zlo > zhi:
-                    i = node_skip[i]
+            linked = abs(rab) >= LINK
+            if not linked:
+                zb_abs = abs(zb)
+                if not may_complete(g2, u1, u2, rab, det2, -LINK, LINK, -LINK, LINK,
+                                    -zb_abs, zb_abs, state[0] * (1.0 - 1e-9) - state[1]):
                     continue
-                sl = node_iv[i]
-                if d == 0:
-                    pass
-                elif d == 1:
-                    TA[1] = Tsl[a, sl]
-                    TB[1] = Tsl[b, sl]
-                    RW[1] = slab_w[sl]
-                else:
-                    for w in range(nw):
-                        region[d, w] = region[d - 1, w] & slabs[sl, w]
-                    TA[d] = _and_weight(region[d], bits[a], unit, weight)
-                    TB[d] = _and_weight(region[d], bits[b], unit, weight)
-                    RW[d] = _and_weight(region[d], region[d], unit, weight)
-                DA[d] = RW[d] - TA[d]
-                DB[d] = RW[d] - TB[d]
-                Gp = state[0] * (1.0 - 1e-9) - state[1]
-                ac_lo, ac_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], TA[d],
-                                         DA[d], W, lam, centred)
-                bc_lo, bc_hi = rho_range(Nb, Kb, node_rng[i, 0], node_rng[i, 1], TB[d],
-                                         DB[d], W, lam, centred)
-                if not may_complete(g2, u1, u2, rab, det2, ac_lo, ac_hi, bc_lo, bc_hi,
-                                    zlo, zhi, Gp):
-                    i = node_skip[i]
-                    continue
-                if d == 1 and max_depth > 1:
-                    for w in range(nw):
-                        region[1, w] = slabs[sl, w]
-                c = node_box[i]
-                if c >= 0 and rank[c] > rb:
-                    _score_third(bits, a, b, c, ra, rb, za, zb, Na, Nb, Ka, Kb, rab, det2,
-                                 g2, u1, u2, N, K, z, rank, W, centred, unit, weight,
-                                 state, best, counts)
-                lo = node_run[i, 0]
-                hi = node_run[i, 1]
-                if hi <= lo:
-                    i += 1
-                    continue
-                # the run's members (sorted by z) between the tails gain less than Gp at
-                # every corner of the node's ρ rectangle
-                ac_lo, ac_hi = rho_range(Na, Ka, node_rng[i, 4], node_rng[i, 5], TA[d],
-                                         DA[d], W, lam, centred)
-                bc_lo, bc_hi = rho_range(Nb, Kb, node_rng[i, 4], node_rng[i, 5], TB[d],
-                                         DB[d], W, lam, centred)
-                t_lo, t_hi = _tails3(g2, u1, u2, rab, det2, ac_lo, ac_hi, bc_lo, bc_hi,
-                                     state[0] * (1.0 - 1e-9) - state[1])
-                p = _first_ge(z, lo, hi, -zb_abs)
-                q = _first_gt(z, p, hi, min(t_lo, zb_abs))
-                u = _first_ge(z, q, hi, max(t_hi, -zb_abs))
-                v = _first_gt(z, u, hi, zb_abs)
-                for part in range(2):
-                    c0 = p if part == 0 else u
-                    c1 = q if part == 0 else v
-                    for cc in range(c0, c1):
-                        if rank[cc] <= rb:
-                            continue
-                        n_checked += 1
-                        _check_member(bits, a, b, cc, ra, rb, za, zb, Na, Nb, Ka, Kb, rab,
-                                      det2, g2, u1, u2, TA[d], DA[d], TB[d], DB[d], Tsl,
-                                      last_slab[cc], slab_w, N, K, z, rank, W, centred, unit,
-                                      weight, state, best, counts)
-                i += 1
-    counts[1] += n_visited
-    counts[2] += n_checked
+            n_searched += 1
+            _third_boxes(bits, N, K, z, rank, last_slab, a, b, ra, rb, rab, det2, g2, u1,
+                         u2, linked, node_iv, node_depth, node_skip, node_box, node_run,
+                         node_rng, slabs, slab_w, Tsl, W, lam, centred, unit, weight,
+                         region, work, state, best, counts)
     counts[3] += n_pairs
+    counts[4] += n_searched
 
 
 @njit(cache=True, nogil=True)

@@ -45,8 +45,8 @@ class TripleSearchResult:
     """The best multiset of three boxes (table indices, repeated for a box taken more than
     once) and its gain; whether every triple was ruled out or scored (``finished``; the
     pair search included); the effort: triples scored exactly, trie nodes visited, third
-    boxes checked by their own slabs, pairs visited, first boxes done, pairs scored by the
-    pair search, and seconds."""
+    boxes checked by their own slabs, pairs visited, pairs whose third boxes were
+    searched, first boxes done, pairs scored by the pair search, and seconds."""
 
     boxes: tuple[int, int, int]
     gain: float
@@ -55,6 +55,7 @@ class TripleSearchResult:
     nodes: int
     checked: int
     pairs: int
+    searched: int
     boxes_done: int
     pair_scored: int
     seconds: float
@@ -105,7 +106,7 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
                         threads=threads, scheduler=scheduler)
     lay = scan_layout(table, reg, unit=unit, weight=weight)
     if lay.n == 0:
-        return TripleSearchResult((-1, -1, -1), 0.0, pairs.finished, 0, 0, 0, 0, 0,
+        return TripleSearchResult((-1, -1, -1), 0.0, pairs.finished, 0, 0, 0, 0, 0, 0,
                                   pairs.scored, time.perf_counter() - t0)
     pos = np.empty(table.n_boxes, dtype=np.int64)
     pos.fill(-1)
@@ -136,7 +137,7 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     best0 = np.array(sorted(int(lay.rank[p]) for p in trip0), dtype=np.int64)
     Tsl = _slab_matrix(lay)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback, kernel=tk.scan_triples,
-                 width=3, n_counts=4, best=best0)
+                 width=3, n_counts=5, best=best0)
     if pairs.finished:
         run_scan(scan, lay.args(), lay.tail(Tsl), threads, scheduler)
     gain, best = scan.result()
@@ -148,7 +149,7 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     return TripleSearchResult((found[0], found[1], found[2]), float(gain),
                               pairs.finished and scan.finished and scan.done == lay.n,
                               int(counts[0]), int(counts[1]), int(counts[2]),
-                              int(counts[3]), scan.done, pairs.scored,
+                              int(counts[3]), int(counts[4]), scan.done, pairs.scored,
                               time.perf_counter() - t0)
 
 
