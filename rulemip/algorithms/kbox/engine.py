@@ -28,8 +28,6 @@ from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.algorithms.kbox.table import BoxTable, build_box_table
 from rulemip.algorithms.solve.driver import register_formulation, solve
-from rulemip.boosting.boxsearch.range_search import current_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.budget import Budget, default_max_memory
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
@@ -41,6 +39,7 @@ from rulemip.formulations.result import ExactResult
 from rulemip.formulations.sizes import KBOX_MAX_RULES, count_boxes, kbox_table_bytes
 from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
+from rulemip.parallel import current_workers, resolve_n_jobs
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
@@ -112,7 +111,7 @@ class KBoxProblem:
 
 def scan_threads() -> int:
     """Threads of the pair scan: the fit's ``n_jobs`` (the estimators' parameter, set for
-    the fit by :func:`rulemip.boosting.boxsearch.range_search.search_workers`; ``-1``: one per
+    the fit by :func:`rulemip.parallel.search_workers`; ``-1``: one per
     core)."""
     return resolve_n_jobs(current_workers()[0])
 
