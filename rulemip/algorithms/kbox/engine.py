@@ -111,8 +111,7 @@ class KBoxProblem:
 
 def scan_threads() -> int:
     """Threads of the pair scan: the fit's ``n_jobs`` (the estimators' parameter, set for
-    the fit by :func:`rulemip.parallel.search_workers`; ``-1``: one per
-    core)."""
+    the fit by :func:`rulemip.parallel.search_workers`; ``-1``: one per core)."""
     return resolve_n_jobs(current_workers()[0])
 
 
