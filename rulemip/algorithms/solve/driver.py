@@ -45,7 +45,7 @@ from rulemip.algorithms.solve.registry import (
     register_formulation,
     register_method,
 )
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import SolverError
 from rulemip.formulations.protocol import (
@@ -74,7 +74,7 @@ Callback = Callable[[dict[str, Any]], Any]
 
 # ---------------------------------------------------------------------- the driver
 def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBackend = "auto",
-          budget: Budget | None = None, time_limit: float | None = None,
+          budget: Budget | None = None,
           mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
           callback: Callback | None = None, seed: int = 0, threads: int | None = None,
           verbose: bool = False) -> ExactResult:
@@ -93,9 +93,8 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
         loss terms — if installed, else a MILP master with tangent cuts) or a backend.
     budget : the time and work available (default: unlimited); model building counts.
-    time_limit : deprecated — pass ``budget=Budget.from_time_limit(seconds)`` (a float
-        for time is for the estimators and the command line only); still shortens
-        ``budget``, with a ``FutureWarning``.
+        Seconds: ``budget=Budget.from_time_limit(seconds)`` (a float for time is for the
+        estimators and the command line only).
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.
@@ -106,7 +105,7 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         when the backend fails in a way that is not a limit; its ``result`` attribute is an
         :class:`ExactResult` with the best model known (the warm start, if any).
     """
-    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve"))
+    clock = Budget.coerce(budget, None)
     oracle = isinstance(formulation, OracleFormulation)
     backend, native = resolve_backend(solver, formulation.needs(),
                                       outer_approximation=not oracle)
@@ -164,7 +163,9 @@ def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
     of the loss terms' epigraph rows when the model has a logistic or Poisson loss term
     (:data:`EXP_LOSSES`: where the brute-force oracle found bounds above the optimum; none
     in squared-loss models, whose small risks such a slack would keep from any
-    certificate; :func:`bound_slack`, ``bound_tolerance`` overrides its table)."""
+    certificate; :func:`bound_slack`, ``bound_tolerance`` overrides its table). A built
+    model with an ``objective_scale`` (its objective is :math:`R_\\lambda` divided by it)
+    has its bound scaled back to :math:`R_\\lambda`."""
     notes = list(res.notes)
     sf = built.model.to_standard_form() if sf is None else sf
     if res.x is not None and math.isfinite(float(res.bounds.primal)):
@@ -175,7 +176,8 @@ def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
         if abs(obj - model_value) > 1e-6 * max(1.0, abs(obj)):
             notes.append(f"solver objective {obj:.10g} differs from the risk of its "
                          f"solution recomputed from the data {model_value:.10g}.")
-    dual = float(res.bounds.dual)
+    # a model built in its own units (the interval cover's y/s) reports R_lambda / scale
+    dual = float(res.bounds.dual) * float(getattr(built, "objective_scale", 1.0))
     if math.isfinite(dual) and any(t.loss in EXP_LOSSES for t in sf.loss_terms):
         slack = bound_slack(res.backend, objective_weight(sf), tolerance=bound_tolerance)
         if slack > 0.0:
