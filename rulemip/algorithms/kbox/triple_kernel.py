@@ -180,7 +180,7 @@ def _member_range(Tr: float, Dr: float, Ts: float, ws: float, Nx: float,
     their common part, c ∖ x lies in R ∖ x and in s ∖ x (docs/explanation/kbox_search.md
     §2)."""
     off = unit if (unit > 0.0 and same_weight) else 0.0
-    hi = min(Nx, Nc, Tr, Ts) - off
+    hi = min(min(Nx, Nc) - off, Tr, Ts)
     lo = max(0.0, Nx + Nc - W, Nc - min(Dr, ws - Ts), Tr + Ts - Nx)
     return lo, max(hi, lo)
 
