@@ -42,3 +42,14 @@ def test_no_module_mentions_a_deprecation() -> None:
 def test_former_module_addresses_no_longer_import(former: str) -> None:
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(former)
+
+
+def test_no_module_reads_signatures() -> None:
+    """Engines are called with what their protocol says, never with keywords filtered by
+    ``inspect.signature``: no module imports ``inspect`` — but the registry of the
+    deprecated ``register_method``, until h40-core's redesign removes it (then delete
+    it here)."""
+    users = sorted(path.relative_to(PACKAGE).as_posix() for path in PACKAGE.rglob("*.py")
+                   if re.search(r"^\s*(import inspect|from inspect import)", path.read_text(
+                       encoding="utf-8"), re.MULTILINE))
+    assert users == ["algorithms/solve/registry.py"]
