@@ -39,7 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_positive_int
-from rulemip.boosting.bnb import ProgressCallback, branch_and_bound
+from rulemip.boosting.bnb import ProgressCallback, set_enumeration_search
 from rulemip.boosting.boxsearch.range_search import box_search, mask_bytes
 from rulemip.boosting.objectives import RoundObjective
 from rulemip.boosting.space import (
@@ -246,7 +246,7 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         left = None if node_limit is None else node_limit - n_exp
         if left is not None and left <= 0:
             break
-        out = branch_and_bound(space, obj, kernel, root, best, stage_len, budget=clock,
+        out = set_enumeration_search(space, obj, kernel, root, best, stage_len, budget=clock,
                                node_limit=left, max_memory=max_memory, progress=progress)
         best, best_val = out.best, out.best_val
         n_exp, n_ch = n_exp + out.n_expanded, n_ch + out.n_children

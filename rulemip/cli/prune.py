@@ -99,13 +99,13 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
-    from rulemip._solver_names import check_solver
+    from rulemip._solver_names import check_solver_name
     from rulemip._validation import check_positive_int, check_seed
     from rulemip.estimators._inputs import predict_matrix
     from rulemip.estimators.tree_rules import TreeRuleExtractor
     from rulemip.exceptions import SolveLimitWarning
 
-    check_solver(args.solver, "--solver")
+    check_solver_name(args.solver, "--solver")
     check_seed(args.seed, "--seed")
     trees = check_positive_int(args.trees, "--trees")
     depth = check_positive_int(args.depth, "--depth")

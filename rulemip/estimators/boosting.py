@@ -14,13 +14,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from rulemip._kernels import CompileReport, ensure_compiled
 from rulemip._validation import check_choice, check_seed
 from rulemip.boosting.booster import PRESETS, RuleBooster
-from rulemip.boosting.boxsearch.range_search import search_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.estimators._progress import say
 from rulemip.exceptions import InvalidParameterError
+from rulemip.parallel import resolve_n_jobs, search_workers
 from rulemip.rules import RuleEnsemble
 
 _CHOICES = ("objective", "weight_update", "search")

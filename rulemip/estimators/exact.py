@@ -42,8 +42,6 @@ from rulemip._validation import (
 )
 from rulemip.algorithms import fit_plan
 from rulemip.algorithms.fit_plan import ENGINES, PRESETS, fit_exact
-from rulemip.boosting.boxsearch.range_search import search_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.budget import Budget, check_work_limit
 from rulemip.certify import make_certificate
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
@@ -51,6 +49,7 @@ from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matri
 from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning, SolverError
 from rulemip.losses import get_loss
+from rulemip.parallel import resolve_n_jobs, search_workers
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.canonical import canonical_ensemble
 from rulemip.rules.problem import KRuleProblem

@@ -58,7 +58,7 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 
-from rulemip._solver_names import check_solver
+from rulemip._solver_names import check_solver_name
 from rulemip._validation import (
     check_bool,
     check_choice,
@@ -282,7 +282,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         check_seed(self.random_state)
         check_bool(self.verbose, "verbose")
         check_positive_int(self.n_lambdas, "n_lambdas")
-        check_solver(self.solver)
+        check_solver_name(self.solver)
         if not isinstance(self.prefit, bool | np.bool_):
             raise InvalidParameterError(f"`prefit` must be True or False; got {self.prefit!r}.")
         if self.prefit and self.estimator is None:

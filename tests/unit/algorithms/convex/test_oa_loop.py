@@ -62,7 +62,8 @@ def test_both_masters_write_one_history_record():
     from rulemip.algorithms.convex.outer_approximation import outer_approximation
     from rulemip.model import MIPModel
     from rulemip.solvers.base import get_backend
-    from tests.unit.test_outer_approximation import (
+
+    from .test_outer_approximation import (
         _problem,
         _squares_master,
         _SquaresSeparation,
@@ -94,7 +95,8 @@ def test_row_masters_get_the_near_limit_guard(monkeypatch):
     once less time is left than the previous master took."""
     from rulemip.budget import Budget
     from rulemip.solvers.base import get_backend
-    from tests.unit.test_outer_approximation import _squares_master, _SquaresSeparation
+
+    from .test_outer_approximation import _squares_master, _SquaresSeparation
 
     seen: list[tuple[bool, object]] = []
     backend = get_backend("highs")

@@ -166,7 +166,7 @@ def fitted_certificate():
     y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
     # three rules: one- and two-rule squared-loss bounds are re-derived by replaying the
     # box search and the k-box search (test_one_rule_lower_bound_is_rederived,
-    # tests/unit/test_replay_pairs.py); a three-rule bound is the solver's word
+    # tests/unit/certify/test_replay_pairs.py); a three-rule bound is the solver's word
     est = ExactRuleEnsembleRegressor(3, max_thresholds=4, preset=None, time_limit=20).fit(X, y)
     assert est.certificate_.threshold_rule == 4
     assert est.certificate_.options["threshold_source"] == "data"

@@ -10,9 +10,10 @@ import numpy as np
 import pytest
 
 import rulemip.boosting.boxsearch.split_search as SS
-from rulemip.boosting.boxsearch.range_search import box_search, search_workers
+from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import OrthonormalBasis, make_objective, ridge_gain_objective
 from rulemip.boosting.space import SearchSpace
+from rulemip.parallel import search_workers
 
 
 def _problem(seed: int, n: int = 120, d: int = 4, cuts: int = 6):

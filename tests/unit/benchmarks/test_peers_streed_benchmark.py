@@ -14,7 +14,7 @@ import pytest
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.testing.brute_force import brute_force_optimum
 
-BENCH = Path(__file__).resolve().parents[2] / "benchmarks"
+BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
 
 
 @pytest.fixture(scope="module")

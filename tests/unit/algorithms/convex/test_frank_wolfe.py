@@ -3,7 +3,6 @@
 import numpy as np
 import pytest
 import scipy.sparse as sp
-from test_relax_and_round import _brute, _cvxpy_relaxation, _feasible, _instance
 
 from rulemip.algorithms.convex.frank_wolfe import (
     ForestLMO,
@@ -17,6 +16,8 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.tree_pruning import TreePruningCIP
 from rulemip.model import MIPModel
 from rulemip.solvers import get_backend
+
+from ..pruning.test_relax_and_round import _brute, _cvxpy_relaxation, _feasible, _instance
 
 
 def _random_forest(rng, m):

@@ -1,5 +1,6 @@
-"""scikit-learn conventions of the exact estimators: ``check_estimator``, the ``init`` /
-``warm_start`` vocabulary (and its deprecation path), sample weights as repeated rows."""
+"""scikit-learn conventions of the exact estimators: ``check_estimator``, the ``preset`` /
+``warm_start`` vocabulary (``warm_start`` a boolean; the former names removed in 0.3),
+sample weights as repeated rows."""
 
 from __future__ import annotations
 

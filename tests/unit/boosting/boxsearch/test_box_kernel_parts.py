@@ -11,7 +11,8 @@ from rulemip import _numba_cache
 from rulemip.boosting.boxsearch import bounds as box_bounds
 from rulemip.boosting.boxsearch import kernel as box_kernel
 from rulemip.boosting.boxsearch import words as box_words
-from rulemip.boosting.boxsearch.range_search import _Pool, kernel_problem
+from rulemip.boosting.boxsearch.pool import NodePool
+from rulemip.boosting.boxsearch.range_search import kernel_problem
 from rulemip.boosting.objectives import make_objective
 from rulemip.boosting.space import SearchSpace
 
@@ -45,7 +46,7 @@ def test_the_root_is_evaluated_by_run():
     m = np.array([len(t) for t in space.thresholds], np.int64)
     G = np.ascontiguousarray(space.groups_t.T[prob.perm], dtype=np.int32)
     LE, off, valid = box_words.build_masks(G, m)
-    pool = _Pool(64, space.d, 8)
+    pool = NodePool(64, space.d, 8)
     ctr = np.zeros(6, np.int64)
     fstate = np.array([-np.inf, -np.inf])
     best_box = np.full((2, space.d), -1, np.int32)
