@@ -13,15 +13,12 @@ Everything is recomputed from the data and the recorded thresholds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from rulemip.algorithms.kbox.engine import KBoxSearch
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.budget import Budget
-from rulemip.data.dataset import Dataset
+from rulemip.rules.problem import KRuleProblem
 
 __all__ = ["PairReplayResult", "replay_two_rules"]
 
@@ -42,15 +39,13 @@ class PairReplayResult:
     seconds: float
 
 
-def replay_two_rules(dataset: Dataset, thresholds: Sequence[Sequence[float]], *, reg: float,
-                     fit_intercept: bool, max_rule_length: int | None, lower_bound: float,
+def replay_two_rules(problem: KRuleProblem, *, lower_bound: float,
                      time_limit: float | None = None) -> PairReplayResult:
-    """Re-derive (or refute) ``lower_bound`` on the best two-rule squared-loss risk over
-    the boxes of at most ``max_rule_length`` features on ``thresholds``."""
-    search = KBoxSearch(2, reg=reg, fit_intercept=fit_intercept,
-                        thresholds=[np.asarray(t, dtype=float) for t in thresholds],
-                        max_rule_length=max_rule_length)
-    built = search.build_model(dataset)
+    """Re-derive (or refute) ``lower_bound`` on the best two-rule squared-loss risk of
+    ``problem`` (its boxes of at most its rule length of features on its thresholds)."""
+    reg = problem.reg
+    search = KBoxSearch(2, **problem.keywords())
+    built = search.build_model(problem.dataset)
     table = built.table
     W = built.cells.total_weight
     claim = built.base + built.cells.constant - W * lower_bound

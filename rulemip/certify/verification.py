@@ -282,14 +282,20 @@ def _claims_after_thresholds(cert: Certificate, bound: ClaimBasis) -> list[Claim
             status]
 
 
+def _problem_of(cert: Certificate, ds: Dataset) -> KRuleProblem:
+    """The problem a certificate records, on the data it is verified against."""
+    return KRuleProblem.of(ds, cert.n_rules, loss=cert.loss, reg=cert.reg,
+                           fit_intercept=cert.fit_intercept,
+                           thresholds=[np.asarray(t, dtype=float) for t in cert.thresholds],
+                           max_rule_length=cert.max_rule_length)
+
+
 def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> CheckResult:
     """One rule, squared loss: the lower bound re-derived by replaying the exact box
     search (:mod:`rulemip.certify.replay`), no solver involved."""
     from rulemip.certify.replay import replay_one_rule
 
-    rep = replay_one_rule(ds.X, ds.y, ds.weights, cert.thresholds, reg=cert.reg,
-                          fit_intercept=cert.fit_intercept,
-                          max_rule_length=cert.max_rule_length, lower_bound=lb - atol)
+    rep = replay_one_rule(_problem_of(cert, ds), lower_bound=lb - atol)
     return _proof_check(rep.proved, rep.refuted, rep.best_risk, lb,
                         "the exact box search", f"{rep.nodes} nodes, {rep.seconds:.2f} s",
                         "a rule", "")
@@ -336,9 +342,7 @@ def _replayed_pair_proof(cert: Certificate, ds: Dataset, lb: float, atol: float
     (:mod:`rulemip.certify.replay_pairs`), no solver involved."""
     from rulemip.certify.replay_pairs import replay_two_rules
 
-    rep = replay_two_rules(ds, cert.thresholds, reg=cert.reg,
-                           fit_intercept=cert.fit_intercept,
-                           max_rule_length=cert.max_rule_length, lower_bound=lb - atol,
+    rep = replay_two_rules(_problem_of(cert, ds), lower_bound=lb - atol,
                            time_limit=PAIR_REPLAY_SECONDS)
     return _proof_check(rep.proved, rep.refuted, rep.best_risk, lb, "the k-box search",
                         f"{rep.scored} pairs scored, {rep.seconds:.2f} s", "two rules",
@@ -476,11 +480,7 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
             f"joint optimum of its rules: refitting them lowers the risk by "
             f"{risk - refit_risk:.6g} > {atol:.3g} (re-weighting one rule and the "
             "intercept is a swap that gains)")], refuted
-    problem = KRuleProblem.of(ds, cert.n_rules, reg=cert.reg,
-                              fit_intercept=cert.fit_intercept,
-                              thresholds=[np.asarray(t) for t in cert.thresholds],
-                              max_rule_length=cert.max_rule_length)
-    ok, checks = check_one_swap(problem, refitted, atol=atol)
+    ok, checks = check_one_swap(_problem_of(cert, ds), refitted, atol=atol)
     if ok:
         capped = "" if claimed_tol <= SWAP_TOL else \
             f" (the certificate's tol {claimed_tol:.3g} capped at {SWAP_TOL:.3g})"
