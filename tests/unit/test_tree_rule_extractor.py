@@ -322,7 +322,8 @@ def test_mip_gap_is_the_certification_tolerance_and_one_budget_is_passed(monkeyp
 
     monkeypatch.setattr(pe, "prune_exact", spy)
     X, y = _data(40, seed=2)
-    m = TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, mip_gap=0.2).fit(X, y)
+    m = TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, mip_gap=0.2,
+                          engine="exact").fit(X, y)
     assert seen["mip_gap"] == 0.2 and isinstance(seen["budget"], Budget)
     assert m.result_.termination is TerminationReason.OPTIMAL
     assert m.result_.gap <= 0.2
@@ -351,11 +352,11 @@ def test_method_is_the_deprecated_name_of_engine():
     np.testing.assert_array_equal(np.sort(old.selected_), np.sort(new.selected_))
     assert old.objective_ == new.objective_
     assert old.result_.engine == new.result_.engine == "relax_round"
-    exact = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
-    assert exact.result_.engine == "exact"  # the alias changed the engine
+    default = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
+    assert default.result_.engine == "perspective"  # the alias changed the engine
     # one result type for the family (issue 23), the engine's own record in `detail`
-    assert type(exact.result_) is type(new.result_)
-    assert type(exact.result_.detail) is not type(new.result_.detail)
+    assert type(default.result_) is type(new.result_)
+    assert type(default.result_.detail) is not type(new.result_.detail)
     assert new.result_.lower_bound <= new.result_.value + 1e-9
     with pytest.raises(InvalidParameterError, match="set only `engine`"):
         TreeRuleExtractor(gb, engine="path", method="exact", prefit=True).fit(X, y)
