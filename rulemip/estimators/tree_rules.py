@@ -16,8 +16,9 @@ same way), among them the built-in ones:
     docs/explanation/tree_pruning.md, "The perspective bound"); optimal up to ``mip_gap``
     when ``result_.termination`` is ``optimal``, otherwise the incumbent with a valid
     lower bound and a :class:`~rulemip.exceptions.SolveLimitWarning`. On friedman1
-    (docs/benchmarks/pruning.md) its bound is at least the outer approximation's at every
-    γn measured (0.1 to 100) and far above it at the default γn = 10.
+    (docs/benchmarks/pruning.md) it proves faster than the outer approximation where both
+    prove, and its bound is the higher where neither does (far higher at the default γn =
+    10).
 ``"exact"``
     Alg. 1 (outer approximation, :func:`~rulemip.algorithms.pruning.exact.prune_exact`) on
     the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to the relative gap
