@@ -18,7 +18,8 @@ tree_pruning.md):
     Best-first branch and bound with the perspective relaxation through its dual, the
     hierarchy and the budget inside (:func:`rulemip.algorithms.pruning.perspective_bnb.
     perspective_bnb`); its bound is the least open node's (docs/explanation/
-    tree_pruning.md, "The perspective bound"). Warm start: greedy with local search.
+    tree_pruning.md, "The perspective bound"). Warm start: greedy with local search; every
+    new rounding of a node's relaxed point is improved by the same local search.
 ``"mip"``
     Problem (1) as a convex MIQP (:class:`~rulemip.formulations.tree_pruning.
     TreePruningMIP`) solved natively by a backend that takes it (SCIP); the backend's dual

@@ -13,8 +13,9 @@ the warm starts (CBCD, relax-and-round, greedy with local search) seed the incum
 and the root starts from its support, so that α = the incumbent's residual is the first
 bound.
 
-Branching: the free node of largest fractional value in the relaxed point (``IN`` child
-first on ties). The proved bound at any moment is the least of the open nodes' bounds,
+Branching: the most fractional free node of the relaxed point (on friedman1 at γn = 10,
+3 000 Frank–Wolfe iterations: bound 106.26 against 106.07 for the largest fractional
+value; ``IN`` child first on ties). The proved bound at any moment is the least of the open nodes' bounds,
 the bounds of nodes closed within the tolerance and the incumbent value — valid when the
 search stops at a limit.
 """
@@ -88,8 +89,9 @@ class _Search:
     """State of one branch and bound (module docstring)."""
 
     def __init__(self, problem: PerspectiveProblem, budget: Budget, mip_gap: float,
-                 callback: Any) -> None:
+                 callback: Any, improve: Callable[[IntArray], IntArray] | None) -> None:
         self.p = problem
+        self.improve = improve
         self.budget = budget
         self.mip_gap = mip_gap
         self.callback = callback
@@ -108,11 +110,12 @@ class _Search:
     def threshold(self) -> float:
         return self.best_value - self.mip_gap * abs(self.best_value)
 
-    def offer(self, S: IntArray) -> None:
-        """Evaluate the selection ``S`` (feasible) and keep it if it improves."""
+    def offer(self, S: IntArray) -> bool:
+        """Evaluate the selection ``S`` (feasible) and keep it if it improves; whether it
+        was new."""
         key = np.sort(S).tobytes()
         if key in self.seen:
-            return
+            return False
         self.seen.add(key)
         z = np.zeros(self.p.m)
         z[S] = 1.0
@@ -120,6 +123,7 @@ class _Search:
         if value < self.best_value:
             self.best_value, self.best_S = value, np.sort(S)
             self.report()
+        return True
 
     def lower_bound(self) -> float:
         if not self.root_done:
@@ -148,17 +152,20 @@ class _Search:
 
     def heuristics(self, rel: NodeRelaxation, status: NDArray[np.int8]) -> None:
         """Incumbent candidates: the selection maximizing the dual's inner problem at
-        the best α, and the rounding of the relaxed point by the same dynamic program."""
+        the best α, and the rounding of the relaxed point by the same dynamic program
+        (relax-and-round's rounding), improved by the local search when it is new."""
         p = self.p
         _, s = p.dual_bound(rel.alpha, status)
         self.offer(np.flatnonzero(s))
         zeta = np.where(rel.z > 1e-9, rel.z, 0.0)
         _, s = knapsack_dp(zeta, p.cost, p.capacity, p.forest, status)
-        self.offer(np.flatnonzero(s))
+        S = np.flatnonzero(s)
+        if self.offer(S) and self.improve is not None:
+            self.offer(np.asarray(self.improve(S), dtype=np.int64))
 
     def branch(self, parent: _Open, rel: NodeRelaxation) -> None:
-        """Two children on the free node of largest fractional value (a free node of the
-        largest value when the point is integral); none when every node is fixed."""
+        """Two children on the most fractional free node (a free node in the point's
+        support when it is integral); none when no free node is left."""
         status = parent.status
         free = status == FREE
         frac = free & (rel.z > _FRACTIONAL) & (rel.z < 1.0 - _FRACTIONAL)
@@ -166,7 +173,7 @@ class _Search:
         if not cand.any():
             self.close(rel.lower_bound)
             return
-        i = int(np.argmax(np.where(cand, rel.z, -1.0)))
+        i = int(np.argmax(np.where(cand, np.minimum(rel.z, 1.0 - rel.z), -1.0)))
         order = np.argsort(-rel.weights)[:MAX_ATOMS]
         atoms = [rel.atoms[k] for k in order]
         weights = rel.weights[order]
@@ -197,14 +204,14 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
         iteration); mip_gap : nodes whose bound is within ``mip_gap·|U|`` of the
         incumbent U are pruned.
     warm_starts : selections (node indices, each feasible) to seed the incumbent.
-    improve : a local search (a selection to a feasible selection) run once, on the best
-        selection after the root (the root's rounding is relax-and-round, App. D).
+    improve : a local search (a selection to a feasible selection) run on every new
+        rounding of a node's relaxed point (at the root: relax-and-round, App. D).
     root_iterations, node_iterations : Frank–Wolfe iterations at the root / at a node.
     root_tol, node_tol : relative Frank–Wolfe gap at which a relaxation stops.
     """
     clock = budget if budget is not None else Budget.unlimited()
     p = PerspectiveProblem(nodes, y, n_rules, attribute, gamma)
-    search = _Search(p, clock, float(mip_gap), callback)
+    search = _Search(p, clock, float(mip_gap), callback, improve)
     search.offer(np.zeros(0, dtype=np.int64))
     for S in warm_starts or []:
         search.offer(np.asarray(S, dtype=np.int64))
@@ -217,8 +224,6 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     search.explored = 1
     root_bound = rel.lower_bound
     search.heuristics(rel, root_status)
-    if improve is not None and not clock.expired():  # local search from the best rounding
-        search.offer(np.asarray(improve(search.best_S), dtype=np.int64))
     if rel.lower_bound < search.threshold():
         search.branch(root, rel)
     else:
