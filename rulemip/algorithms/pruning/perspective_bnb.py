@@ -15,9 +15,9 @@ bound.
 
 Branching: the most fractional free node of the relaxed point (on friedman1 at γn = 10,
 3 000 Frank–Wolfe iterations: bound 106.26 against 106.07 for the largest fractional
-value; ``IN`` child first on ties). The proved bound at any moment is the least of the open nodes' bounds,
-the bounds of nodes closed within the tolerance and the incumbent value — valid when the
-search stops at a limit.
+value; ``IN`` child first on ties). The proved bound at any moment is the least of the
+open nodes' bounds, the bounds of nodes closed within the tolerance and the incumbent
+value — valid when the search stops at a limit.
 """
 
 from __future__ import annotations
