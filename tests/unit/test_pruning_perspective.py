@@ -175,3 +175,19 @@ def test_agrees_with_exact_engine(reg, attribute):
     assert persp.result.is_optimal and exact.result.is_optimal
     assert persp.objective == pytest.approx(exact.objective, rel=1e-6)
     assert persp.result.lower_bound <= exact.objective * (1 + 1e-9)
+
+
+def test_estimator_default_engine_reports_progress_and_a_valid_bound(capsys):
+    from rulemip.estimators import TreeRuleExtractor
+
+    X, y = _data(5, n=60)
+    gb = GradientBoostingRegressor(n_estimators=3, max_depth=2, random_state=0).fit(X, y)
+    est = TreeRuleExtractor(gb, prefit=True, n_rules=3, reg=1.0, verbose=True).fit(X, y)
+    assert est.result_.engine == "perspective" and est.result_.is_optimal
+    err = capsys.readouterr().err
+    assert "incumbent" in err and "bound" in err and "gap" in err
+    p = PerspectiveProblem(est.nodes_, (y - est.intercept_) / est.y_scale_, 3, "rule",
+                           est.gamma_)
+    opt = _optimum(p, 3)
+    assert est.objective_ == pytest.approx(opt, rel=1e-6)
+    assert est.result_.lower_bound <= opt + 1e-9 * max(1.0, opt)
