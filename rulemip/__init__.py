@@ -13,11 +13,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rulemip import _moved
-
-_moved.install()   # former module addresses still import, with a FutureWarning
-
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 _EXPORTS: dict[str, str] = {
     # data, rules, losses

@@ -28,9 +28,7 @@ from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.algorithms.kbox.table import BoxTable, build_box_table
 from rulemip.algorithms.solve.driver import register_formulation, solve
-from rulemip.boosting.boxsearch.range_search import current_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
-from rulemip.budget import Budget, default_max_memory, deprecated_time_limit
+from rulemip.budget import Budget, default_max_memory
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -41,6 +39,7 @@ from rulemip.formulations.result import ExactResult
 from rulemip.formulations.sizes import KBOX_MAX_RULES, count_boxes, kbox_table_bytes
 from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
+from rulemip.parallel import current_workers, resolve_n_jobs
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
@@ -112,8 +111,7 @@ class KBoxProblem:
 
 def scan_threads() -> int:
     """Threads of the pair scan: the fit's ``n_jobs`` (the estimators' parameter, set for
-    the fit by :func:`rulemip.boosting.boxsearch.range_search.search_workers`; ``-1``: one per
-    core)."""
+    the fit by :func:`rulemip.parallel.search_workers`; ``-1``: one per core)."""
     return resolve_n_jobs(current_workers()[0])
 
 
@@ -307,16 +305,16 @@ def _progress(built: KBoxProblem, callback: Callable[[dict[str, Any]], Any] | No
 
 def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
                fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-               max_rule_length: int | None = None, time_limit: float | None = None,
+               max_rule_length: int | None = None,
                mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                callback: Callable[[dict[str, Any]], None] | None = None,
                budget: Budget | None = None) -> ExactResult:
     """Certified best ensemble of at most ``n_rules`` ≤ 2 boxes of at most
     ``max_rule_length`` features (squared loss) through the driver, within ``budget``
-    (``time_limit``: deprecated, as for :func:`~rulemip.algorithms.solve.driver.solve`)."""
+    (None: unlimited)."""
     formulation = KBoxSearch(n_rules, reg=reg, fit_intercept=fit_intercept,
                              thresholds=thresholds, max_rule_length=max_rule_length)
-    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve_kbox"))
+    clock = Budget.coerce(budget, None)
     return solve(formulation, dataset, solver="auto", budget=clock, mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback)
 
