@@ -176,8 +176,8 @@ def test_kbox_warm_start_and_a_spent_budget():
 
 def test_kbox_refuses_what_it_cannot_prove():
     X, y = _data(0)
-    with pytest.raises(InvalidParameterError, match="at most 2"):
-        KBoxSearch(3, max_rule_length=2)
+    with pytest.raises(InvalidParameterError, match="at most 3"):
+        KBoxSearch(4, max_rule_length=2)
     with pytest.raises(InvalidParameterError, match="squared"):
         KBoxSearch(2, loss="logistic", max_rule_length=2)
     ds = Dataset.from_arrays(X, y)
@@ -276,3 +276,34 @@ def test_verbose_progress_shows_the_incumbent_risk(capsys):
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "incumbent" in ln]
     assert lines
     assert not any("incumbent inf" in ln for ln in lines)
+
+
+_ISSUE38_X = np.array([[-0.8, 0.38, -0.69], [-0.51, -0.2, -1.83], [-0.27, -1.8, -1.21],
+                       [-0.5, 0.08, -0.29], [1.01, 0.08, 0.52], [-0.51, -0.67, 1.61],
+                       [-1.65, 1.11, -0.78], [0.62, -1.31, 0.44], [0.27, -2.12, -0.68],
+                       [0.59, 0.96, 0.25]])
+_ISSUE38_Y = np.array([-2, -1, -1, -1, 2, 0, 0, 2, 1, 1], dtype=float)
+_ISSUE38_TH = [np.array([-0.505, 0.43]), np.array([-0.99, -0.06]),
+               np.array([-1.52, -0.735, -0.485, 0.48])]
+
+
+@pytest.mark.parametrize(("reg", "length", "n_jobs", "work_limit"),
+                         [(1.0, 2, 1, None), (0.0, 2, 2, None), (0.0, 3, 1, 10**6),
+                          (1.0, 1, 2, None), (1.0, 3, 1, None), (1.0, 2, -1, 10**6)])
+def test_partners_of_equal_weight_outside_the_first_box_are_bounded_right(reg, length,
+                                                                          n_jobs, work_limit):
+    """Issue 38 item 4: a partner of a's weight inside a region holding none of a had the
+    intersection bound min(N_a, N_b, T_R) − unit = −1 (the 'distinct covers of equal
+    weight' slack applied to T_R as well), a correlation bound of exactly −1 and a
+    division by zero in the corner test. Every listed setting is now optimal at the
+    brute-force optimum, on the k-box engine."""
+    from rulemip import ExactRuleEnsembleRegressor
+
+    X, y, th = _ISSUE38_X, _ISSUE38_Y, _ISSUE38_TH
+    est = ExactRuleEnsembleRegressor(n_rules=2, reg=reg, max_rule_length=length,
+                                     thresholds=th, engine="kbox", n_jobs=n_jobs,
+                                     work_limit=work_limit).fit(X, y)
+    bf = brute_force_optimum(X, y, 2, reg=reg, thresholds=th, max_rule_length=length)
+    assert est.engine_ == "kbox"
+    assert est.certificate_.status == "optimal"
+    assert est.certificate_.risk == pytest.approx(bf.risk, rel=1e-9, abs=1e-12)
