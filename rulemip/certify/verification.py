@@ -16,10 +16,10 @@ import numpy as np
 from rulemip.certify.bound_replays import bound_slack, replay_lower_bound
 from rulemip.certify.certificate import Certificate
 from rulemip.certify.claims import REDERIVED, TAKEN_ON_TRUST, CheckResult, ClaimBasis
+from rulemip.certify.model_checks import data_check, model_checks
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import CertificateError, InvalidParameterError
 from rulemip.refit import fit_weights
-from rulemip.rules import RuleEnsemble
 from rulemip.solvers.result import relative_gap
 
 
@@ -105,15 +105,11 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     checks: list[CheckResult] = []
     claims: list[ClaimBasis] = []
 
-    digest = ds.digest()
-    checks.append(CheckResult(
-        "data", digest == cert.dataset_digest,
-        "digest matches" if digest == cert.dataset_digest else
-        f"data digest {digest[:16]}… differs from the certificate's "
-        f"{cert.dataset_digest[:16]}… (different data, row order or feature names)"))
+    checks.append(data_check(cert, ds))
     problem_checks, threshold_claim = _problem_checks(cert, ds, given, strict)
     checks.extend(problem_checks)
-    claims.append(ClaimBasis("data", REDERIVED, "digest of the data given"))
+    claims.append(ClaimBasis("data", REDERIVED, "digest, row count and feature names of "
+                             "the data given"))
     claims.append(threshold_claim)
 
     bad_features = sorted({c.feature for r in ens.rules for c in r.conditions
@@ -125,25 +121,7 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             "other data"))
         return _report(checks, math.nan, raise_on_failure, claims)
 
-    n_ok = len(ens.rules) <= cert.n_rules
-    checks.append(CheckResult("size", n_ok, f"{len(ens.rules)} rule(s), at most "
-                              f"{cert.n_rules} allowed"))
-    if cert.max_rule_length is not None:
-        long_rules = [t for t, r in enumerate(ens.rules)
-                      if len({c.feature for c in r.conditions}) > cert.max_rule_length]
-        checks.append(CheckResult(
-            "rule length", not long_rules,
-            "within max_rule_length" if not long_rules else
-            f"rules {long_rules} restrict more than {cert.max_rule_length} features"))
-    if not cert.fit_intercept and ens.intercept != 0.0:
-        checks.append(CheckResult("intercept", False,
-                                  f"fit_intercept=False but intercept is {ens.intercept}"))
-
-    off_grid = _bounds_off_grid(ens, cert.thresholds)
-    checks.append(CheckResult(
-        "language", not off_grid,
-        "every interval bound is a candidate threshold" if not off_grid else
-        "bounds not among the candidate thresholds: " + "; ".join(off_grid[:5])))
+    checks.extend(model_checks(cert, ds))
 
     risk = ens.risk(ds.X, ds.y, reg=cert.reg, sample_weight=ds.sample_weight)
     refit = None
@@ -285,8 +263,8 @@ def _claims_after_thresholds(cert: Certificate, bound: ClaimBasis, gap: float,
         status = ClaimBasis("status", bound.basis,
                             "from the gap under the lower bound, so it rests on the bound"
                             + ("" if bound.rederived else " (taken on trust)"))
-    return [ClaimBasis("model", REDERIVED, "size, rule length and interval bounds on the "
-                       "thresholds checked"),
+    return [ClaimBasis("model", REDERIVED, "size, rule length, interval bounds on the "
+                       "thresholds, condition names and classes checked"),
             ClaimBasis("risk", REDERIVED, "recomputed from the data"),
             bound,
             ClaimBasis("gap", bound.basis, "recomputed from the risk and the lower bound"
@@ -366,21 +344,6 @@ def _same_thresholds(a: Any, b: Any) -> bool:
         len(u) == len(v) and np.allclose(np.asarray(u, dtype=float),
                                          np.asarray(v, dtype=float), rtol=1e-12, atol=0.0)
         for u, v in zip(a, b, strict=False))
-
-
-def _bounds_off_grid(ens: RuleEnsemble, thresholds: tuple[tuple[float, ...], ...]
-                     ) -> list[str]:
-    bad: list[str] = []
-    for t, rule in enumerate(ens.rules):
-        for c in rule.conditions:
-            if c.feature >= len(thresholds):
-                bad.append(f"rule {t}: feature {c.feature} unknown")
-                continue
-            grid = np.asarray(thresholds[c.feature])
-            for v in (c.lower, c.upper):
-                if math.isfinite(v) and not np.any(np.isclose(grid, v, rtol=1e-12, atol=1e-12)):
-                    bad.append(f"rule {t}: {c.name} bound {v:g}")
-    return bad
 
 
 #: relative rounding allowed on top of the verifier's swap tolerance
