@@ -327,9 +327,14 @@ def make_certificate(dataset: Dataset, ensemble: RuleEnsemble, *, loss: str, reg
     otherwise they are recorded as explicit.
     """
     from rulemip import __version__
+    from rulemip._validation import python_scalar
 
+    # numpy scalars among the caller's parameters (``max_rule_length=np.int64(2)``) are
+    # recorded as the Python numbers they hold: the document is JSON
+    options = python_scalar(dict(options or {}))
+    max_rule_length = python_scalar(max_rule_length)
     ths = tuple(tuple(float(v) for v in np.asarray(t)) for t in thresholds)
-    rule = _threshold_rule_of(dataset.X, ths, (options or {}).get("max_thresholds"),
+    rule = _threshold_rule_of(dataset.X, ths, options.get("max_thresholds"),
                               dataset.sample_weight)
     data_digest = dataset.digest()
     return Certificate(
@@ -344,7 +349,7 @@ def make_certificate(dataset: Dataset, ensemble: RuleEnsemble, *, loss: str, reg
         risk=float(risk), lower_bound=float(lower_bound),
         gap=relative_gap(float(risk), float(lower_bound)), status=status,
         bound_valid=bool(bound_valid), engine=engine, backend=backend,
-        backend_version=backend_version, options=dict(options or {}),
+        backend_version=backend_version, options=options,
         wall_time=float(wall_time), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         rulemip_version=__version__, max_rule_length=max_rule_length, notes=tuple(notes))
 

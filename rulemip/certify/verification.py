@@ -88,13 +88,13 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     The report's ``claims`` say for every claim whether it was re-derived or taken on trust
     (threat model: docs/howto/certificates.md).
     """
-    if (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
-            or tol < 0):
+    from rulemip._validation import check_bool, is_real
+
+    if not is_real(tol) or not math.isfinite(tol) or tol < 0:
         raise InvalidParameterError(
             f"`tol` must be a finite number >= 0 (a tolerance on risks, e.g. 1e-7); got "
             f"{tol!r}.")
-    from rulemip._validation import check_bool
-
+    tol = float(tol)
     check_bool(strict, "strict")
     mip_gap = _check_mip_gap(mip_gap)
     cert = certificate if isinstance(certificate, Certificate) else Certificate.load(certificate)
