@@ -73,10 +73,12 @@ class NonnegativeRulesMIP:
         # the rules of x (the base decodes them, one per rule slot, in slot order) with the
         # solver's own weights — the base's refit would drop the sign constraint — clipped
         # at 0 against solver tolerances, and the risk recomputed from the data
+        # (the base builds on y/s: its columns times `response_scale` are in data units)
         x = np.asarray(x, dtype=float)
         rules = self.base.decode_solution(built, x)[0].rules
-        beta = np.maximum(x[built.block("beta")], 0.0)
-        b0 = float(x[built.block("beta0")][0]) if self.fit_intercept else 0.0
+        unit = float(getattr(built, "response_scale", 1.0))
+        beta = np.maximum(unit * x[built.block("beta")], 0.0)
+        b0 = unit * float(x[built.block("beta0")][0]) if self.fit_intercept else 0.0
         ens = RuleEnsemble([r.with_weight(float(b)) for r, b in zip(rules, beta, strict=True)],
                            b0, self.loss)
         ds = built.dataset

@@ -28,6 +28,16 @@ Objective: :math:`\frac1W\big(\sum_p W_p\, l(f_{c(p)}, y_p) + C + \lambda\sum_t
 \beta_t^2\big)` — exactly :math:`R_\lambda` on the original data. The loss part is a
 :class:`~rulemip.model.SeparableLoss` term (SCIP takes it natively; MILP backends go
 through :mod:`rulemip.algorithms.convex.tangent_cuts`), the ridge part a diagonal quadratic.
+
+Units (squared loss). The model is built on :math:`y/s` with :math:`s` the root of the
+weighted second moment of :math:`y` (:func:`response_scale`), the
+weights, their box and the predictions with it: :math:`R_\lambda(\beta; y) =
+s^2 R_\lambda(\beta/s; y/s)` for the squared loss with a ridge, so the optimal rules are
+the same, the model's objective and bounds are :math:`R_\lambda/s^2`
+(:attr:`BuiltIntervalCover.objective_scale` is :math:`s^2`) and its weights
+:math:`\beta/s`. The solver's tolerances, the big-M switch (:data:`BIGM_LIMIT`) and the
+proved boxes then do not move with the units of :math:`y`; decoding scales the weights
+back and recomputes the risk on the original data.
 """
 
 from __future__ import annotations
@@ -59,7 +69,37 @@ FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 
 LINEARIZATIONS = ("auto", "indicator", "bigm")
-BIGM_LIMIT = 1e4  # "auto" uses big-M up to this proved weight bound
+BIGM_LIMIT = 1e4  # "auto" uses big-M up to this proved weight bound (in units of y/s)
+
+
+def response_scale(dataset: Dataset, loss: str) -> float:
+    r"""The unit :math:`s` of the squared-loss model (module docstring, "Units"):
+    :math:`\sqrt{\sum_i w_i y_i^2 / \sum_i w_i}`, so that :math:`y/s` has unit second
+    moment and data that differ by a factor only give the same model (to round-off);
+    1 for the other losses (their labels are classes or counts) and for an all-zero
+    ``y``."""
+    if loss != "squared":
+        return 1.0
+    w = np.asarray(dataset.weights, dtype=float)
+    y = np.asarray(dataset.y, dtype=float)
+    total = float(w.sum())
+    if total <= 0:
+        return 1.0
+    # the second moment via the largest |y| first: no overflow / underflow of y**2
+    top = float(np.max(np.abs(y)))
+    if not (math.isfinite(top) and top > 0):
+        return 1.0
+    rms = top * math.sqrt(float(np.dot(w, (y / top) ** 2)) / total)
+    return rms if rms > 0 and math.isfinite(rms) else 1.0
+
+
+def _scaled_fixed(fixed: FixedRules | None, s: float) -> FixedRules | None:
+    """``fixed`` with its weights and intercept in units of ``y/s``."""
+    if fixed is None or s == 1.0:
+        return fixed
+    return FixedRules(fixed.r, fixed.p,
+                      None if fixed.weights is None else np.asarray(fixed.weights, float) / s,
+                      None if fixed.intercept is None else float(fixed.intercept) / s)
 
 
 #: what the big-M model asks of a backend to be taken natively, with a ridge (the engine
@@ -145,8 +185,10 @@ class IntervalCoverMIP(IntervalCoverCodec):
         return candidate_thresholds(dataset.X, self.max_thresholds)
 
     # ------------------------------------------------------------------ building
-    def _reduce(self, dataset: Dataset, ths: list[FloatArray]) -> CellReduction:
-        red = reduce_to_cells(dataset.X, dataset.y, ths, self.loss, dataset.sample_weight)
+    def _reduce(self, dataset: Dataset, ths: list[FloatArray], scale: float = 1.0
+                ) -> CellReduction:
+        y = np.asarray(dataset.y, dtype=float) / scale if scale != 1.0 else dataset.y
+        red = reduce_to_cells(dataset.X, y, ths, self.loss, dataset.sample_weight)
         if self.cell_reduction:
             return red
         # one "cell" per row of positive weight (groups still shared through r, p)
@@ -156,7 +198,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
         cell_of_row[rows] = np.arange(len(rows))
         return CellReduction(G.astype(np.int64), cell_of_row,
                              np.arange(len(rows), dtype=np.int64),
-                             np.asarray(dataset.y[rows], dtype=float),
+                             np.asarray(y[rows], dtype=float),
                              np.asarray(dataset.weights[rows], dtype=float), 0.0,
                              float(dataset.weights[rows].sum()), self.loss, tuple(ths))
 
@@ -166,8 +208,9 @@ class IntervalCoverMIP(IntervalCoverCodec):
         """Build the model for ``dataset``.
 
         ``fixed`` holds the first rules fixed (MIP-boosting); ``reference_risk`` is the
-        objective value of any feasible solution (e.g. a warm start), which tightens the
-        proved bounds (every optimum has :math:`R_\\lambda \\le` it).
+        risk :math:`R_\\lambda` of any feasible solution (e.g. a warm start), which tightens
+        the proved bounds (every optimum has :math:`R_\\lambda \\le` it). Both are in the
+        units of the data; the model is in those of :math:`y/s` (module docstring, "Units").
         """
         if linearization not in ("indicator", "bigm"):
             raise InvalidParameterError(
@@ -176,7 +219,11 @@ class IntervalCoverMIP(IntervalCoverCodec):
             raise InvalidParameterError("`dataset` must be a rulemip.data.Dataset.")
         get_loss(self.loss).check_labels(np.asarray(dataset.y))
         ths = self.thresholds_for(dataset)
-        red = self._reduce(dataset, ths)
+        unit = response_scale(dataset, self.loss)
+        fixed = _scaled_fixed(fixed, unit)
+        if reference_risk is not None:
+            reference_risk = float(reference_risk) / unit ** 2
+        red = self._reduce(dataset, ths, unit)
         k, d, m = self.n_rules, dataset.d, red.n_cells
         occupied = tuple(np.unique(red.groups[:, j]) for j in range(d))
         local = np.column_stack([np.searchsorted(occupied[j], red.groups[:, j])
@@ -195,7 +242,8 @@ class IntervalCoverMIP(IntervalCoverCodec):
         bounds = prove_bounds(red, occupied, local, offsets, fixed, reference_risk, notes,
                               n_rules=k, loss=self.loss, reg=self.reg,
                               fit_intercept=self.fit_intercept,
-                              weight_bound=self.weight_bound)
+                              weight_bound=None if self.weight_bound is None
+                              else self.weight_bound / unit, unit=unit)
         Bt, (b0_lo, b0_hi), (f_lo, f_hi), bound_valid, R_ref = bounds
 
         model = MIPModel(f"interval_cover_k{k}")
@@ -229,7 +277,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
         model.offset = red.constant / W
         built = BuiltIntervalCover(model, dataset, red, occupied, local, offsets, k,
                                    linearization, Bt, (b0_lo, b0_hi), (f_lo, f_hi),
-                                   bound_valid, R_ref, fixed, notes)
+                                   bound_valid, R_ref, fixed, notes, unit)
         if fixed is not None:
             self._fix(built, fixed)
         return built
@@ -420,7 +468,8 @@ class IntervalCoverMIP(IntervalCoverCodec):
             probe = self.build(dataset, linearization="bigm")
             x_probe = self.encode(probe, warm_start)
             if not np.isnan(x_probe).any():
-                ref = probe.model.to_standard_form().objective_value(x_probe)
+                ref = probe.objective_scale * \
+                    probe.model.to_standard_form().objective_value(x_probe)
         built = self.build_for(dataset, backend, native, reference_risk=ref)
         if probe is not None:
             built.notes.extend(n for n in probe.notes if n.startswith("warm start"))
@@ -455,4 +504,4 @@ def _add_coo(model: MIPModel, name: str, rows: IntArray, cols: IntArray, vals: F
 
 
 __all__ = ["BIGM_NEEDS", "BuiltIntervalCover", "FixedRules", "IntervalCoverMIP", "max_det01",
-           "sublevel_interval"]
+           "response_scale", "sublevel_interval"]

@@ -124,7 +124,7 @@ class FixedRules:
 def prove_bounds(red: CellReduction, occupied: tuple[IntArray, ...], local: IntArray,
                  offsets: IntArray, fixed: FixedRules | None, reference_risk: float | None,
                  notes: list[str], *, n_rules: int, loss: str, reg: float,
-                 fit_intercept: bool, weight_bound: float | None
+                 fit_intercept: bool, weight_bound: float | None, unit: float = 1.0
                  ) -> tuple[FloatArray, tuple[float, float], tuple[FloatArray, FloatArray],
                             bool, float]:
     """Bounds on the weights, intercept and cell predictions that keep an optimum.
@@ -132,7 +132,9 @@ def prove_bounds(red: CellReduction, occupied: tuple[IntArray, ...], local: IntA
     Returns ``(B_t per rule, (β0 lower, β0 upper), (f lower, f upper), bound_valid,
     reference risk)``; the proofs are in ``docs/explanation/interval_cover.md`` §3.
     ``bound_valid`` is ``False`` when the weight box is not proved (then it is
-    ``weight_bound`` or :data:`DEFAULT_WEIGHT_BOX`, and ``notes`` says so).
+    ``weight_bound`` or :data:`DEFAULT_WEIGHT_BOX`, and ``notes`` says so). Everything is
+    in the units of ``red``'s labels; ``unit`` (their scale, ``y = unit · red.y``) only
+    writes the notes in the units of the data.
     """
     k, m, lam = n_rules, red.n_cells, reg
     W = red.total_weight
@@ -197,12 +199,12 @@ def prove_bounds(red: CellReduction, occupied: tuple[IntArray, ...], local: IntA
         bound_valid = False
         notes.append(
             f"no bound on |beta| can be proved here (reg = 0 and the loss' minimizer may "
-            f"diverge); the result is optimal only within |beta| <= {B:g}.")
+            f"diverge); the result is optimal only within |beta| <= {B * unit:g}.")
     elif weight_bound is not None and weight_bound < B:
         B = weight_bound
         bound_valid = False
-        notes.append(f"weight_bound={B:g} is below the proved bound; the result is "
-                     f"optimal only within |beta| <= {B:g}.")
+        notes.append(f"weight_bound={B * unit:g} is below the proved bound; the result "
+                     f"is optimal only within |beta| <= {B * unit:g}.")
     B = max(B, 1e-9)
     Bt = np.full(k, B)
     if fixed is not None and fixed.weights is not None and kf:

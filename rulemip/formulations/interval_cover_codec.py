@@ -50,6 +50,15 @@ class BuiltIntervalCover:
     reference_risk: float
     fixed: FixedRules | None
     notes: list[str] = field(default_factory=list)
+    #: the unit s of the model: its labels, weights, boxes and predictions are those of the
+    #: data over s (``interval_cover`` module docstring, "Units")
+    response_scale: float = 1.0
+
+    @property
+    def objective_scale(self) -> float:
+        """:math:`s^2`: the model's objective and bounds times this are :math:`R_\\lambda`
+        on the data."""
+        return self.response_scale ** 2
 
     @property
     def n_cells(self) -> int:
@@ -58,8 +67,10 @@ class BuiltIntervalCover:
     @property
     def safe_bound(self) -> float:
         """A bound valid by construction: the reduction constant over the total weight
-        (every reduced loss term is ≥ 0), the fallback when a solver's bound is refuted."""
-        return float(self.reduction.constant / self.reduction.total_weight)
+        (every reduced loss term is ≥ 0), the fallback when a solver's bound is refuted;
+        in the units of the data's risk."""
+        return float(self.objective_scale * self.reduction.constant
+                     / self.reduction.total_weight)
 
     def block(self, name: str) -> IntArray:
         return np.asarray(self.model.var(name).ids)
@@ -165,9 +176,10 @@ class IntervalCoverCodec:
         """
         ds = built.dataset
         x = np.asarray(x, dtype=float)
+        unit = built.response_scale
         rules = self.rules_from_ranges(built, self.rule_ranges(built, x))
-        beta = x[built.block("beta")]
-        b0 = float(x[built.block("beta0")][0]) if self.fit_intercept else 0.0
+        beta = unit * x[built.block("beta")]
+        b0 = unit * float(x[built.block("beta0")][0]) if self.fit_intercept else 0.0
         Q = np.column_stack([r.query(ds.X) for r in rules]).astype(float)
         lo = get_loss(self.loss)
         solver_risk = lo.risk(b0 + Q @ beta, ds.y, weights=beta, reg=self.reg,
@@ -179,8 +191,8 @@ class IntervalCoverCodec:
         fixed = built.fixed
         if fixed is not None and fixed.weights is not None:
             kf = fixed.n_rules
-            fw = np.asarray(fixed.weights, dtype=float)
-            fb0 = float(fixed.intercept) if fixed.intercept is not None else 0.0
+            fw = unit * np.asarray(fixed.weights, dtype=float)
+            fb0 = unit * float(fixed.intercept) if fixed.intercept is not None else 0.0
             offset = fb0 + Q[:, :kf] @ fw
             res = fit_weights(Q[:, kf:], ds.y, self.loss, self.reg, False, ds.sample_weight,
                               offset=offset)
@@ -306,7 +318,7 @@ class IntervalCoverCodec:
                 pv = np.zeros(len(occ))
                 pv[: b + 1] = 1.0
                 r[t, sl], p[t, sl] = rv, pv
-            wts[t] = rule.weight
+            wts[t] = rule.weight / built.response_scale
         Z = built.cover_matrix(r, p)
         empty = Z.sum(axis=0) == 0
         empty[:kf] = False
@@ -325,7 +337,7 @@ class IntervalCoverCodec:
             order = np.concatenate([np.arange(kf), kf + np.argsort(key[kf:], kind="stable")])
             r, p, wts = r[order], p[order], wts[order]
         Z = built.cover_matrix(r, p)
-        b0 = float(ensemble.intercept) if self.fit_intercept else 0.0
+        b0 = float(ensemble.intercept) / built.response_scale if self.fit_intercept else 0.0
         fixed = built.fixed
         if fixed is not None and fixed.weights is not None:
             wts[:kf] = fixed.weights

@@ -79,7 +79,9 @@ class BuiltModel(Protocol):
         A formulation's block names are part of its documented model (the interval-cover
         MIP's table in ``docs/explanation/interval_cover.md``: ``"beta"`` for the rule
         weights :math:`\beta_t` in rule order, ``"beta0"`` for the intercept), so a
-        formulation that wraps another may add rows on them."""
+        formulation that wraps another may add rows on them. Their values are in the
+        model's units: the squared-loss interval cover is built on :math:`y/s` (its
+        ``response_scale`` :math:`s`, docs/explanation/interval_cover.md, "Units")."""
         ...
 
     @property

@@ -120,7 +120,8 @@ def test_warm_start_is_accepted_and_feasible() -> None:
     assert any("snapped" in n for n in built.notes)
     res = solve(prob, ds, solver="highs", warm_start=ens, budget=Budget.from_time_limit(60))
     assert res.is_optimal
-    start_risk = built.model.to_standard_form().objective_value(x)
+    # the model is in the units of y/s: its objective times s² is R_lambda
+    start_risk = built.objective_scale * built.model.to_standard_form().objective_value(x)
     assert res.risk <= start_risk + 1e-12
     assert res.risk == pytest.approx(brute_force(ds, ths, 2, "squared", 0.1, True), rel=1e-6)
 

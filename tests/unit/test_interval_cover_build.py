@@ -88,7 +88,9 @@ def test_encode_decode_round_trip_and_start_is_feasible() -> None:
     Q_in = {tuple(r.query(ds.X)) for r in rules}
     Q_out = {tuple(r.query(ds.X)) for r in dec.rules}
     assert Q_in == Q_out
-    assert sf.objective_value(x) == pytest.approx(solver_risk, rel=1e-9)
+    # the model is in the units of y/s (interval_cover module docstring, "Units")
+    assert built.objective_scale * sf.objective_value(x) == pytest.approx(solver_risk,
+                                                                          rel=1e-9)
     assert risk == pytest.approx(solver_risk, rel=1e-7)
 
 
@@ -132,7 +134,7 @@ def test_proved_bound_contains_brute_force_optimum_weights() -> None:
     best = min((fit_weights(np.column_stack(c), ds.y, "squared", 0.0, False)
                 for c in itertools.combinations_with_replacement(boxes, 2)),
                key=lambda r: r.risk)
-    assert np.all(np.abs(best.weights) <= built.weight_bound[0])
+    assert np.all(np.abs(best.weights) <= built.response_scale * built.weight_bound[0])
 
 
 def test_logistic_without_reg_is_only_within_box() -> None:
@@ -174,11 +176,12 @@ def test_weight_box_is_translation_free_with_intercept() -> None:
         ds = Dataset.from_arrays(X, y + shift)
         built = IntervalCoverMIP(2, thresholds=ths).build(ds, linearization="bigm")
         assert built.bound_valid
+        s = built.response_scale  # the model's unit (y/s)
         if shift == 0.0:
-            B0 = built.weight_bound[0]
+            B0 = s * built.weight_bound[0]
         else:
-            assert built.weight_bound[0] == pytest.approx(B0, rel=1e-6)
-        lo, hi = built.intercept_bounds
+            assert s * built.weight_bound[0] == pytest.approx(B0, rel=1e-6)
+        lo, hi = s * np.asarray(built.intercept_bounds)
         best, cols = min(((fit_weights(np.column_stack(c), ds.y, "squared", 0.0, True), c)
                           for c in itertools.combinations_with_replacement(boxes, 2)),
                          key=lambda rc: rc[0].risk)
@@ -186,8 +189,8 @@ def test_weight_box_is_translation_free_with_intercept() -> None:
         # with the data
         f_opt = best.intercept + np.column_stack(cols) @ best.weights
         cell = built.reduction.cell_of_row
-        assert np.all(f_opt >= built.f_bounds[0][cell] - 1e-9)
-        assert np.all(f_opt <= built.f_bounds[1][cell] + 1e-9)
+        assert np.all(f_opt >= s * built.f_bounds[0][cell] - 1e-9 * s)
+        assert np.all(f_opt <= s * built.f_bounds[1][cell] + 1e-9 * s)
         if shift == 0.0:
             width, lo0 = hi - lo, lo
         else:

@@ -164,7 +164,9 @@ def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
     of the loss terms' epigraph rows when the model has a logistic or Poisson loss term
     (:data:`EXP_LOSSES`: where the brute-force oracle found bounds above the optimum; none
     in squared-loss models, whose small risks such a slack would keep from any
-    certificate; :func:`bound_slack`, ``bound_tolerance`` overrides its table)."""
+    certificate; :func:`bound_slack`, ``bound_tolerance`` overrides its table). A built
+    model with an ``objective_scale`` (its objective is :math:`R_\\lambda` divided by it)
+    has its bound scaled back to :math:`R_\\lambda`."""
     notes = list(res.notes)
     sf = built.model.to_standard_form() if sf is None else sf
     if res.x is not None and math.isfinite(float(res.bounds.primal)):
@@ -175,7 +177,8 @@ def outcome_from_solve(built: BuiltModel, res: SolveResult, *,
         if abs(obj - model_value) > 1e-6 * max(1.0, abs(obj)):
             notes.append(f"solver objective {obj:.10g} differs from the risk of its "
                          f"solution recomputed from the data {model_value:.10g}.")
-    dual = float(res.bounds.dual)
+    # a model built in its own units (the interval cover's y/s) reports R_lambda / scale
+    dual = float(res.bounds.dual) * float(getattr(built, "objective_scale", 1.0))
     if math.isfinite(dual) and any(t.loss in EXP_LOSSES for t in sf.loss_terms):
         slack = bound_slack(res.backend, objective_weight(sf), tolerance=bound_tolerance)
         if slack > 0.0:
