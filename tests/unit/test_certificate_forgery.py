@@ -449,3 +449,18 @@ def test_verify_mip_gap_is_checked(diabetes_pair, value):
     X, y, cert, _ = diabetes_pair
     with pytest.raises(InvalidParameterError, match="mip_gap"):
         verify(cert, X, y, mip_gap=value)
+
+
+def test_optimal_within_verifys_gap_stands_when_the_recorded_one_is_tighter(one_rule):
+    """A fit at ``mip_gap=0`` stops at the driver's floor of 1e-6 (the mip engine recorded
+    a gap of 3e-8): before, verify judged it at the recorded 0 + 1e-9 and rejected the
+    honest 'optimal'. It is judged at verify's own mip_gap now, and re-derived."""
+    X, y, ds, _, cert, opt = one_rule
+    lb = opt * (1 - 5e-7)
+    honest = _recomputed(cert, ds, cert.ensemble, lower_bound=lb,
+                         options={**cert.options, "mip_gap": 0.0})
+    assert 1e-7 < honest.gap < 1e-6
+    report = verify(honest, X, y, strict=True)
+    assert report.ok and report.taken_on_trust == (), str(report)
+    tight = verify(honest, X, y, mip_gap=1e-7)
+    assert [f.name for f in tight.failures] == ["optimality"], str(tight)
