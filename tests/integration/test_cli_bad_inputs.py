@@ -199,6 +199,9 @@ def test_verify_digest_recomputed_still_caught_by_rederived_thresholds(cert, tin
 @pytest.mark.parametrize("argv,words", [
     (["--tol", "-1"], "tol"),
     (["--tol", "nan"], "tol"),
+    (["--mip-gap", "-1"], "--mip-gap"),
+    (["--mip-gap", "1"], "--mip-gap"),
+    (["--mip-gap", "nan"], "--mip-gap"),
     ([], "--data"),
 ])
 def test_verify_bad_options(argv, words, cert, tiny, capsys):
