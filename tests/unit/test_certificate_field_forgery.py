@@ -434,3 +434,27 @@ def test_cli_agrees_with_the_api_on_a_sample_of_mutations(certificates, tmp_path
                     f"{kind}, {where} {extra}: exit {got}, API says {code}"
             checked += 1
     assert checked >= 80
+
+
+def _true_edits(doc: dict[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Edits that keep every claim true: notes, provenance, a bound lowered (the gap with
+    it; a large lowering drops 'optimal' to 'feasible', a weaker claim)."""
+    yield "a note edited", _set(doc, ("notes",), [*doc["notes"], "edited by hand"])
+    yield "created edited", _set(doc, ("created",), "2000-01-01T00:00:00Z")
+    yield "wall time edited", _set(doc, ("solver", "wall_time"), 123.0)
+    cl = doc["claims"]
+    for factor, status in ((1 - 1e-8, cl["status"]), (0.5, "feasible"), (0.0, "feasible")):
+        lb = factor * cl["lower_bound"]
+        edited = _set(_set(doc, ("claims", "lower_bound"), lb), ("claims", "status"), status)
+        yield f"bound x{factor}, {status}", _set(edited, ("claims", "gap"),
+                                                 relative_gap(cl["risk"], lb))
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_edits_that_keep_every_claim_true_are_accepted(certificates, kind):
+    X, y, cert = certificates[kind]
+    for where, doc in _true_edits(cert.to_dict()):
+        edited = Certificate.from_dict(doc)
+        assert Oracle(edited, cert, X, y).some_false() is False, where
+        for report in _verdicts(edited, X, y):
+            assert report.ok, f"{kind}, {where}\n{report}"
