@@ -458,3 +458,15 @@ def test_edits_that_keep_every_claim_true_are_accepted(certificates, kind):
         assert Oracle(edited, cert, X, y).some_false() is False, where
         for report in _verdicts(edited, X, y):
             assert report.ok, f"{kind}, {where}\n{report}"
+
+
+def test_a_field_added_later_is_mutated_without_being_listed(certificates):
+    """The leaves come from the document itself: a new (nested) field is enumerated and
+    mutated like every other."""
+    doc = certificates["one rule"][2].to_dict()
+    doc["future"] = {"section": [{"number": 1.5, "flag": True}]}
+    leaves = dict(_leaves(doc))
+    assert leaves[("future", "section", 0, "number")] == 1.5
+    assert leaves[("future", "section", 0, "flag")] is True
+    assert _mutations(1.5) == [1.5 * 1.01, 1.5 * 0.99, 4.5, 0.5]
+    assert _mutations(True) == [False]
