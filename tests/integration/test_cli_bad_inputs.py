@@ -265,7 +265,7 @@ def test_gap_study_python_refuses_unknown_solver_and_zero_thresholds():
     X, y = np.arange(6.0)[:, None], np.arange(6.0)
     with pytest.raises(InvalidParameterError, match="`solver`"):
         gap_study(X, y, 1, ["SGB"], solver="foo")
-    with pytest.raises(InvalidParameterError, match=r"`max_thresholds`.*None for all"):
+    with pytest.raises(InvalidParameterError, match=r"`max_thresholds`.*None.*all midpoints"):
         gap_study(X, y, 1, ["SGB"], max_thresholds=0)
 
 
