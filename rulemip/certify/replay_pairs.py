@@ -25,8 +25,10 @@ from rulemip.data.dataset import Dataset
 
 __all__ = ["PairReplayResult", "replay_two_rules"]
 
-#: relative slack on the gain (squared-loss risks are checked to about 1e-9 relative)
-GAIN_RTOL: float = 1e-9
+#: round-off allowed on a gain, relative to the larger of the claimed gain and the gain of
+#: a perfect fit (``base + C``): the caller's slack (relative to the bound) is the
+#: tolerance; this only keeps equal gains computed in two orders from refuting
+GAIN_RTOL: float = 1e-14
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def replay_two_rules(dataset: Dataset, thresholds: Sequence[Sequence[float]], *,
     table = built.table
     W = built.cells.total_weight
     claim = built.base + built.cells.constant - W * lower_bound
-    slack = GAIN_RTOL * max(abs(claim), built.base, 1e-12)
+    slack = GAIN_RTOL * max(abs(claim), built.base + built.cells.constant, 1e-300)
     # the scan's first incumbent is the best box with two copies, if above the claim
     res = pair_search(table, reg, unit=built.unit, weight=built.cells.cell_weight,
                       budget=Budget.from_time_limit(time_limit),

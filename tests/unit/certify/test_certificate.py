@@ -21,7 +21,7 @@ def best_single_interval(ds: Dataset, reg: float):
     grid = [-math.inf, *cuts.tolist(), math.inf]
     best = None
     for lo, hi in itertools.combinations(grid, 2):
-        rule = Rule([Condition(0, lo, hi, "x")])
+        rule = Rule([Condition(0, lo, hi, "x1")])
         q = rule.query(ds.X).astype(float)
         res = fit_weights(q[:, None], ds.y, reg=reg)
         if best is None or res.risk < best[0]:
@@ -84,7 +84,7 @@ def test_other_data_and_off_grid_rules_are_rejected(certified):
     y2 = y.copy()
     y2[0] += 1.0
     assert "data" in {c.name for c in verify(cert, X, y2).failures}
-    rule = Rule([Condition(0, 2.7, math.inf, "x")], 1.0)
+    rule = Rule([Condition(0, 2.7, math.inf, "x1")], 1.0)
     off = dataclasses.replace(cert, ensemble=RuleEnsemble([rule], 0.0,
                                                           encoder=cert.ensemble.encoder))
     assert "language" in {c.name for c in verify(off, X, y).failures}
