@@ -16,8 +16,11 @@ time-limited search stops at a different node from run to run. A *work limit* co
 units the searches charge (:meth:`Budget.charge`): one unit per branching of the compiled
 box search, per node of a branch and bound, per expansion of a set-enumeration or
 greedy/beam search, per support evaluated by an enumeration or the local search, per
-iteration of outer approximation or column generation, per B&B node of a backend's MIP
-(passed to the backend as its node limit, :meth:`Budget.work_left`). The count depends
+iteration of outer approximation or column generation, per solve of a backend and per
+B&B node of its MIP (passed to the backend as its node limit, :meth:`Budget.work_left`),
+and per :data:`LP_ITERATIONS_PER_UNIT` simplex (LP) iterations of a backend — the work
+inside a node: root LP, cuts, presolve's and heuristics' LPs (passed to the backend as its
+LP iteration limit, :meth:`Budget.iteration_limit`; :meth:`Budget.charge_solve`). The count depends
 only on the data, the parameters and the seed, so :meth:`Budget.expired` turns true at the
 same point of every search on any machine. Derived budgets share their parent's counter:
 :meth:`within` shares its work too; :meth:`fraction` gets ``share`` of the work left (and
@@ -202,6 +205,18 @@ class Budget:
         """Units of work left (``None``: no work limit)."""
         return self.work.left()
 
+    def iteration_limit(self) -> int | None:
+        """The LP iterations a backend solve may spend: the work left in units of
+        :data:`LP_ITERATIONS_PER_UNIT` iterations (``None``: no work limit)."""
+        left = self.work.left()
+        return None if left is None else left * LP_ITERATIONS_PER_UNIT
+
+    def charge_solve(self, nodes: int | None, iterations: int | None) -> None:
+        """Charge one backend solve: a unit for the solve, one per branch-and-bound node
+        and one per :data:`LP_ITERATIONS_PER_UNIT` LP iterations begun."""
+        its = max(int(iterations or 0), 0)
+        self.charge(1 + max(int(nodes or 0), 0) + -(-its // LP_ITERATIONS_PER_UNIT))
+
     def work_spent(self) -> int:
         """Units of work charged to this budget and the budgets derived from it."""
         return self.work.spent
@@ -274,8 +289,13 @@ class Budget:
                 "(`max_thresholds`), a smaller `max_rule_length`, or raise the budget.")
 
 
-__all__ = ["Budget", "ResourceLimitError", "WorkCounter", "check_work_limit",
-           "deprecated_deadline", "deprecated_time_limit"]
+__all__ = ["LP_ITERATIONS_PER_UNIT", "Budget", "ResourceLimitError", "WorkCounter",
+           "check_work_limit", "deprecated_deadline", "deprecated_time_limit"]
+
+#: simplex (LP) iterations of a backend per unit of work (module docstring): a unit is
+#: about one branch-and-bound node's LP, so that ``work_limit`` bounds the work inside a
+#: node too (issue 38: HiGHS ran 11 minutes in one LP on ``work_limit=40``)
+LP_ITERATIONS_PER_UNIT: int = 100
 
 
 #: share of the machine's available memory a search may use by default

@@ -30,7 +30,9 @@ modification calls ``freeTransform()`` and the next solve re-presolves from scra
 passed back as a start when still feasible).
 
 Limits: ``time_limit`` → ``limits/time``, ``mip_gap`` → ``limits/gap``, ``node_limit`` →
-``limits/nodes``, ``seed`` → ``randomization/randomseedshift``. A watchdog thread
+``limits/nodes``, ``iteration_limit`` → ``lp/iterlim`` (one LP) and an ``LPSOLVED`` event
+that interrupts the solve once the LP iterations of all its LPs reach it
+(``Limit.ITERATION``), ``seed`` → ``randomization/randomseedshift``. A watchdog thread
 interrupts a solve still running ``1.1·time_limit + 2`` s after it started
 (:func:`watchdog_delay`; the solve runs without the GIL), so that a plug-in that ignores
 SCIP's clock cannot hold it far past the limit; the result then has ``Limit.TIME`` and a
@@ -130,6 +132,12 @@ class ScipPersistent:
         self._m.attachEventHandlerCallback(self._on_best_solution,
                                            [pyscipopt.SCIP_EVENTTYPE.BESTSOLFOUND],
                                            name="rulemip_progress")
+        #: the solve's LP iteration cap (``options.iteration_limit``) and whether it fired
+        self._iteration_cap: int | None = None
+        self._capped = False
+        self._m.attachEventHandlerCallback(self._on_lp_solved,
+                                           [pyscipopt.SCIP_EVENTTYPE.LPSOLVED],
+                                           name="rulemip_iteration_cap")
 
     # ------------------------------------------------------------------ building
     def _add_vars(self, c: NDArray[np.float64], lb: NDArray[np.float64],
@@ -343,6 +351,14 @@ class ScipPersistent:
         if progress.report(primal, model.getDualbound(), model.getNNodes()):
             model.interruptSolve()
 
+    def _on_lp_solved(self, model: Any, event: Any) -> None:
+        """Interrupt the solve once its LP iterations reach ``options.iteration_limit``
+        (SCIP's own ``lp/iterlim`` caps each LP, not their sum)."""
+        cap = self._iteration_cap
+        if cap is not None and not self._capped and model.getNLPIterations() >= cap:
+            self._capped = True
+            model.interruptSolve()
+
     def _apply_options(self, opts: SolveOptions) -> list[str]:
         m = self._m
         notes: list[str] = []
@@ -361,6 +377,11 @@ class ScipPersistent:
             m.setParam("limits/gap", float(opts.mip_gap))
         if opts.node_limit is not None:
             m.setParam("limits/nodes", int(opts.node_limit))
+        self._iteration_cap = opts.iteration_limit
+        self._capped = False
+        if opts.iteration_limit is not None:
+            # one LP may not exceed the cap; the LPSOLVED event caps their sum
+            m.setParam("lp/iterlim", max(int(opts.iteration_limit), 1))
         m.setParam("randomization/randomseedshift", int(opts.seed) % (2**31 - 1))
         if opts.threads is not None and opts.threads > 1:
             notes.append("SCIP solves with one thread; `threads` ignored.")
@@ -493,6 +514,7 @@ class ScipPersistent:
                             else (-math.inf, -math.inf))
         elif status in LIMIT_STATUS:
             which = (Limit.TIME if watchdog_fired
+                     else Limit.ITERATION if self._capped
                      else Limit.INTERRUPTED if progress.interrupt else LIMIT_STATUS[status])
             term, limit = limit_status(has_sol, which)
         else:
