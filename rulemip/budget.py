@@ -48,9 +48,32 @@ import math
 import numbers
 import time
 import warnings
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from rulemip.exceptions import InvalidParameterError, RulemipError
+
+#: the clock every budget reads (:func:`time.perf_counter`); :func:`use_clock` replaces
+#: it — the tests' way to make a budget expire at its k-th clock check
+_CLOCK: list[Callable[[], float]] = [time.perf_counter]
+
+
+def _clock() -> float:
+    """Now, on the budgets' clock: one *clock check*."""
+    return _CLOCK[0]()
+
+
+@contextmanager
+def use_clock(clock: Callable[[], float]) -> Iterator[None]:
+    """Within the block every budget reads ``clock`` instead of :func:`time.perf_counter`
+    (a testing hook: ``tests/integration/test_clock_checks.py`` expires the budget of a fit
+    at its k-th clock check for every k)."""
+    _CLOCK.insert(0, clock)
+    try:
+        yield
+    finally:
+        _CLOCK.remove(clock)
 
 
 class ResourceLimitError(RulemipError, MemoryError):
@@ -136,7 +159,7 @@ class Budget:
         ``work_limit`` units of work (``None``: unlimited; the deterministic limit)."""
         limit = _check_limit(time_limit, "time_limit")
         work = WorkCounter(check_work_limit(work_limit))
-        now = time.perf_counter()
+        now = _clock()
         if memory_bytes is not None and (isinstance(memory_bytes, bool)
                                          or not isinstance(memory_bytes, int)
                                          or memory_bytes <= 0):
@@ -147,7 +170,7 @@ class Budget:
     @classmethod
     def unlimited(cls) -> Budget:
         """No time limit, no memory cap."""
-        return cls(None, None, time.perf_counter())
+        return cls(None, None, _clock())
 
     @classmethod
     def coerce(cls, budget: Budget | None, time_limit: float | None) -> Budget:
@@ -176,25 +199,25 @@ class Budget:
             raise InvalidParameterError(
                 f"`{name}` must be a rulemip.budget.Budget, a time.perf_counter() value or "
                 f"None; got {clock!r}. Build one with Budget.from_time_limit(seconds).")
-        return cls(float(clock), None, time.perf_counter())
+        return cls(float(clock), None, _clock())
 
     # ------------------------------------------------------------------ queries
     def remaining(self) -> float | None:
         """Seconds left (≥ 0), or ``None`` without a time limit."""
         if self.deadline is None:
             return None
-        return max(self.deadline - time.perf_counter(), 0.0)
+        return max(self.deadline - _clock(), 0.0)
 
     def elapsed(self) -> float:
         """Seconds since the budget was created."""
-        return time.perf_counter() - self.started
+        return _clock() - self.started
 
     def expired(self) -> bool:
         """True once the deadline has passed or the work limit is spent."""
         left = self.work.left()
         if left is not None and left <= 0:
             return True
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        return self.deadline is not None and _clock() >= self.deadline
 
     def charge(self, units: int = 1) -> None:
         """Count ``units`` of work done (module docstring: what a unit is)."""
@@ -245,7 +268,7 @@ class Budget:
         limit = _check_limit(seconds, "seconds")
         if limit is None:
             return self
-        end = time.perf_counter() + limit
+        end = _clock() + limit
         deadline = end if self.deadline is None else min(end, self.deadline)
         return Budget(deadline, self.memory_bytes, self.started, self.work)
 
@@ -290,7 +313,7 @@ class Budget:
 
 
 __all__ = ["LP_ITERATIONS_PER_UNIT", "Budget", "ResourceLimitError", "WorkCounter",
-           "check_work_limit", "deprecated_deadline", "deprecated_time_limit"]
+           "check_work_limit", "deprecated_deadline", "deprecated_time_limit", "use_clock"]
 
 #: simplex (LP) iterations of a backend per unit of work (module docstring): a unit is
 #: about one branch-and-bound node's LP, so that ``work_limit`` bounds the work inside a
