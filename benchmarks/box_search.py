@@ -8,7 +8,7 @@ once per process; that load is not in the figures):
   (8 thresholds per feature, reg 1e-3, intercept), diabetes with every midpoint, and
   friedman1 n = 10 000, d = 10 at 8 thresholds: wall seconds to a certified optimum.
 * ``search``: the one-rule ridge-gain search alone, compiled range search against the
-  set-enumeration branch and bound (``rulemip.boosting.search.USE_BOX_KERNEL = False``)
+  set-enumeration branch and bound (``find_rule(search="enumerate")``)
   under the same time limit: seconds, nodes, value and bound.
 * ``jobs`` (issue 31, not in the default parts): the one-rule fit with every midpoint on
   ``n_jobs`` 1 and 2 threads and on a Dask ``LocalCluster`` of two processes.
@@ -89,16 +89,15 @@ def part_search(time_limit: float) -> list[str]:
     for name, X, y, cuts in cases:
         space = SearchSpace.build(X, cuts)
         obj = ridge_gain_objective(y - y.mean(), reg=1e-3, fit_intercept=True)
-        for label, kernel in (("compiled ranges", True), ("set enumeration", False)):
-            search.USE_BOX_KERNEL = kernel
+        for label, kind in (("compiled ranges", "bnb"), ("set enumeration", "enumerate")):
             t = time.perf_counter()
-            res = search.find_rule(space, obj, budget=Budget.from_time_limit(time_limit))
+            res = search.find_rule(space, obj, search=kind,
+                                   budget=Budget.from_time_limit(time_limit))
             dt = time.perf_counter() - t
             assert res is not None
             rows.append(f"| {name} | {label} | {dt:.2f} | {res.status} | {res.n_expanded} "
                         f"| {res.value:.6g} | {res.bound:.6g} |")
             print(rows[-1], flush=True)
-        search.USE_BOX_KERNEL = True
     return rows
 
 

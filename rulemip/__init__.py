@@ -5,7 +5,8 @@ reformulation), the rule-boosting family (SGS, SGB, SXB, CGB, COB), approximatio
 certificates, rule extraction from tree ensembles, and regularized gradient boosting.
 
 The public names below are imported lazily: ``import rulemip`` loads no solver and no
-scikit-learn until a name is used.
+scikit-learn until a name is used. The names deprecated in 0.2 were removed in 0.3:
+``CHANGELOG.md`` lists each with its replacement.
 """
 
 from __future__ import annotations
@@ -13,11 +14,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from rulemip import _moved
-
-_moved.install()   # former module addresses still import, with a FutureWarning
-
-__version__ = "0.1.0"
+__version__ = "0.3.0"
 
 _EXPORTS: dict[str, str] = {
     # data, rules, losses

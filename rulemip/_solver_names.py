@@ -1,6 +1,6 @@
 """Up-front check of a ``solver`` name, before any work is spent on a fit or a sweep.
 
-:func:`check_solver` accepts ``"auto"``, a registered backend name that is installed, or
+:func:`check_solver_name` accepts ``"auto"``, a registered backend name that is installed, or
 ``"pyomo:NAME"`` with a Pyomo solver ``NAME`` that Pyomo can call. Anything else raises a
 :mod:`rulemip.exceptions` error naming the option and the fix (the install hint of the
 backend, or the Pyomo solvers to use). Pyomo's own logging of an unknown solver name is
@@ -15,7 +15,7 @@ from typing import Any
 from rulemip.exceptions import BackendUnavailableError, InvalidParameterError
 
 
-def check_solver(solver: Any, option: str = "solver") -> str:
+def check_solver_name(solver: Any, option: str = "solver") -> str:
     """Return ``solver`` if it names a usable backend (see module), else raise."""
     from rulemip.solvers import backend_names, get_backend
 

@@ -108,30 +108,3 @@ def check_bool(value: Any, name: str) -> bool:
     if isinstance(value, bool | np.bool_):
         return bool(value)
     raise InvalidParameterError(f"`{name}` must be True or False; got {value!r}.")
-
-
-#: default of a renamed parameter kept in ``__init__`` (scikit-learn's convention): the
-#: old name was not given
-DEPRECATED = "deprecated"
-
-
-def renamed_param(new_value: Any, old_value: Any, *, new: str, old: str,
-                  new_default: Any, until: str = "0.4", stacklevel: int = 4) -> Any:
-    """The value of a renamed estimator parameter (docs/reference/parameters.md,
-    "Deprecated names").
-
-    ``old_value`` is the deprecated name's value, :data:`DEPRECATED` when it was not given;
-    then ``new_value`` is returned as is. Otherwise a :class:`FutureWarning` names the new
-    spelling with the value and ``old_value`` is returned; giving both names (the new one
-    away from its default ``new_default``) is an :class:`InvalidParameterError`."""
-    import warnings
-
-    if isinstance(old_value, str) and old_value == DEPRECATED:
-        return new_value
-    if not (new_value is new_default or new_value == new_default):
-        raise InvalidParameterError(
-            f"`{old}` is the deprecated name of `{new}`; set only `{new}` "
-            f"(got {old}={old_value!r} and {new}={new_value!r}).")
-    warnings.warn(f"`{old}` is deprecated and will be removed in rulemip {until}; use "
-                  f"`{new}={old_value!r}`.", FutureWarning, stacklevel=stacklevel)
-    return old_value

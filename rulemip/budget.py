@@ -47,7 +47,6 @@ from __future__ import annotations
 import math
 import numbers
 import time
-import warnings
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -188,8 +187,8 @@ class Budget:
     @classmethod
     def of(cls, clock: Budget | float | None, name: str = "deadline") -> Budget:
         """The budget a loop asks: ``clock`` itself when it is a :class:`Budget`, an
-        unlimited one for ``None``, and for a number (the older form of a ``deadline``
-        parameter) a budget ending at that absolute :func:`time.perf_counter` value."""
+        unlimited one for ``None``, and for a number a budget ending at that absolute
+        :func:`time.perf_counter` value."""
         if clock is None:
             return cls.unlimited()
         if isinstance(clock, Budget):
@@ -313,7 +312,7 @@ class Budget:
 
 
 __all__ = ["LP_ITERATIONS_PER_UNIT", "Budget", "ResourceLimitError", "WorkCounter",
-           "check_work_limit", "deprecated_deadline", "deprecated_time_limit", "use_clock"]
+           "check_work_limit", "use_clock"]
 
 #: simplex (LP) iterations of a backend per unit of work (module docstring): a unit is
 #: about one branch-and-bound node's LP, so that ``work_limit`` bounds the work inside a
@@ -355,32 +354,3 @@ def default_max_memory() -> int:
     if avail is None:
         return DEFAULT_MEMORY_FALLBACK
     return int(max(64 * 2**20, min(DEFAULT_MEMORY_CAP, DEFAULT_MEMORY_SHARE * avail)))
-
-
-def deprecated_time_limit(time_limit: float | None, where: str) -> float | None:
-    """``time_limit`` of a public function below the estimators, with a ``FutureWarning``
-    when given: time is a :class:`~rulemip.budget.Budget` there
-    (docs/architecture.md, "The budget")."""
-    if time_limit is not None:
-        warnings.warn(f"`{where}(time_limit=...)` is deprecated and will be removed; pass "
-                      "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
-                      FutureWarning, stacklevel=3)
-    return time_limit
-
-
-def deprecated_deadline(budget: Budget | None, deadline: Budget | float | None,
-                  where: str) -> Budget:
-    """The :class:`~rulemip.budget.Budget` a search below the estimators asks: ``budget``
-    (None: unlimited). ``deadline`` — a ``Budget`` or an absolute
-    :func:`time.perf_counter` value, the older way to say time — is deprecated: it is
-    still honoured (the search ends at it), with a ``FutureWarning``, and cannot be
-    given together with ``budget`` (docs/architecture.md, "The budget")."""
-    if deadline is None:
-        return Budget.coerce(budget, None)
-    warnings.warn(f"`{where}(deadline=...)` is deprecated and will be removed; pass "
-                  "`budget=rulemip.budget.Budget.from_time_limit(seconds)`.",
-                  FutureWarning, stacklevel=3)
-    if budget is not None:
-        raise InvalidParameterError(f"`{where}`: give `budget` or the deprecated "
-                                    "`deadline`, not both.")
-    return Budget.of(deadline)

@@ -14,7 +14,6 @@ time was spent. ``docs/architecture.md`` draws the plan.
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -257,54 +256,5 @@ def decide_fit(state: FitState, *, wall_time: float | None = None) -> ExactResul
                    notes=(*res.notes, *state.notes, *verdict.notes), **extra)
 
 
-# ---------------------------------------------------------------------- deprecated
-def _engine_state(result: ExactResult, dataset: Dataset, *, reg: float, mip_gap: float,
-                  warm_start: RuleEnsemble | None = None, loss: str | None = None,
-                  fit_intercept: bool = True, language: Language | None = None) -> FitState:
-    state = FitState(dataset, reg, mip_gap, language, loss, fit_intercept)
-    if warm_start is not None:
-        absorb(state, PhaseOutcome(None, ensemble=warm_start))
-    absorb(state, PhaseOutcome(None, result=result))
-    return state
-
-
-def at_least_warm_start(result: ExactResult, dataset: Dataset,
-                        warm_start: RuleEnsemble | None, *, reg: float,
-                        mip_gap: float, loss: str | None = None,
-                        fit_intercept: bool = True) -> ExactResult:
-    """Deprecated: the fit's decision (:func:`decide_fit`) never returns a model worse
-    than the warm start, nor no model, nor a bound below 0."""
-    warnings.warn("`at_least_warm_start` is deprecated and will be removed; the fit's "
-                  "decision (rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
-                  stacklevel=2)
-    return decide_fit(_engine_state(result, dataset, reg=reg, mip_gap=mip_gap,
-                                    warm_start=warm_start, loss=loss,
-                                    fit_intercept=fit_intercept))
-
-
-def checked(result: ExactResult, dataset: Dataset, *, reg: float,
-            mip_gap: float, language: Language | None = None) -> ExactResult:
-    """Deprecated: the fit's decision (:func:`decide_fit`) re-checks the engine's model
-    (its language, its risk recomputed from the data)."""
-    warnings.warn("`checked` is deprecated and will be removed; the fit's decision "
-                  "(rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
-                  stacklevel=2)
-    return decide_fit(_engine_state(result, dataset, reg=reg, mip_gap=mip_gap,
-                                    language=language))
-
-
-def with_time_limit_named(result: ExactResult, clock: Budget) -> ExactResult:
-    """Deprecated: the fit's decision names a spent time limit (:func:`absorb`)."""
-    warnings.warn("`with_time_limit_named` is deprecated and will be removed; the fit's "
-                  "decision (rulemip.algorithms.fit_decision.decide_fit) does it.", FutureWarning,
-                  stacklevel=2)
-    if result.is_optimal or result.limit not in (Limit.GAP, None) \
-            or result.ensemble is None or not _spent(clock):
-        return result
-    return replace(result, limit=Limit.TIME, notes=(
-        *result.notes, f"the time limit ended the search with the gap at {result.gap:.3g}."))
-
-
 __all__ = ["TIME_SPENT_FLOOR", "TIME_SPENT_SHARE", "FitState", "PhaseOutcome", "absorb",
-           "at_least_warm_start", "checked", "decide_fit", "empty_model",
-           "with_time_limit_named"]
+           "decide_fit", "empty_model"]

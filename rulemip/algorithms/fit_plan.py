@@ -48,7 +48,7 @@ from rulemip.algorithms.solve.registry import (
     method_spec,
 )
 from rulemip.boosting import RuleBooster
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
 from rulemip.formulations.cells import reduce_to_cells
@@ -471,7 +471,7 @@ def fit_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: flo
 def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: float = 1e-3,
                 fit_intercept: bool = True, thresholds: Sequence[FloatArray],
                 max_rule_length: int | None = None, engine: str = "auto",
-                solver: str | SolverBackend = "auto", time_limit: float | None = None,
+                solver: str | SolverBackend = "auto",
                 mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                 seed: int = 0, callback: Callback | None = None,
                 budget: Budget | None = None, preset: str | None = None,
@@ -481,16 +481,14 @@ def solve_exact(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: f
     engine alone, from ``warm_start`` or ``preset``), :data:`FIT_PLAN` for what the
     estimators, the command line and gap studies run.
 
-    ``budget`` is the fit's budget (default: unlimited); ``time_limit`` is deprecated
-    (pass ``budget=Budget.from_time_limit(seconds)``), it still shortens ``budget`` with a
-    ``FutureWarning``.
+    ``budget`` is the fit's budget (default: unlimited; seconds:
+    ``budget=Budget.from_time_limit(seconds)``).
     """
     return fit_exact(dataset, n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                      thresholds=thresholds, max_rule_length=max_rule_length, engine=engine,
                      solver=solver, mip_gap=mip_gap, warm_start=warm_start, seed=seed,
                      callback=callback,
-                     budget=Budget.coerce(budget, deprecated_time_limit(time_limit,
-                                                                        "solve_exact")),
+                     budget=Budget.coerce(budget, None),
                      preset=preset, plan=plan or ENGINE_PLAN).result
 
 

@@ -189,7 +189,7 @@ def _closure(space: SearchSpace, idx: np.ndarray) -> np.ndarray:
 
 @dataclass
 class BnbOutcome:
-    """What :func:`branch_and_bound` hands back to :func:`rulemip.boosting.find_rule`."""
+    """What :func:`set_enumeration_search` hands back to :func:`rulemip.boosting.find_rule`."""
 
     best: _Node | None
     best_val: float
@@ -201,11 +201,11 @@ class BnbOutcome:
     length_cut: bool = False    # a node beating the incumbent was not refined: too long
 
 
-def branch_and_bound(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
-                     best: _Node | None, max_len: LengthCap | None, *,
-                     budget: Budget | None = None, node_limit: int | None = None,
-                     max_memory: int | None = None,
-                     progress: ProgressCallback | None = None) -> BnbOutcome:
+def set_enumeration_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel,
+                           root: _Node, best: _Node | None, max_len: LengthCap | None, *,
+                           budget: Budget | None = None, node_limit: int | None = None,
+                           max_memory: int | None = None,
+                           progress: ProgressCallback | None = None) -> BnbOutcome:
     """Maximize ``obj`` over the boxes below ``root`` (module docstring).
 
     Parameters

@@ -114,8 +114,10 @@ class RuleBooster:
         orthogonal gradient boosting.
     weight_update : {"stagewise", "xgb", "corrective"}
         Weight update (docs/explanation/boosting.md eqs. 3, 6, 7).
-    search : {"greedy", "beam", "bnb"}
-        Rule search: greedy (w = 1), beam (w = ``beam_width``), branch-and-bound (w = ∞).
+    search : {"greedy", "beam", "bnb", "enumerate"}
+        Rule search: greedy (w = 1), beam (w = ``beam_width``), branch-and-bound (w = ∞;
+        ``"enumerate"``: the set-enumeration branch and bound, no prefix masks —
+        :func:`~rulemip.boosting.search.find_rule`).
     beam_width : int
         Beam width *w* for ``search="beam"``.
     max_rule_length : int or None

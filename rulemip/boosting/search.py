@@ -5,9 +5,14 @@ among the candidate thresholds of feature ``j`` (:mod:`rulemip.data.thresholds`)
 boxes ``lower_j < x_j <= upper_j`` (:mod:`rulemip.boosting.space`). The children of ``q``
 are all refinements :math:`q' = q \cdot 1(s x_j \le s t)` that strictly shrink the cover.
 
-- ``search="bnb"`` (w = ∞): depth-first branch-and-bound in a set-enumeration tree with
-  bounded memory, time and node limits, and a per-rule certificate
-  (:mod:`rulemip.boosting.bnb`).
+- ``search="bnb"`` (w = ∞): the compiled range search
+  (:mod:`rulemip.boosting.boxsearch.range_search`) with a per-rule certificate, whenever
+  its prefix masks fit half the memory budget; beyond that, the set enumeration below.
+- ``search="enumerate"`` (w = ∞): depth-first branch-and-bound in a set-enumeration tree
+  over closed covers with bounded memory, time and node limits, and the same certificate
+  (:mod:`rulemip.boosting.bnb`). It keeps no masks (memory grows with the open covers,
+  not with the thresholds), at 1–40 ms a node against 15–200 µs for the compiled search
+  (docs/benchmarks/box_search.md).
 - ``search="greedy"`` (w = 1) and ``"beam"`` (finite w): breadth first; each level keeps
   the ``w`` best distinct covers (the covered index set is hashed) by objective value; a
   node is expanded only when ``bnd(q) > best``. Nodes are taken from a level ``CHUNK`` at
@@ -33,8 +38,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
-from rulemip.boosting.bnb import ProgressCallback, branch_and_bound
+from rulemip._validation import check_choice, check_positive_int
+from rulemip.boosting.bnb import ProgressCallback, set_enumeration_search
 from rulemip.boosting.boxsearch.range_search import box_search, mask_bytes
 from rulemip.boosting.objectives import RoundObjective
 from rulemip.boosting.space import (
@@ -53,16 +58,14 @@ from rulemip.boosting.space import (
     _Node,
     _select,
 )
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-SEARCHES: tuple[str, ...] = ("greedy", "beam", "bnb")
-#: ``search="bnb"`` runs the compiled range search (:mod:`rulemip.boosting.boxsearch.range_search`)
-#: whenever its masks fit half the memory budget; False forces the set-enumeration
-#: search of :mod:`rulemip.boosting.bnb` (benchmarks/box_search.py compares the two)
-USE_BOX_KERNEL: bool = True
+SEARCHES: tuple[str, ...] = ("greedy", "beam", "bnb", "enumerate")
+#: the exact searches: both return a certified optimum (or a valid bound when stopped)
+EXACT_SEARCHES: tuple[str, ...] = ("bnb", "enumerate")
 
 
 
@@ -70,7 +73,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
               beam_width: int = 5, max_rule_length: int | None = None,
               max_propositions: int | None = None,
               allow_empty: bool = False, grouped: bool | None = None,
-              time_limit: float | None = None, node_limit: int | None = None,
+              node_limit: int | None = None,
               max_memory: int | None = None,
               progress: ProgressCallback | None = None,
               budget: Budget | None = None) -> SearchResult | None:
@@ -78,8 +81,10 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
 
     Parameters
     ----------
-    search : ``"greedy"`` (w = 1), ``"beam"`` (w = ``beam_width``) or ``"bnb"`` (w = ∞,
-        depth-first branch-and-bound, :mod:`rulemip.boosting.bnb`).
+    search : ``"greedy"`` (w = 1), ``"beam"`` (w = ``beam_width``), ``"bnb"`` (w = ∞, the
+        compiled range search; the set enumeration when its masks would exceed half the
+        memory budget) or ``"enumerate"`` (w = ∞, depth-first branch-and-bound over closed
+        covers, :mod:`rulemip.boosting.bnb`: no masks, slower nodes).
     max_rule_length : at most this many restricted features per rule (None = unlimited);
         a two-sided interval ``a < x_j <= b`` is one feature, as rules are printed — the
         meaning of ``max_rule_length`` throughout rulemip.
@@ -91,8 +96,6 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     grouped : force (True) or forbid (False) the per-group (bincount) path for the
         children's prefix sums; None chooses by size (few thresholds: grouped). The two
         paths differ only by floating-point rounding.
-    time_limit : deprecated (a ``FutureWarning``; pass ``budget``): seconds that still
-        shorten ``budget``.
     node_limit : at most this many node expansions (branch-and-bound; None = unlimited).
     max_memory : bytes for branch-and-bound's open nodes (None = 512 MiB); reaching it
         ends the search with ``status="memory_limit"``.
@@ -129,17 +132,15 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     max_len = LengthCap(max_feats, max_props)
     check_positive_int(node_limit, "node_limit", allow_none=True)
     check_positive_int(max_memory, "max_memory", allow_none=True)
-    if deprecated_time_limit(time_limit, "find_rule") is not None:
-        check_nonneg_float(time_limit, "time_limit")
-    clock = Budget.coerce(budget, time_limit)
+    clock = Budget.coerce(budget, None)
     if search == "bnb":
         memory = clock.search_memory(max_memory)
-        if USE_BOX_KERNEL and 2 * mask_bytes(space) <= memory:
+        if 2 * mask_bytes(space) <= memory:
             return box_search(space, obj, allow_empty=allow_empty, max_rule_length=max_feats,
                               max_propositions=max_props,
                               node_limit=node_limit, max_memory=memory, progress=progress,
                               budget=clock)
-    # greedy, beam, and branch-and-bound whose masks would exceed half the memory budget
+    # greedy, beam, enumerate, and a bnb whose masks would exceed half the memory budget
     # (every midpoint on very many rows): the set-enumeration search over open covers
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
     d, n = space.d, space.n
@@ -149,7 +150,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     kernel = _make_kernel(space, obj, grouped)
     root_bound = _root_bound(obj, everything)
     root.cheap = root_bound
-    if search == "bnb":
+    if search in EXACT_SEARCHES:
         best, best_val, bound, status, n_exp, n_ch, peak = _deepening(
             space, obj, kernel, root, root if allow_empty else None, max_len, clock,
             node_limit, max_memory, progress)
@@ -245,7 +246,7 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         left = None if node_limit is None else node_limit - n_exp
         if left is not None and left <= 0:
             break
-        out = branch_and_bound(space, obj, kernel, root, best, stage_len, budget=clock,
+        out = set_enumeration_search(space, obj, kernel, root, best, stage_len, budget=clock,
                                node_limit=left, max_memory=max_memory, progress=progress)
         best, best_val = out.best, out.best_val
         n_exp, n_ch = n_exp + out.n_expanded, n_ch + out.n_children

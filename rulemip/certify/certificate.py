@@ -374,17 +374,3 @@ def local_summary(cert: Certificate) -> str:
     local_optimality.md), else empty."""
     rec = cert.local_optimality
     return "; local: 1-swap optimal" if rec is not None and rec.get("proved") else ""
-
-
-# verification lives in rulemip.certify.verification; these names stay importable from
-# here (the public paths of earlier versions)
-_VERIFICATION = ("CheckResult", "ClaimBasis", "REDERIVED", "TAKEN_ON_TRUST",
-                 "VerificationReport", "local_optimality_checks", "verify")
-
-
-def __getattr__(name: str) -> Any:
-    if name in _VERIFICATION:
-        import importlib
-
-        return getattr(importlib.import_module("rulemip.certify.verification"), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

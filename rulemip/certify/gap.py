@@ -290,11 +290,11 @@ def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
                          mip_boosting_time_limit: Any = None, mip_gap: Any = 0.0,
                          seed: Any = 0) -> None:
     """Refuse settings of a study before any work: ``k_max``, ``variants``, ``solver``
-    (installed, see :func:`rulemip._solver_names.check_solver`), ``max_thresholds``, and
+    (installed, see :func:`rulemip._solver_names.check_solver_name`), ``max_thresholds``, and
     each limit by its own name and value (``time_limit`` is per k: the study's budget
     ``k_max · time_limit`` is derived after this check, so a message never shows the
     product)."""
-    from rulemip._solver_names import check_solver
+    from rulemip._solver_names import check_solver_name
     from rulemip._validation import check_nonneg_float, check_positive_int, check_seed
 
     check_positive_int(k_max, "k_max")
@@ -312,7 +312,7 @@ def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
                        strictly_positive=True)
     check_nonneg_float(mip_gap, "mip_gap")
     check_seed(seed, "seed")
-    check_solver(solver)
+    check_solver_name(solver)
 
 
 def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,

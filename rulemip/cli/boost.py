@@ -8,8 +8,6 @@ import sys
 from typing import Any
 
 from rulemip.boosting.booster import PRESETS, RuleBooster
-from rulemip.boosting.boxsearch.range_search import search_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.boosting.objectives import OBJECTIVES
 from rulemip.boosting.search import SEARCHES
 from rulemip.boosting.weights import WEIGHT_UPDATES
@@ -24,6 +22,7 @@ from rulemip.cli._common import (
     write_json_atomic,
 )
 from rulemip.data.dataset import Dataset
+from rulemip.parallel import resolve_n_jobs, search_workers
 
 
 def register(subparsers: Any) -> None:

@@ -61,9 +61,6 @@ def register(sub: Any) -> None:
     p.add_argument("--preset", default="COB",
                    help="boosting preset used as first incumbent (SGS, SGB, SXB, CGB, COB) "
                         "or 'none'")
-    # the flag's former names (the estimator's `warm_start`, then `init`): hidden aliases
-    for old in ("--warm-start", "--init"):
-        p.add_argument(old, dest="preset", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
     p.add_argument("--certificate", metavar="OUT.json", default=None,
                    help="write the certificate (re-check with `rulemip verify`)")
     p.add_argument("--seed", type=int, default=0, help="solver random seed")
@@ -79,7 +76,7 @@ def register(sub: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from rulemip._kernels import ensure_compiled, groups_for_fit
-    from rulemip._solver_names import check_solver
+    from rulemip._solver_names import check_solver_name
     from rulemip._validation import check_seed
     from rulemip.data import load_bundled
     from rulemip.estimators.exact import ExactRuleEnsembleClassifier, ExactRuleEnsembleRegressor
@@ -88,7 +85,7 @@ def run(args: argparse.Namespace) -> int:
     if (args.data is None) != (args.target is None):
         raise InvalidParameterError("give both --data and --target, or neither (bundled data).")
     max_thresholds = parse_max_thresholds(args.max_thresholds)
-    check_solver(args.solver, "--solver")
+    check_solver_name(args.solver, "--solver")
     check_seed(args.seed, "--seed")
     if args.certificate:  # refuse an unusable path before solving, not after
         check_output_path(args.certificate, "--certificate")

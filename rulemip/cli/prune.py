@@ -51,9 +51,6 @@ def register(sub: Any) -> None:
                         "model of largest cost <= K; relax_round: convex relaxation rounded "
                         "by a knapsack-with-conflicts dynamic program (heuristic); mip: the "
                         "MIQP of [PRUNE] (1) solved natively (SCIP)")
-    p.add_argument("--method", dest="engine",
-                   default=argparse.SUPPRESS,
-                   help="deprecated name of --engine (the estimator's `engine`)")
     p.add_argument("--trees", type=int, default=100, metavar="N",
                    help="number of trees of the ensemble (as TreeRuleExtractor's default "
                         "ensemble)")
@@ -67,15 +64,13 @@ def register(sub: Any) -> None:
                    help="ridge lambda > 0 on the standardized response, as in the other "
                         "commands (default n/10; larger certifies faster, smaller predicts "
                         "better)")
-    p.add_argument("--gamma", type=float, default=None, metavar="G",
-                   help="deprecated: [PRUNE]'s gamma = 1/reg; use --reg")
     p.add_argument("--n-lambdas", type=int, default=50,
-                   help="number of lambda values of the path (--method path)")
+                   help="number of lambda values of the path (--engine path)")
     p.add_argument("--solver", default="auto",
                    help="backend of the (I)LP subproblems (default auto: the first installed "
                         "backend that serves them)")
     p.add_argument("--mip-gap", type=float, default=1e-4, metavar="G",
-                   help="relative gap at which --method exact certifies its selection "
+                   help="relative gap at which --engine exact certifies its selection "
                         "optimal (default 1e-4)")
     p.add_argument("--time-limit", type=float, default=60.0, metavar="S",
                    help="seconds for the selection; on the limit the incumbent (and for "
@@ -104,13 +99,13 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     from sklearn.ensemble import GradientBoostingRegressor, RandomForestRegressor
 
-    from rulemip._solver_names import check_solver
+    from rulemip._solver_names import check_solver_name
     from rulemip._validation import check_positive_int, check_seed
     from rulemip.estimators._inputs import predict_matrix
     from rulemip.estimators.tree_rules import TreeRuleExtractor
     from rulemip.exceptions import SolveLimitWarning
 
-    check_solver(args.solver, "--solver")
+    check_solver_name(args.solver, "--solver")
     check_seed(args.seed, "--seed")
     trees = check_positive_int(args.trees, "--trees")
     depth = check_positive_int(args.depth, "--depth")
@@ -131,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     print(f"data: {args.data} (target {args.target!r}, {len(X)} rows, {X.shape[1]} features)")
     extractor = TreeRuleExtractor(
         ensemble, n_rules=args.n_rules, attribute=args.attribute, engine=args.engine,
-        reg=args.reg, gamma=args.gamma, solver=args.solver, time_limit=args.time_limit,
+        reg=args.reg, solver=args.solver, time_limit=args.time_limit,
         mip_gap=args.mip_gap, node_values=args.node_values, n_lambdas=args.n_lambdas,
         random_state=args.seed)
     extractor._validate_params_()  # parameter errors before the ensemble is fitted
@@ -197,8 +192,7 @@ def run(args: argparse.Namespace) -> int:
             "train_risk": extractor.train_risk_, "ensemble_risk": ens_risk,
             "objective": extractor.objective_, "reg": extractor.reg_,
             "gamma": extractor.gamma_,
-            # "method": the key's name before 0.4, kept for readers of older reports
-            "engine": args.engine, "method": args.engine, "attribute": args.attribute,
+            "engine": args.engine, "attribute": args.attribute,
             "budget": args.n_rules,
             "total_time": total, **info,
             "options": {"trees": trees, "depth": depth, "forest": bool(args.forest),

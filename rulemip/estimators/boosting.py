@@ -14,13 +14,12 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from rulemip._kernels import CompileReport, ensure_compiled
 from rulemip._validation import check_choice, check_seed
 from rulemip.boosting.booster import PRESETS, RuleBooster
-from rulemip.boosting.boxsearch.range_search import search_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.data import check_thresholds
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matrix
 from rulemip.estimators._progress import say
 from rulemip.exceptions import InvalidParameterError
+from rulemip.parallel import resolve_n_jobs, search_workers
 from rulemip.rules import RuleEnsemble
 
 _CHOICES = ("objective", "weight_update", "search")
@@ -39,8 +38,9 @@ _PARAM_DOC = """
     weight_update : {"stagewise", "xgb", "corrective"} or None, default=None
         Weight update (docs/explanation/boosting.md eqs. 3, 6, 7). None: from ``preset``
         ("corrective").
-    search : {"greedy", "beam", "bnb"} or None, default=None
-        Rule search: greedy, beam of width ``beam_width``, branch-and-bound. None: from
+    search : {"greedy", "beam", "bnb", "enumerate"} or None, default=None
+        Rule search: greedy, beam of width ``beam_width``, branch-and-bound (``"enumerate"``:
+        its set-enumeration form, without prefix masks, slower). None: from
         ``preset``, or "greedy" without a preset (branch-and-bound over long rules can
         take long: it is anytime — set ``time_limit`` — and proves its rules quickly
         with ``max_rule_length`` ≤ 2 or few ``max_thresholds``).

@@ -33,19 +33,15 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 
 from rulemip._kernels import ensure_compiled, groups_for_fit
 from rulemip._validation import (
-    DEPRECATED,
     check_bool,
     check_choice,
     check_nonneg_float,
     check_positive_int,
     check_seed,
-    renamed_param,
     seed_int,
 )
 from rulemip.algorithms import fit_plan
 from rulemip.algorithms.fit_plan import ENGINES, PRESETS, fit_exact
-from rulemip.boosting.boxsearch.range_search import search_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
 from rulemip.budget import Budget, check_work_limit
 from rulemip.certify import make_certificate
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
@@ -53,12 +49,12 @@ from rulemip.estimators._inputs import binary_labels, fit_dataset, predict_matri
 from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidParameterError, SolveLimitWarning, SolverError
 from rulemip.losses import get_loss
+from rulemip.parallel import resolve_n_jobs, search_workers
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.canonical import canonical_ensemble
 
 #: values of ``preset``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
 INITS = PRESETS
-WARM_STARTS = INITS  # the former name of INITS (``warm_start`` held a preset until 0.3)
 
 
 class _ExactBase(BaseEstimator):
@@ -68,9 +64,9 @@ class _ExactBase(BaseEstimator):
                  fit_intercept: bool = True, max_thresholds: int | None = 8,
                  thresholds: Any = None, max_rule_length: int | None = None,
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
-                 mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
+                 mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: bool = False,
                  random_state: int | None = None, verbose: bool = False,
-                 init: Any = DEPRECATED, work_limit: int | None = None,
+                 work_limit: int | None = None,
                  n_jobs: int | None = -1, scheduler: Any = None) -> None:
         self.n_rules = n_rules
         self.work_limit = work_limit
@@ -87,7 +83,6 @@ class _ExactBase(BaseEstimator):
         self.time_limit = time_limit
         self.mip_gap = mip_gap
         self.preset = preset
-        self.init = init
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -115,26 +110,13 @@ class _ExactBase(BaseEstimator):
         # backend once per fit
 
     def _init_preset(self) -> str | None:
-        """The boosting preset of the first incumbent: ``preset``, or — deprecated — the
-        same given as ``init`` (its name in 0.3) or as ``warm_start`` (which now has
-        scikit-learn's meaning: reuse the previous fit)."""
-        preset = renamed_param(self.preset, self.init, new="preset", old="init",
-                               new_default="COB", stacklevel=5)
-        given = "preset" if self.init is DEPRECATED or self.init == DEPRECATED else "init"
-        if self.warm_start is None or isinstance(self.warm_start, str):
-            warnings.warn(
-                f"`warm_start={self.warm_start!r}` as a boosting preset is deprecated and "
-                f"will be removed; use `preset={self.warm_start!r}` (`warm_start` is now "
-                "scikit-learn's boolean: start from the previous fit).", FutureWarning,
-                stacklevel=4)
-            preset, given = self.warm_start, "warm_start"
-        elif not isinstance(self.warm_start, bool | np.bool_):
+        """The boosting preset of the first incumbent (``preset``), checked; ``warm_start``
+        is scikit-learn's boolean (reuse the previous fit), never a preset."""
+        check_bool(self.warm_start, "warm_start")
+        if self.preset not in INITS:
             raise InvalidParameterError(
-                f"`warm_start` must be True or False; got {self.warm_start!r}.")
-        if preset not in INITS:
-            raise InvalidParameterError(
-                f"`{given}` must be None or a boosting preset {INITS[1:]}; got {preset!r}.")
-        return preset
+                f"`preset` must be None or a boosting preset {INITS[1:]}; got {self.preset!r}.")
+        return self.preset
 
     def _previous_fit(self, ds: Dataset, thresholds: list[np.ndarray]) -> Any:
         """With ``warm_start=True``: the previous fit's rules as a first incumbent, when
@@ -341,14 +323,11 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
     warm_start : bool, default False
         scikit-learn's meaning: with True, a refit also offers the previous fit's rules
         as the first incumbent (when they are a point of the new problem; the better of
-        them and ``preset`` is used). A boosting preset given here (the meaning before 0.3)
-        still works with a ``FutureWarning``: pass it as ``preset``.
+        them and ``preset`` is used). A boosting preset goes in ``preset``.
     random_state : int or None
         Seed passed to the solver.
     verbose : bool
         Print incumbent, bound and gap while solving.
-    init : deprecated
-        The name of ``preset`` in 0.3; still accepted with a ``FutureWarning`` at fit.
     n_jobs : int or None, default -1
         Threads of the compiled searches of the fit: the one-rule box search (the one-rule
         fit, the warm start's rounds, pricing, the swap step), whose open subtrees are
@@ -416,16 +395,16 @@ class ExactRuleEnsembleClassifier(ClassifierMixin, _ExactBase):
                  fit_intercept: bool = True, max_thresholds: int | None = 8,
                  thresholds: Any = None, max_rule_length: int | None = None,
                  engine: str = "auto", solver: str = "auto", time_limit: float | None = 60.0,
-                 mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: Any = False,
+                 mip_gap: float = 1e-6, preset: str | None = "COB", warm_start: bool = False,
                  random_state: int | None = None, verbose: bool = False,
-                 init: Any = DEPRECATED, work_limit: int | None = None,
+                 work_limit: int | None = None,
                  n_jobs: int | None = -1, scheduler: Any = None) -> None:
         super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
                          max_thresholds=max_thresholds, thresholds=thresholds,
                          max_rule_length=max_rule_length, engine=engine, solver=solver,
                          time_limit=time_limit, mip_gap=mip_gap, preset=preset,
                          warm_start=warm_start, random_state=random_state,
-                         verbose=verbose, init=init, work_limit=work_limit, n_jobs=n_jobs,
+                         verbose=verbose, work_limit=work_limit, n_jobs=n_jobs,
                          scheduler=scheduler)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> ExactRuleEnsembleClassifier:

@@ -58,15 +58,13 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 
-from rulemip._solver_names import check_solver
+from rulemip._solver_names import check_solver_name
 from rulemip._validation import (
-    DEPRECATED,
     check_bool,
     check_choice,
     check_nonneg_float,
     check_positive_int,
     check_seed,
-    renamed_param,
 )
 from rulemip.algorithms.pruning.driver import PRUNING_ENGINES, solve_pruning
 from rulemip.boosting.rgb.rules import float64_threshold
@@ -190,9 +188,6 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         stopping at its time limit with a gap of a few percent (reported, with a
         :class:`~rulemip.exceptions.SolveLimitWarning`); λ/n = 0.01 R² 0.87 with a bound
         near 0.
-    gamma : float or None, default=None
-        Deprecated (use ``reg = 1/gamma``): [PRUNE]'s :math:`\\gamma`. Setting it issues a
-        ``FutureWarning``; it will be removed in rulemip 0.3.
     solver : str, default="auto"
         Backend for the master / subproblem (I)LPs (``rulemip.solvers.backend_names()``);
         ``"auto"`` takes the first installed backend that serves a persistent MILP master
@@ -216,8 +211,6 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         Number of :math:`\\lambda` values of the path (``engine="path"`` only).
     random_state : int or None, default=None
         Seed of the default ensemble.
-    method : deprecated
-        The name of ``engine`` until 0.3; still accepted with a ``FutureWarning`` at fit.
 
     Attributes
     ----------
@@ -259,15 +252,12 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                  engine: str = "exact", reg: float | None = None, solver: str = "auto",
                  time_limit: float | None = 60.0, mip_gap: float = 1e-4, prefit: bool = False,
                  node_values: str = "mean", n_lambdas: int = 50,
-                 random_state: int | None = None, verbose: bool = False,
-                 gamma: float | None = None, method: Any = DEPRECATED) -> None:
+                 random_state: int | None = None, verbose: bool = False) -> None:
         self.estimator = estimator
         self.n_rules = n_rules
         self.attribute = attribute
         self.engine = engine
-        self.method = method
         self.reg = reg
-        self.gamma = gamma
         self.solver = solver
         self.time_limit = time_limit
         self.mip_gap = mip_gap
@@ -284,19 +274,15 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
             raise InvalidParameterError(
                 f"`n_rules` must be a non-negative integer; got {self.n_rules!r}.")
         check_choice(self.attribute, "attribute", ATTRIBUTES)
-        self._engine()
+        check_choice(self.engine, "engine", engines())
         check_choice(self.node_values, "node_values", NODE_VALUES)
         check_nonneg_float(self.reg, "reg", allow_none=True, strictly_positive=True)
-        check_nonneg_float(self.gamma, "gamma", allow_none=True, strictly_positive=True)
-        if self.gamma is not None and self.reg is not None:
-            raise InvalidParameterError(
-                "`gamma` is the deprecated name of `reg` (reg = 1/gamma); set only `reg`.")
         check_nonneg_float(self.time_limit, "time_limit", allow_none=True)
         check_nonneg_float(self.mip_gap, "mip_gap")
         check_seed(self.random_state)
         check_bool(self.verbose, "verbose")
         check_positive_int(self.n_lambdas, "n_lambdas")
-        check_solver(self.solver)
+        check_solver_name(self.solver)
         if not isinstance(self.prefit, bool | np.bool_):
             raise InvalidParameterError(f"`prefit` must be True or False; got {self.prefit!r}.")
         if self.prefit and self.estimator is None:
@@ -336,7 +322,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         est = self._fitted_ensemble(X, y)
         # one clock for the selection: extraction and every phase of the method ask it
         budget = Budget.from_time_limit(self.time_limit)
-        engine = self._engine()
+        engine = self.engine
         self.estimator_ = est
         self.intercept_ = float(y.mean())
         sd = float(y.std())
@@ -382,21 +368,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
                       float(c)) for i, c in zip(S, coef, strict=True)]
         return RuleEnsemble(rules, intercept=self.intercept_, encoder=self._encoder)
 
-    def _engine(self) -> str:
-        """The selection algorithm: ``engine``, or — deprecated — ``method``."""
-        engine = renamed_param(self.engine, self.method, new="engine", old="method",
-                               new_default="exact", stacklevel=5)
-        given = "engine" if isinstance(self.method, str) and self.method == DEPRECATED \
-            else "method"
-        return check_choice(engine, given, engines())
-
     def _gamma(self, n: int) -> float:
-        """[PRUNE]'s γ = 1/λ from ``reg`` (or the deprecated ``gamma``)."""
-        if self.gamma is not None:
-            warnings.warn("`gamma` is deprecated and will be removed in rulemip 0.3; use "
-                          f"`reg={1.0 / float(self.gamma):.6g}` (reg = 1/gamma).",
-                          FutureWarning, stacklevel=3)
-            return float(self.gamma)
+        """[PRUNE]'s γ = 1/λ from ``reg`` (default ``DEFAULT_REG_PER_ROW`` · n)."""
         reg = DEFAULT_REG_PER_ROW * n if self.reg is None else float(self.reg)
         return 1.0 / reg
 

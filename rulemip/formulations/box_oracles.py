@@ -36,7 +36,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget, deprecated_deadline
+from rulemip.budget import Budget
 from rulemip.losses import get_loss
 
 FloatArray = NDArray[np.float64]
@@ -388,8 +388,7 @@ def _squared_support_values(oracle: SquaredBoxOracle, combos: NDArray[np.int64],
 
 
 def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, k: int,
-                      budget: Budget | None = None, chunk: int = 20_000, *,
-                      deadline: Budget | float | None = None
+                      budget: Budget | None = None, chunk: int = 20_000
                       ) -> tuple[FloatArray, float, float, bool]:
     r"""Exact :math:`\min\{R(z) : z \in \{0..k\}^B, \sum z \le k\}` by enumerating supports.
 
@@ -404,11 +403,11 @@ def enumerate_optimum(oracle: SquaredBoxOracle | ConvexBoxOracle, n_boxes: int, 
     :class:`~rulemip.budget.Budget`; None: unlimited) stopped the enumeration — the lower
     bound is then ``-inf``. The clock is read once per block of ``chunk`` supports for
     squared loss (vectorized closed forms) and once per support otherwise (each evaluation
-    is a refit). ``deadline`` is deprecated (:func:`~rulemip.budget.deprecated_deadline`).
+    is a refit).
     """
     import itertools
 
-    clock = deprecated_deadline(budget, deadline, "enumerate_optimum")
+    clock = Budget.coerce(budget, None)
     best_z = np.zeros(n_boxes)
     best = oracle.value_and_gradient(best_z)[0]
     empty_risk = best  # the model without rules: the unit's floor (risk_unit)

@@ -16,7 +16,7 @@ satisfies the quadrangle inequality
 quantization by matrix searching", J. Algorithms 1991), so an optimal split point
 :math:`a^*(b)` can be chosen nondecreasing in :math:`b`, and each layer is computed by
 divide and conquer in :math:`O(m \log m)` instead of :math:`O(m^2)`: :math:`O(L\, m \log m)`
-in all. ``tests/unit/test_levels.py`` checks it against the quadratic DP and against
+in all. ``tests/unit/formulations/test_levels.py`` checks it against the quadratic DP and against
 exhaustive assignments.
 """
 

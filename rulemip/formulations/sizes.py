@@ -45,6 +45,9 @@ def count_boxes(thresholds: Sequence[NDArray[np.float64]], max_rule_length: int 
 #: by the k-box search (``"kbox"``, docs/explanation/kbox_search.md) whenever its box table
 #: fits the search's memory budget.
 KBOX_MAX_RULES = 2
+#: ``engine="kbox"`` itself proves k ≤ ``KBOX_ENGINE_MAX_RULES`` rules (three boxes:
+#: docs/explanation/kbox_search.md §6); ``"auto"`` picks it up to :data:`KBOX_MAX_RULES`
+KBOX_ENGINE_MAX_RULES = 3
 #: bytes per raw box while the k-box table is built (hash, flag, sort index, statistics and
 #: bookkeeping of a kept box), besides its bitset of ⌈cells/64⌉ words
 KBOX_BYTES_PER_BOX = 8 + 1 + 8 + 8 + 48

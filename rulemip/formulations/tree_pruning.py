@@ -23,8 +23,6 @@ cross-checks of the CIP algorithms and for export (MPS, Pyomo).
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
@@ -34,10 +32,8 @@ from rulemip.exceptions import FormulationError, InvalidParameterError
 from rulemip.formulations.forest import RidgeRefit, pruning_gradient, ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.model import MIPModel
-from rulemip.solvers.result import Limit, TerminationReason
 
-__all__ = ["TreePruningCIP", "TreePruningMIP", "TreePruningMIPSolution",
-           "pruning_feasible_model"]
+__all__ = ["TreePruningCIP", "TreePruningMIP", "pruning_feasible_model"]
 
 
 class TreePruningCIP:
@@ -100,37 +96,6 @@ def pruning_feasible_model(nodes: NodeMatrix, n_rules: float,
     model.add_constraints("budget", matrix=sp.csr_matrix(a.reshape(1, -1)), cols=ids,
                           upper=float(n_rules))
     return model
-
-
-@dataclass(frozen=True)
-class TreePruningMIPSolution:
-    """A solve of :class:`TreePruningMIP`.
-
-    Attributes
-    ----------
-    z : (m,) 0/1 node selection (``None`` when the solver found no solution).
-    w : (m,) weights (zero off the support).
-    value : objective of (1) at ``(z, w)``, recomputed from the data (``inf`` without a
-        solution).
-    lower_bound : the solver's dual bound (valid lower bound on the optimum of (1)); 0 when
-        the recomputed ``value`` refutes it (q ≥ 0).
-    gap : relative gap between ``value`` and ``lower_bound``.
-    result : the backend's :class:`~rulemip.solvers.SolveResult`.
-    termination, limit : the status decided by :func:`rulemip.solvers.status.promote`
-        (``optimal`` only when the backend finished, its bound is not refuted by ``value``
-        and the gap is at most ``mip_gap``).
-    notes : what :func:`~rulemip.solvers.status.promote` had to say.
-    """
-
-    z: NDArray[np.float64] | None
-    w: NDArray[np.float64] | None
-    value: float
-    lower_bound: float
-    gap: float
-    result: Any
-    termination: TerminationReason = TerminationReason.NO_SOLUTION_FOUND
-    limit: Limit | None = None
-    notes: tuple[str, ...] = ()
 
 
 class TreePruningMIP:
@@ -255,52 +220,3 @@ class TreePruningMIP:
         w = np.asarray(w, dtype=float).ravel()
         r = self.y - np.asarray(self.nodes.M @ w).ravel()
         return 0.5 * float(r @ r) + 0.5 / self.gamma * float(w @ w)
-
-    def solve(self, solver: str = "auto", *, time_limit: float | None = None,
-              mip_gap: float = 1e-6, **backend_kwargs: Any) -> TreePruningMIPSolution:
-        """Build, solve with backend ``solver`` and decode.
-
-        The backend is resolved once by :func:`rulemip.solvers.base.resolve_backend` on
-        what the model needs (``"auto"``: the first installed backend that takes it
-        natively; a named backend that cannot is refused before any work).
-        ``backend_kwargs`` configure a named backend. ``value`` is recomputed from the data
-        at the decoded ``(z, w)``; the status, bound and gap are decided by
-        :func:`rulemip.solvers.status.promote` at ``mip_gap``.
-
-        Deprecated (a formulation that solves itself): the pruning family's driver solves
-        this model as its engine ``"mip"``,
-        ``rulemip.algorithms.pruning.driver.solve_pruning(nodes, y, engine="mip", ...)``.
-        """
-        import warnings
-
-        from rulemip.solvers import SolveOptions, get_backend
-        from rulemip.solvers.base import required_capabilities, resolve_backend
-        from rulemip.solvers.status import promote
-
-        warnings.warn("TreePruningMIP.solve is deprecated and will be removed in rulemip "
-                      "0.3; use rulemip.algorithms.pruning.driver.solve_pruning(nodes, y, "
-                      "engine='mip', ...).", FutureWarning, stacklevel=2)
-        model = self.build()
-        sf = model.to_standard_form()
-        if backend_kwargs:
-            if solver == "auto":
-                raise InvalidParameterError("backend options need a named `solver`; got "
-                                            "solver='auto' with " + ", ".join(backend_kwargs))
-            backend: Any = get_backend(solver, **backend_kwargs)
-        else:
-            backend = solver
-        backend = resolve_backend(backend, required_capabilities(sf),
-                                  outer_approximation=False)[0]
-        res = backend.solve(sf, SolveOptions(time_limit=time_limit, mip_gap=mip_gap))
-        finished = res.termination in (TerminationReason.OPTIMAL, TerminationReason.FEASIBLE)
-        if res.x is None:
-            verdict = promote(math.inf, float(res.bounds.dual), finished=finished,
-                              mip_gap=mip_gap, limit=res.limit, no_solution=res.termination)
-            return TreePruningMIPSolution(None, None, math.inf, float(res.bounds.dual),
-                                          math.inf, res, verdict.termination, verdict.limit)
-        z, w = self.decode(model, res.x)
-        value = self.objective(w)
-        verdict = promote(value, float(res.bounds.dual), finished=finished, mip_gap=mip_gap,
-                          limit=res.limit, fallback_bound=0.0)
-        return TreePruningMIPSolution(z, w, value, verdict.lower_bound, verdict.gap, res,
-                                      verdict.termination, verdict.limit, verdict.notes)

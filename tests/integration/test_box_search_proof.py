@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import rulemip
-from rulemip.certify.certificate import verify
+from rulemip.certify.verification import verify
 
 
 @pytest.fixture(scope="module")

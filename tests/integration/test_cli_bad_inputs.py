@@ -39,7 +39,7 @@ def cert(tiny, tmp_path_factory):
     exist (created on writing)."""
     path = tmp_path_factory.mktemp("c") / "new" / "folder" / "cert.json"
     assert main(["fit", "--data", str(tiny), "--target", "y", "-k", "1", "--max-thresholds",
-                 "3", "--warm-start", "none", "--quiet", "--certificate", str(path),
+                 "3", "--preset", "none", "--quiet", "--certificate", str(path),
                  *FAST]) == 0
     return path
 

@@ -33,7 +33,7 @@ def test_prune_exact_prints_rules_bound_and_writes_json(csv, tmp_path, capsys):
     assert "IF " in out and "THEN" in out and "age" in out
     assert "training risk (MSE)" in out and "valid lower bound" in out and "gap" in out
     doc = json.loads(out_json.read_text())
-    assert doc["method"] == "exact" and doc["budget"] == 3
+    assert doc["engine"] == "exact" and "method" not in doc and doc["budget"] == 3
     assert doc["reg"] == 100 and np.isclose(doc["gamma"], 0.01)
     assert 1 <= doc["n_rules"] <= 3 and doc["cost"] <= 3
     assert doc["lower_bound"] <= doc["objective"] + 1e-9
@@ -55,11 +55,9 @@ def test_prune_exact_prints_rules_bound_and_writes_json(csv, tmp_path, capsys):
 def test_prune_depth_forest_and_errors(csv, capsys):
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "3",
                  "--attribute", "depth", "--forest", "--trees", "2", "--depth", "2",
-                 "--gamma", "0.05"]) == 0  # the deprecated name still works, with a warning
-    captured = capsys.readouterr()
-    out = captured.out
+                 "--reg", "20"]) == 0
+    out = capsys.readouterr().out
     assert "random forest" in out and "depth budget K = 3" in out and "reg = 20" in out
-    assert "`gamma` is deprecated" in captured.err
     line = next(s for s in out.splitlines() if s.startswith("rules:"))
     assert float(line.split("cost ")[1].split()[0]) <= 3
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "-2"]) == 2
@@ -72,15 +70,15 @@ def test_prune_help_documents_every_option(capsys):
     with pytest.raises(SystemExit):
         main(["prune", "--help"])
     text = capsys.readouterr().out
-    for opt in ("--data", "--target", "--n-rules", "--attribute", "--method", "--trees",
-                "--depth", "--forest", "--reg", "--gamma", "--time-limit", "--json"):
+    for opt in ("--data", "--target", "--n-rules", "--attribute", "--engine", "--trees",
+                "--depth", "--forest", "--reg", "--time-limit", "--json"):
         assert opt in text
 
 
 def test_prune_relax_round(csv, capsys):
     pytest.importorskip("rulemip.algorithms.pruning.relax_and_round")
     assert main(["prune", "--data", str(csv), "--target", "y", "--n-rules", "2",
-                 "--method", "relax_round", "--trees", "3", "--depth", "2"]) == 0
+                 "--engine", "relax_round", "--trees", "3", "--depth", "2"]) == 0
     assert "relaxation lower bound" in capsys.readouterr().out
 
 

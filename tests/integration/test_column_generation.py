@@ -41,7 +41,7 @@ def test_bound_never_exceeds_the_enumerated_optimum(loss, fit_intercept, k):
     for seed in range(2):
         ds, ths = _instance(seed, loss, max_thresholds=3 if loss == "squared" else 2)
         common = dict(loss=loss, reg=0.3, fit_intercept=fit_intercept, thresholds=ths,
-                      time_limit=60)
+                      budget=Budget.from_time_limit(60))
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             exact = solve_exact(ds, k, engine="cip", **common)

@@ -112,8 +112,9 @@ def test_a_wrong_claim_of_an_engine_is_withdrawn() -> None:
     ds = _data()
     ths = candidate_thresholds(ds.X, 2)
 
-    def overclaiming(dataset: Dataset, n_rules: int, **kw: Any) -> ExactResult:
-        res = solve_exact(dataset, n_rules, engine="cip", **kw)
+    def overclaiming(dataset: Dataset, n_rules: int, *, time_limit: float | None,
+                     **kw: Any) -> ExactResult:
+        res = solve_exact(dataset, n_rules, engine="cip", **kw)  # time is kw["budget"]
         # a bound above the risk and a risk that is not the ensemble's
         return dataclasses.replace(res, lower_bound=res.risk * 1.01, risk=res.risk * 0.9,
                                    termination=TerminationReason.OPTIMAL, gap=0.0)
@@ -180,7 +181,7 @@ def test_a_search_that_ran_out_of_time_says_limit_time(spend: bool) -> None:
     seen: list[dict[str, Any]] = []
 
     def gap_ending(dataset: Dataset, n_rules: int, *, budget: Budget, callback: Any,
-                   **kw: Any) -> ExactResult:
+                   time_limit: float | None, **kw: Any) -> ExactResult:
         res = solve_exact(dataset, n_rules, engine="cip", **kw)
         if callback is not None:  # bounds only, as column generation reports them
             callback({"iteration": 1, "ub": res.risk, "lb": 0.5 * res.risk, "time": 0.0})

@@ -86,7 +86,6 @@ def test_time_limit_returns_the_incumbent_with_a_warning():
     ({"n_rules": 0}, "n_rules"),
     ({"reg": -1.0}, "reg"),
     ({"engine": "magic"}, "engine"),
-    ({"init": "XYZ"}, "init"),
     ({"preset": "XYZ"}, "preset"),
     ({"warm_start": 3}, "warm_start"),
     ({"max_thresholds": 0}, "max_thresholds"),

@@ -11,7 +11,7 @@ import pytest
 from sklearn.datasets import load_diabetes
 
 from rulemip import ExactRuleEnsembleRegressor
-from rulemip.algorithms.fit_decision import at_least_warm_start
+from rulemip.algorithms.fit_decision import FitState, PhaseOutcome, absorb, decide_fit
 from rulemip.data import Dataset
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
@@ -23,6 +23,17 @@ def _result(ensemble, risk, lb, term=TerminationReason.FEASIBLE):
                        termination=term, limit=Limit.TIME, wall_time=0.0, iterations=0,
                        engine="mip", backend="highs", backend_version="", n_boxes=0,
                        n_cells=0, bound_valid=True, notes=())
+
+
+def at_least_warm_start(result, dataset, warm_start, *, reg, mip_gap, loss=None,
+                        fit_intercept=True):
+    """The fit's decision (decide_fit) after a warm start and an engine's ``result``: the
+    fold the plan runs, reduced to those two phases."""
+    state = FitState(dataset, reg, mip_gap, None, loss, fit_intercept)
+    if warm_start is not None:
+        absorb(state, PhaseOutcome(None, ensemble=warm_start))
+    absorb(state, PhaseOutcome(None, result=result))
+    return decide_fit(state)
 
 
 def _data():
@@ -50,7 +61,9 @@ def test_warm_start_replaces_a_worse_incumbent_and_bound_is_floored_at_zero():
     assert none.ensemble is good and none.lower_bound == 0.0
     # a better incumbent is kept as it is
     kept = _result(good, good_risk, 0.5 * good_risk)
-    assert at_least_warm_start(kept, ds, bad, reg=0.1, mip_gap=1e-6) is kept
+    again = at_least_warm_start(kept, ds, bad, reg=0.1, mip_gap=1e-6)
+    assert again.ensemble is good and again.risk == pytest.approx(good_risk)
+    assert again.lower_bound == pytest.approx(0.5 * good_risk)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])

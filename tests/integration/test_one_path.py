@@ -62,7 +62,7 @@ def test_one_backend_resolution_per_fit(engine: str, monkeypatch: Any) -> None:
     monkeypatch.setattr(solver_base, "get_backend", counting)
     X, y = _data()
     est = ExactRuleEnsembleRegressor(2, reg=0.05, max_thresholds=3, engine=engine,
-                                     solver="highs", time_limit=30, init=None)
+                                     solver="highs", time_limit=30, preset=None)
     est.fit(X, y)
     assert est.result_.engine == engine
     assert calls == ["highs"], calls

@@ -80,6 +80,7 @@ def test_time_limited_run_reports_feasible_time_and_a_valid_bound():
     pytest.importorskip("highspy")
     from rulemip.algorithms.convex.outer_approximation import OAOptions
     from rulemip.algorithms.pruning.exact import local_search_prune, prune_exact
+    from rulemip.budget import Budget
     from rulemip.solvers.result import Limit, TerminationReason
 
     rng = np.random.default_rng(0)
@@ -90,9 +91,8 @@ def test_time_limited_run_reports_feasible_time_and_a_valid_bound():
     est = GradientBoostingRegressor(n_estimators=40, max_depth=3, random_state=0).fit(X, y)
     nodes = extract_nodes(est, X, y)
     # γ = 1 on standardized y: γ‖M_i‖² ≫ 1, the OA bound is far from closing in 1 s
-    # options.time_limit is the deprecated spelling of a Budget, still honoured
-    with pytest.warns(FutureWarning, match=r"OAOptions\(time_limit=\.\.\.\)` is deprecated"):
-        res, oracle = prune_exact(nodes, y, 10, gamma=1.0, options=OAOptions(time_limit=1.0))
+    res, oracle = prune_exact(nodes, y, 10, gamma=1.0,
+                              options=OAOptions(budget=Budget.from_time_limit(1.0)))
     assert res.termination == TerminationReason.FEASIBLE
     assert res.limit == Limit.TIME
     assert res.gap > 1e-4

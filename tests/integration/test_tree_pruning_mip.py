@@ -1,5 +1,6 @@
-"""Problem (1) as a MIQP (TreePruningMIP) solved by SCIP equals the exact OA algorithm on
-CIP (2) and brute force over all feasible node selections."""
+"""Problem (1) as a MIQP (TreePruningMIP) solved by SCIP — the pruning driver's engine
+``"mip"`` — equals the exact OA algorithm on CIP (2) and brute force over all feasible node
+selections."""
 
 
 import numpy as np
@@ -12,6 +13,20 @@ from rulemip.testing.brute_force import brute_force_pruning
 
 pytestmark = pytest.mark.solver
 pytest.importorskip("pyscipopt")
+
+
+def _solve_mip(nodes, yc, K, *, attribute="rule", gamma=1.0, complementarity="indicator",
+               solver="scip", mip_gap=1e-6):
+    """The engine ``"mip"`` of the pruning driver: (status, q, bound, z, w)."""
+    from rulemip.algorithms.pruning.driver import solve_pruning
+
+    fit = solve_pruning(nodes, yc, engine="mip", n_rules=K, attribute=attribute, gamma=gamma,
+                        solver=solver, mip_gap=mip_gap, complementarity=complementarity)
+    z = np.zeros(nodes.n_nodes)
+    z[fit.support] = 1.0
+    w = np.zeros(nodes.n_nodes)
+    w[fit.support] = fit.weights
+    return fit.result, z, w
 
 
 def _brute(nodes, oracle, K, attribute):
@@ -50,19 +65,19 @@ def test_scip_equals_prune_exact_and_brute_force(kind, attribute, K, gamma):
     assert np.isclose(res.value, brute, rtol=1e-6)
 
     for comp in ("indicator", "big_m"):
-        sol = TreePruningMIP(nodes, yc, K, attribute=attribute, gamma=gamma,
-                             complementarity=comp).solve("scip")
-        assert sol.result.termination == TerminationReason.OPTIMAL
-        assert np.isclose(sol.value, brute, rtol=1e-5, atol=1e-8), comp
-        assert sol.lower_bound <= brute + 1e-6 * max(1.0, brute)
+        result, z, w = _solve_mip(nodes, yc, K, attribute=attribute, gamma=gamma,
+                                  complementarity=comp)
+        assert result.termination == TerminationReason.OPTIMAL
+        assert np.isclose(result.value, brute, rtol=1e-5, atol=1e-8), comp
+        assert result.lower_bound <= brute + 1e-6 * max(1.0, brute)
         # the decoded selection is feasible and its ridge refit is optimal too
         a = nodes.attribute(attribute)
-        assert a @ sol.z <= K + 1e-9
+        assert a @ z <= K + 1e-9
         pairs = nodes.conflict_pairs()
-        assert np.all(sol.z[pairs[:, 0]] + sol.z[pairs[:, 1]] <= 1)
-        assert np.all(sol.w[sol.z == 0] == 0)
-        assert np.isclose(oracle.value(sol.z), brute, rtol=1e-5, atol=1e-8)
-        assert abs(sol.w).max() <= TreePruningMIP(nodes, yc, K, gamma=gamma).weight_bound
+        assert np.all(z[pairs[:, 0]] + z[pairs[:, 1]] <= 1)
+        assert np.all(w[z == 0] == 0)
+        assert np.isclose(oracle.value(z), brute, rtol=1e-5, atol=1e-8)
+        assert abs(w).max() <= TreePruningMIP(nodes, yc, K, gamma=gamma).weight_bound
 
 
 def test_model_blocks_and_budget_zero():
@@ -78,9 +93,10 @@ def test_model_blocks_and_budget_zero():
     ind = TreePruningMIP(nodes, yc, 0).build()
     assert len(ind.indicators) == nodes.n_nodes
     assert "big_m_upper" not in ind.constraint_blocks
-    sol = mip.solve("scip")  # K = 0 under 'rule': nothing selected, value ½ yᵀy
-    assert sol.result.termination == TerminationReason.OPTIMAL
-    assert sol.z.sum() == 0 and np.isclose(sol.value, 0.5 * yc @ yc)
+    # K = 0 under 'rule': nothing selected, value ½ yᵀy
+    result, z, _ = _solve_mip(nodes, yc, 0, complementarity="big_m")
+    assert result.termination == TerminationReason.OPTIMAL
+    assert z.sum() == 0 and np.isclose(result.value, 0.5 * yc @ yc)
 
 
 def test_bad_parameters():
@@ -98,15 +114,15 @@ def test_bad_parameters():
 
 
 def test_solve_status_is_promoted_and_auto_resolves_a_backend():
-    """``solve()`` with the default solver ("auto") certifies at ``mip_gap`` through
-    rulemip.solvers.status.promote: OPTIMAL with a gap within the tolerance, the value
-    recomputed from the data."""
+    """The engine ``"mip"`` with the default solver ("auto") certifies at ``mip_gap``
+    through rulemip.solvers.status.promote: OPTIMAL with a gap within the tolerance, the
+    value recomputed from the data."""
     from rulemip.solvers.result import TerminationReason
 
     nodes, yc = _instance("gb")
     oracle = TreePruningCIP(nodes.M, yc, 1.0)
     brute, _ = _brute(nodes, oracle, 2, "rule")
-    sol = TreePruningMIP(nodes, yc, 2, complementarity="big_m").solve(mip_gap=1e-6)
+    sol, _, _ = _solve_mip(nodes, yc, 2, complementarity="big_m", solver="auto")
     assert sol.termination is TerminationReason.OPTIMAL and sol.limit is None
     assert sol.gap <= 1e-6
     assert np.isclose(sol.value, brute, rtol=1e-5, atol=1e-8)

@@ -90,7 +90,7 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import Forest, pruning_gradient
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -305,7 +305,7 @@ class _Segment:
 
 def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
                            lin: FloatArray | None = None, z0: FloatArray | None = None,
-                           time_limit: float | None = None, max_iter: int = 1000,
+                           max_iter: int = 1000,
                            rel_tol: float = 1e-6, abs_tol: float = 1e-9,
                            budget: Budget | None = None) -> FWResult:
     r"""Minimize ``f(z) = q(z) + linᵀz`` over the LMO's polytope by pairwise Frank–Wolfe.
@@ -316,20 +316,17 @@ def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,
     lmo : :class:`ForestLMO` of the feasible set.
     lin : (m,) linear term (``λ a`` for the penalized problem); zero if ``None``.
     z0 : a vertex of ``P`` to start from (default 0, always feasible).
-    time_limit : deprecated (a ``FutureWarning``; removed in rulemip 0.3): seconds, still honoured —
-        pass ``budget=Budget.from_time_limit(seconds)``.
     max_iter : iteration limit.
-    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
-        end counts); every iteration asks it.
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited); every iteration
+        asks it.
     rel_tol, abs_tol : stop when ``value − lower_bound ≤ max(abs_tol, rel_tol·|value|)``.
 
     Returns
     -------
     FWResult : upper ``value`` at ``z`` and a valid ``lower_bound`` (module docstring).
     """
-    time_limit = deprecated_time_limit(time_limit, "frank_wolfe_relaxation")
     t0 = time.perf_counter()
-    clock = Budget.coerce(budget, time_limit)
+    clock = Budget.coerce(budget, None)
     m = base.M.shape[1]
     c_lin = np.zeros(m) if lin is None else np.asarray(lin, dtype=float)
     if max_iter < 0:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -19,7 +18,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import Limit, TerminationReason, relative_gap
@@ -101,9 +100,8 @@ class OAOptions:
     ``rel_tol/2``). ``master_extra`` goes to every master's backend.
     """
 
-    time_limit: float | None = None
-    #: the fit's clock (:class:`rulemip.budget.Budget`); when given it bounds the run
-    #: together with ``time_limit`` (whichever ends first)
+    #: the fit's clock (:class:`rulemip.budget.Budget`; None: unlimited): the run's time
+    #: and work
     budget: Budget | None = None
     abs_tol: float = 1e-6
     rel_tol: float = 1e-6
@@ -137,36 +135,15 @@ class OAOptions:
                                  from_bounds=self.master_gap_from_bounds, monotone=True)
 
     def clock(self) -> Budget:
-        """The run's clock: ``time_limit`` from now, within ``budget``."""
-        return Budget.coerce(self.budget, self.time_limit)
+        """The run's clock: ``budget``, or an unlimited one."""
+        return Budget.coerce(self.budget, None)
 
 
 def check_options(opts: OAOptions) -> None:
-    if opts.time_limit is not None and not opts.time_limit >= 0:
-        raise InvalidParameterError(f"`time_limit` must be >= 0 or None; got {opts.time_limit}.")
     if not (opts.abs_tol >= 0 and opts.rel_tol >= 0):
         raise InvalidParameterError("`abs_tol` and `rel_tol` must be >= 0.")
     if not (isinstance(opts.max_iter, int) and opts.max_iter >= 1):
         raise InvalidParameterError(f"`max_iter` must be a positive integer; got {opts.max_iter}.")
-
-
-def RowOAOptions(master_gap: MasterGapSchedule | GapRule, mip_gap: float = 1e-4,
-                 abs_tol: float = 1e-9, lp_rounds: int = 30, stall_rounds: int = 5,
-                 budget: Budget | None = None, time_limit: float | None = None,
-                 threads: int | None = None, seed: int = 0, verbose: bool = False,
-                 optimality_tol: float = 1e-6,
-                 callback: Callable[[dict[str, Any]], None] | None = None) -> OAOptions:
-    """Deprecated: the options of a row master are :class:`OAOptions` (``mip_gap`` is
-    ``rel_tol``); this builds them with the former defaults. ``time_limit`` (seconds) is
-    deprecated too (its own ``FutureWarning``; pass ``budget``) and still honoured."""
-    warnings.warn("RowOAOptions is deprecated and will be removed in rulemip 0.3; use "
-                  "OAOptions (mip_gap is rel_tol).", FutureWarning, stacklevel=2)
-    time_limit = deprecated_time_limit(time_limit, "RowOAOptions")
-    return OAOptions(master_gap=master_gap, rel_tol=mip_gap, abs_tol=abs_tol,
-                     lp_rounds=lp_rounds, stall_rounds=stall_rounds, budget=budget,
-                     time_limit=time_limit, threads=threads, seed=seed, verbose=verbose,
-                     optimality_tol=optimality_tol, callback=callback,
-                     max_iter=1_000_000_000)
 
 
 @dataclass(frozen=True)
@@ -221,5 +198,5 @@ class OAResult:
     master_solves: int = 0
 
 
-__all__ = ["MasterGapSchedule", "OAIteration", "OAOptions", "OAResult", "RowOAOptions",
+__all__ = ["MasterGapSchedule", "OAIteration", "OAOptions", "OAResult",
            "check_options"]

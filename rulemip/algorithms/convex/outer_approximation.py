@@ -50,7 +50,6 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
-import warnings
 from collections.abc import Callable, Sequence
 from typing import Protocol
 
@@ -71,17 +70,14 @@ from rulemip.algorithms.convex.oa_options import (
     OAIteration,
     OAOptions,
     OAResult,
-    RowOAOptions,
     check_options,
 )
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.model.mip_model import MIPModel
-from rulemip.model.standard_form import StandardForm
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
     PersistentSolver,
-    SolverBackend,
     resolve_backend,
 )
 from rulemip.solvers.result import Limit, SolveOptions, TerminationReason
@@ -292,17 +288,6 @@ class OuterApproximation:
             return dataclasses.replace(res, termination=term, limit=Limit.TIME)
         return res
 
-    @staticmethod
-    def run_rows(hooks: RowSeparation, master: StandardForm, backend: SolverBackend,
-                 initial: CutRows, options: OAOptions,
-                 start: FloatArray | None = None) -> OAResult:
-        """Deprecated spelling of :func:`rulemip.algorithms.convex.oa_loop.run_rows` (a static
-        method that used nothing of this class)."""
-        warnings.warn("OuterApproximation.run_rows is deprecated and will be removed in "
-                      "rulemip 0.3; use rulemip.algorithms.convex.oa_loop.run_rows.", FutureWarning,
-                      stacklevel=2)
-        return run_rows(hooks, master, backend, initial, options, start)
-
     def _remaining(self) -> float | None:
         return self._budget.remaining()
 
@@ -336,5 +321,5 @@ def outer_approximation(oracle: ConvexOracle, feasible: MIPModel, *,
 
 
 __all__ = ["ConvexOracle", "CutRows", "MasterGapSchedule", "OAIteration", "OAOptions",
-           "OAResult", "OuterApproximation", "RebuiltMaster", "RowOAOptions",
+           "OAResult", "OuterApproximation", "RebuiltMaster",
            "RowSeparation", "outer_approximation", "run_rows"]

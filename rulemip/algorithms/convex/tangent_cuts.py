@@ -342,8 +342,9 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
         is a work limit of the run (masters and their nodes: the deterministic limit).
     """
     opts = options if options is not None else SolveOptions()
+    clock = Budget.coerce(budget, opts.time_limit)
     if opts.node_limit is not None:
-        budget = Budget.coerce(budget, opts.time_limit).with_work(int(opts.node_limit))
+        clock = clock.with_work(int(opts.node_limit))
     be = resolve_master(backend, required_capabilities(model))
     if Capability.INTEGER not in be.capabilities and model.is_mip:
         raise UnsupportedCapabilityError(f"backend {be.name!r} cannot solve MILP masters.")
@@ -366,7 +367,7 @@ def solve_with_tangent_cuts(model: StandardForm, backend: SolverBackend | str = 
         OAOptions(master_gap=_master_gap_schedule(opts.mip_gap, adaptive_gap),
                   rel_tol=opts.mip_gap, abs_tol=abs_tol, max_iter=1_000_000_000,
                   lp_rounds=lp_rounds if model.is_mip else 0, stall_rounds=stall_rounds,
-                  budget=budget, time_limit=opts.time_limit, threads=opts.threads,
+                  budget=clock, threads=opts.threads,
                   seed=opts.seed, verbose=opts.verbose,
                   optimality_tol=opts.optimality_tol, callback=opts.callback),
         start=st)

@@ -1,7 +1,7 @@
 r"""Engine ``"kbox"``: the exact search over ensembles of short boxes
 (docs/explanation/kbox_search.md).
 
-Squared loss, any ridge λ ≥ 0, with or without intercept, k ≤ 2 rules of at most
+Squared loss, any ridge λ ≥ 0, with or without intercept, k ≤ 3 rules of at most
 ``max_rule_length`` restricted features on the candidate thresholds. Every distinct box of
 the language is built as a bitset over the grid cells (:mod:`rulemip.algorithms.kbox.table`);
 the best single box (two copies, k = 2) is the first incumbent, the warm
@@ -27,10 +27,9 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.algorithms.kbox.table import BoxTable, build_box_table
+from rulemip.algorithms.kbox.triples import triple_search
 from rulemip.algorithms.solve.driver import register_formulation, solve
-from rulemip.boosting.boxsearch.range_search import current_workers
-from rulemip.boosting.boxsearch.split_search import resolve_n_jobs
-from rulemip.budget import Budget, default_max_memory, deprecated_time_limit
+from rulemip.budget import Budget, default_max_memory
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -38,9 +37,10 @@ from rulemip.formulations.cells import CellReduction, reduce_to_cells
 from rulemip.formulations.levels import levels_bound
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
-from rulemip.formulations.sizes import KBOX_MAX_RULES, count_boxes, kbox_table_bytes
+from rulemip.formulations.sizes import KBOX_ENGINE_MAX_RULES, count_boxes, kbox_table_bytes
 from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
+from rulemip.parallel import current_workers, resolve_n_jobs
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
@@ -112,13 +112,12 @@ class KBoxProblem:
 
 def scan_threads() -> int:
     """Threads of the pair scan: the fit's ``n_jobs`` (the estimators' parameter, set for
-    the fit by :func:`rulemip.boosting.boxsearch.range_search.search_workers`; ``-1``: one per
-    core)."""
+    the fit by :func:`rulemip.parallel.search_workers`; ``-1``: one per core)."""
     return resolve_n_jobs(current_workers()[0])
 
 
 class KBoxSearch:
-    """The best ensemble of at most k ≤ 2 short boxes (module docstring); an
+    """The best ensemble of at most k ≤ 3 short boxes (module docstring); an
     :class:`~rulemip.formulations.protocol.OracleFormulation` that needs no solver.
 
     Parameters
@@ -141,10 +140,10 @@ class KBoxSearch:
                  max_memory: int | None = None) -> None:
         k = check_positive_int(n_rules, "n_rules")
         assert k is not None
-        if k > KBOX_MAX_RULES:
+        if k > KBOX_ENGINE_MAX_RULES:
             raise InvalidParameterError(
                 f"the k-box search (engine='kbox') proves ensembles of at most "
-                f"{KBOX_MAX_RULES} rules; got n_rules={k}. Use engine='auto'.")
+                f"{KBOX_ENGINE_MAX_RULES} rules; got n_rules={k}. Use engine='auto'.")
         if get_loss(loss).name != "squared":
             raise InvalidParameterError(
                 f"the k-box search (engine='kbox') is for squared loss; got loss={loss!r}. "
@@ -264,6 +263,8 @@ class KBoxSearch:
                                  lower_bound=risk - PROOF_SLACK * max(abs(risk), 1e-12),
                                  finished=True, method="enumeration",
                                  iterations=table.n_boxes, objective=risk)
+        if self.n_rules == 3:
+            return self._search_triples(built, budget, start, threads, callback)
         pair = None
         if start is not None and len(start) == 2 and max(start) >= 0:
             s0, s1 = (int(v) for v in np.rint(start))
@@ -288,6 +289,36 @@ class KBoxSearch:
                                             f"the {2 ** self.n_rules}-levels bound"))
 
 
+    def _search_triples(self, built: Any, budget: Budget, start: FloatArray | None,
+                        threads: int | None,
+                        callback: Callable[[dict[str, Any]], Any] | None) -> SearchOutcome:
+        """k = 3: the pair search, then every triple its bounds cannot exclude
+        (:func:`~rulemip.algorithms.kbox.triples.triple_search`)."""
+        table = built.table
+        s = None if start is None else [int(v) for v in np.rint(start)]
+        res = triple_search(table, self.reg, unit=built.unit, weight=built.cells.cell_weight,
+                            start=s, budget=budget, callback=_progress(built, callback),
+                            threads=threads if threads is not None else scan_threads(),
+                            scheduler=current_workers()[1])
+        risk = built.risk_of_gain(res.gain)
+        x = np.array(res.boxes, dtype=float)
+        notes = (f"triple scan: {res.pair_scored} pairs scored by the pair search, "
+                 f"{res.pairs} pairs visited, {res.searched} searched for a third box, "
+                 f"{res.scored} triples scored, {res.nodes} trie "
+                 f"nodes, {res.checked} third boxes checked, "
+                 f"{res.boxes_done}/{table.n_boxes} first boxes in {res.seconds:.3g} s",)
+        if res.finished:
+            lower = risk - PROOF_SLACK * max(abs(risk), 1e-12)
+            return SearchOutcome(x=x, lower_bound=lower, finished=True,
+                                 method="triple scan", iterations=res.scored,
+                                 objective=risk, notes=notes)
+        limit = budget_limit(budget)
+        return SearchOutcome(x=x, lower_bound=built.levels, finished=False, limit=limit,
+                             method="triple scan", iterations=res.scored, objective=risk,
+                             notes=(*notes, f"stopped by the {limit.value} limit; the bound "
+                                            "is the 8-levels bound"))
+
+
 def _progress(built: KBoxProblem, callback: Callable[[dict[str, Any]], Any] | None
               ) -> Callable[[dict[str, Any]], Any] | None:
     """The scan's reports (first boxes done, pairs scored, incumbent gain) as the progress
@@ -307,16 +338,16 @@ def _progress(built: KBoxProblem, callback: Callable[[dict[str, Any]], Any] | No
 
 def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
                fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-               max_rule_length: int | None = None, time_limit: float | None = None,
+               max_rule_length: int | None = None,
                mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                callback: Callable[[dict[str, Any]], None] | None = None,
                budget: Budget | None = None) -> ExactResult:
     """Certified best ensemble of at most ``n_rules`` ≤ 2 boxes of at most
     ``max_rule_length`` features (squared loss) through the driver, within ``budget``
-    (``time_limit``: deprecated, as for :func:`~rulemip.algorithms.solve.driver.solve`)."""
+    (None: unlimited)."""
     formulation = KBoxSearch(n_rules, reg=reg, fit_intercept=fit_intercept,
                              thresholds=thresholds, max_rule_length=max_rule_length)
-    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve_kbox"))
+    clock = Budget.coerce(budget, None)
     return solve(formulation, dataset, solver="auto", budget=clock, mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback)
 
@@ -324,12 +355,12 @@ def solve_kbox(dataset: Dataset, n_rules: int, *, reg: float = 1e-3,
 def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | None, *,
                     n_rules: int | None = None, n_samples: int | None = None) -> None:
     """Refuse, before any work, what the k-box search cannot hold: more than
-    :data:`~rulemip.formulations.sizes.KBOX_MAX_RULES` rules, or a box table beyond the
+    :data:`~rulemip.formulations.sizes.KBOX_ENGINE_MAX_RULES` rules, or a box table beyond the
     search's memory budget (the size guard registered with the engine)."""
     k = 1 if n_rules is None else int(n_rules)
-    if k > KBOX_MAX_RULES:
+    if k > KBOX_ENGINE_MAX_RULES:
         raise InvalidParameterError(
-            f"the k-box search (engine='kbox') proves ensembles of at most {KBOX_MAX_RULES} "
+            f"the k-box search (engine='kbox') proves ensembles of at most {KBOX_ENGINE_MAX_RULES} "
             f"rules; got n_rules={k}. Use engine='auto'.")
     rows = 1 if n_samples is None else int(n_samples)
     limit = default_max_memory()
@@ -343,5 +374,5 @@ def check_kbox_fits(thresholds: Sequence[FloatArray], max_rule_length: int | Non
 
 register_formulation("kbox", KBoxSearch, losses=("squared",), fits=check_kbox_fits,
                      wants_local_start=False, needs=frozenset(), oracle=True,
-                     description="exact search over ensembles of k <= 2 short boxes "
+                     description="exact search over ensembles of k <= 3 short boxes "
                                  "(docs/explanation/kbox_search.md)")

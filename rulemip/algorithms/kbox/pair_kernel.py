@@ -176,8 +176,8 @@ def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
     maximum over the rectangle is at a corner."""
     if zlo > zhi:
         return False
-    if rho_hi >= 1.0 - 1e-12 or rho_lo <= -1.0 + 1e-12:
-        return True
+    if rho_hi >= 1.0 - 1e-12 or rho_lo <= -1.0 + 1e-12 or rho_lo > rho_hi:
+        return True  # (an empty range only from round-off: no conclusion)
     for zb in (zlo, zhi):  # noqa: SIM110  (compiled: no generators)
         if _h(za, zb, rho_lo) >= Gp or _h(za, zb, rho_hi) >= Gp:
             return True
@@ -257,7 +257,7 @@ def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S:
     if za * za < Gp:
         # distinct covers of equal weight share at most N_a - unit
         off = unit if (unit > 0.0 and Nb == Na) else 0.0
-        n_hi = min(Na, Nb, Tl) - off
+        n_hi = min(min(Na, Nb) - off, Tl)
         n_lo = max(0.0, Na + Nb - W, Nb - Dl, Tsum - (depth - 1) * Na)
         root = math.sqrt(Ka * K[b])
         if not _may_beat(za, zb, zb, _cross(n_lo, Na, Nb, W, centred) / root,

@@ -138,38 +138,55 @@ def _trie(slab: IntArray, N: FloatArray, z: FloatArray) -> _Trie:
                  rng)
 
 
-def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
-                start: tuple[int, int] | None = None, budget: Budget | None = None,
-                callback: Callable[[dict[str, Any]], Any] | None = None,
-                threads: int | None = None, incumbent_gain: float | None = None,
-                scheduler: Any = None) -> PairSearchResult:
-    """The best two-box ensemble of ``table`` (module docstring).
+@dataclass(frozen=True)
+class ScanLayout:
+    """What every scan of a box table reads (pairs, triples and their replays): the boxes
+    by position (``perm[t]``: the table's box at position t; only boxes with K > 0), their
+    cover bits and sums at those positions, the order by decreasing :math:`|z|`
+    (``a_order``; ``rank`` its inverse), the trie of their restrictions over the slabs
+    relabelled narrowest first, and the round-off slack ``margin`` of the bounds."""
 
-    ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
-    popcount, or 0 to sum the cells' ``weight``. ``start``: a pair of boxes whose gain is
-    the first incumbent (e.g. a warm start in the language). Stops between chunks when
-    ``budget`` expires (``finished`` False: the incumbent is then only a model).
-    ``threads``: workers scanning chunks of first boxes at once (the same optimum as one
-    worker: ties go to the least pair). ``scheduler``: a Dask scheduler address or client;
-    the chunks then run on its workers, one per worker thread at a time (the same
-    optimum). ``incumbent_gain``: a gain to beat from the start (a claimed optimum being
-    replayed); the result then reports a pair only if one reaches it."""
-    t0 = time.perf_counter()
-    clock = Budget.of(budget)
+    perm: IntArray
+    bits: NDArray[np.uint64]
+    N: FloatArray
+    S: FloatArray
+    K: FloatArray
+    z: FloatArray
+    a_order: IntArray
+    rank: IntArray
+    trie: _Trie
+    slabs: NDArray[np.uint64]
+    slab_weight: FloatArray
+    margin: float
+    W: float
+    reg: float
+    centred: bool
+    unit: float
+    weight: FloatArray
+
+    @property
+    def n(self) -> int:
+        return len(self.a_order)
+
+    def args(self) -> tuple[Any, ...]:
+        """The kernels' leading arguments (before the chunk's ranks)."""
+        return (self.bits, self.N, self.S, self.K, self.z, self.rank, self.trie.last_slab,
+                self.a_order)
+
+    def tail(self, *extra: Any) -> tuple[Any, ...]:
+        """The kernels' arguments after the chunk's ranks (``extra`` after the slabs)."""
+        t = self.trie
+        return (t.iv, t.depth, t.skip, t.box, t.run, t.rng, self.slabs, self.slab_weight,
+                *extra, self.W, self.reg, self.centred, self.unit, self.weight)
+
+
+def scan_layout(table: BoxTable, reg: float, *, unit: float, weight: FloatArray
+                ) -> ScanLayout:
+    """The :class:`ScanLayout` of ``table`` at ridge ``reg``."""
     W = float(weight.sum())
     K = table.V + reg
     ok = K > 0.0
     z = np.where(ok, table.S / np.sqrt(np.where(ok, K, 1.0)), 0.0)
-    # one box, two copies: ridge λ/2 on its weight
-    double = table.S ** 2 / np.where(table.V + reg / 2 > 0, table.V + reg / 2, np.inf)
-    a0 = int(np.argmax(double)) if len(double) else 0
-    gain0, pair0 = (float(double[a0]) if len(double) else 0.0), (a0, a0)
-    if start is not None:
-        g = _pair_value(table, reg, start[0], start[1], unit, weight, W)
-        if g > gain0:
-            gain0, pair0 = g, (int(start[0]), int(start[1]))
-    if incumbent_gain is not None and incumbent_gain > gain0:
-        gain0 = float(incumbent_gain)
     boxes = np.flatnonzero(ok)
     # slabs relabelled narrowest first, each box's path listing its narrowest slab first:
     # a narrow slab holding little of a box a closes its subtree for a
@@ -190,10 +207,13 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     rank = np.empty(len(zp), dtype=np.int64)
     rank[a_order] = np.arange(len(a_order))
     margin = 1e-12 * max(float(np.sum(zp ** 2)), 1.0)
-    args = (bits, Np, Sp, Kp, zp, rank, trie.last_slab, a_order)
-    tail = (trie.iv, trie.depth, trie.skip, trie.box, trie.run, trie.rng, slabs, slab_weight,
-            W, float(reg), table.centred, unit, weight)
-    scan = _Scan(len(a_order), gain0, margin, clock, callback)
+    return ScanLayout(perm.astype(np.int64), bits, Np, Sp, Kp, zp, a_order, rank, trie,
+                      slabs, slab_weight, margin, W, float(reg), table.centred, unit, weight)
+
+
+def run_scan(scan: _Scan, args: tuple[Any, ...], tail: tuple[Any, ...],
+             threads: int | None, scheduler: Any) -> None:
+    """Hand the scan's chunks to one worker, ``threads`` threads or a Dask ``scheduler``."""
     n_workers = max(1, min(int(threads or 1), 64))
     if scheduler is not None:
         scan.work_remote(scheduler, args, tail)
@@ -203,9 +223,43 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
         with ThreadPoolExecutor(max_workers=n_workers) as pool:
             for f in [pool.submit(scan.work, args, tail) for _ in range(n_workers)]:
                 f.result()
+
+
+def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
+                start: tuple[int, int] | None = None, budget: Budget | None = None,
+                callback: Callable[[dict[str, Any]], Any] | None = None,
+                threads: int | None = None, incumbent_gain: float | None = None,
+                scheduler: Any = None) -> PairSearchResult:
+    """The best two-box ensemble of ``table`` (module docstring).
+
+    ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
+    popcount, or 0 to sum the cells' ``weight``. ``start``: a pair of boxes whose gain is
+    the first incumbent (e.g. a warm start in the language). Stops between chunks when
+    ``budget`` expires (``finished`` False: the incumbent is then only a model).
+    ``threads``: workers scanning chunks of first boxes at once (the same optimum as one
+    worker: ties go to the least pair). ``scheduler``: a Dask scheduler address or client;
+    the chunks then run on its workers, one per worker thread at a time (the same
+    optimum). ``incumbent_gain``: a gain to beat from the start (a claimed optimum being
+    replayed); the result then reports a pair only if one reaches it."""
+    t0 = time.perf_counter()
+    clock = Budget.of(budget)
+    W = float(weight.sum())
+    # one box, two copies: ridge λ/2 on its weight
+    double = table.S ** 2 / np.where(table.V + reg / 2 > 0, table.V + reg / 2, np.inf)
+    a0 = int(np.argmax(double)) if len(double) else 0
+    gain0, pair0 = (float(double[a0]) if len(double) else 0.0), (a0, a0)
+    if start is not None:
+        g = _pair_value(table, reg, start[0], start[1], unit, weight, W)
+        if g > gain0:
+            gain0, pair0 = g, (int(start[0]), int(start[1]))
+    if incumbent_gain is not None and incumbent_gain > gain0:
+        gain0 = float(incumbent_gain)
+    lay = scan_layout(table, reg, unit=unit, weight=weight)
+    scan = _Scan(lay.n, gain0, lay.margin, clock, callback)
+    run_scan(scan, lay.args(), lay.tail(), threads, scheduler)
     gain, best = scan.result()
     counts = scan.counts
-    found = pair0 if best[0] < 0 else (int(perm[best[0]]), int(perm[best[1]]))
+    found = pair0 if best[0] < 0 else (int(lay.perm[best[0]]), int(lay.perm[best[1]]))
     return PairSearchResult(found, gain, scan.finished, int(counts[0]), int(counts[1]),
                             int(counts[2]), scan.done, time.perf_counter() - t0)
 
@@ -220,18 +274,21 @@ class _Scan:
     returns the same best pair among them (every pair it skipped gains less)."""
 
     def __init__(self, n: int, gain0: float, margin: float, clock: Budget,
-                 callback: Callable[[dict[str, Any]], Any] | None) -> None:
+                 callback: Callable[[dict[str, Any]], Any] | None, *,
+                 kernel: Callable[..., None] = kk.scan_pairs, width: int = 2,
+                 n_counts: int = 3, best: NDArray[np.int64] | None = None) -> None:
         self.n = n
         self.gain = gain0
         self.margin = margin
-        self.best = np.array([-1, -1], dtype=np.int64)
+        self.best = np.full(width, -1, dtype=np.int64) if best is None else best.copy()
         self.clock = clock
         self.callback = callback
+        self.kernel = kernel
         self.next = 0
         self.done = 0
         self.step = 16
         self.finished = True
-        self.counts = np.zeros(3, dtype=np.int64)
+        self.counts = np.zeros(n_counts, dtype=np.int64)
         self.lock = threading.Lock()
 
     def _take(self) -> tuple[int, int] | None:
@@ -269,15 +326,15 @@ class _Scan:
 
     def work(self, args: tuple[Any, ...], tail: tuple[Any, ...]) -> None:
         state = np.zeros(2)
-        best = np.full(2, -1, dtype=np.int64)
+        best = np.full(len(self.best), -1, dtype=np.int64)
         while (chunk := self._take()) is not None:
             r0, r1 = chunk
             with self.lock:
                 state[:] = (self.gain, self.margin)
                 best[:] = self.best
-            counts = np.zeros(3, dtype=np.int64)
+            counts = np.zeros(len(self.counts), dtype=np.int64)
             t1 = time.perf_counter()
-            scan: Any = kk.scan_pairs
+            scan: Any = self.kernel
             scan(*args, r0, r1, *tail, state, best, counts)
             self._merge(state, best, counts, r0, r1, time.perf_counter() - t1)
 
@@ -298,8 +355,9 @@ class _Scan:
                 return
             with self.lock:
                 gain, best = self.gain, self.best.copy()
-            futures = [client.submit(_remote_chunk, remote[0], remote[1], r0, r1, gain,
-                                     self.margin, best, pure=False) for r0, r1 in chunks]
+            futures = [client.submit(_remote_chunk, self.kernel, remote[0], remote[1], r0,
+                                     r1, gain, self.margin, best, len(self.counts),
+                                     pure=False) for r0, r1 in chunks]
             for (r0, r1), (state, found, counts, dt) in zip(
                     chunks, client.gather(futures), strict=True):
                 self._merge(state, found, counts, r0, r1, dt)
@@ -308,16 +366,17 @@ class _Scan:
         return self.gain, self.best
 
 
-def _remote_chunk(args: tuple[Any, ...], tail: tuple[Any, ...], r0: int, r1: int,
-                  gain: float, margin: float, best: NDArray[np.int64]
+def _remote_chunk(kernel: Callable[..., None], args: tuple[Any, ...],
+                  tail: tuple[Any, ...], r0: int, r1: int, gain: float, margin: float,
+                  best: NDArray[np.int64], n_counts: int
                   ) -> tuple[NDArray[np.float64], NDArray[np.int64], NDArray[np.int64], float]:
-    """One chunk of first boxes on a Dask worker, from the round's incumbent: its best pair
-    (``state``, ``best``), counts and seconds."""
+    """One chunk of first boxes on a Dask worker, from the round's incumbent: its best
+    pair or triple (``state``, ``best``), counts and seconds."""
     state = np.array([gain, margin])
     found = best.copy()
-    counts = np.zeros(3, dtype=np.int64)
+    counts = np.zeros(n_counts, dtype=np.int64)
     t1 = time.perf_counter()
-    scan: Any = kk.scan_pairs
+    scan: Any = kernel
     scan(*args, r0, r1, *tail, state, found, counts)
     return state, found, counts, time.perf_counter() - t1
 
@@ -340,4 +399,5 @@ def risk_of_gain(gain: float, base: float, constant: float, total_weight: float)
     return (base + constant - gain) / total_weight
 
 
-__all__ = ["PairSearchResult", "pair_search", "risk_of_gain"]
+__all__ = ["PairSearchResult", "ScanLayout", "pair_search", "risk_of_gain", "run_scan",
+           "scan_layout"]

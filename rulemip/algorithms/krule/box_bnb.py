@@ -66,7 +66,7 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms.convex.frank_wolfe import frank_wolfe_bound
 from rulemip.algorithms.local.box_swaps import local_search
-from rulemip.budget import Budget, deprecated_deadline
+from rulemip.budget import Budget
 from rulemip.formulations.box_oracles import SquaredBoxOracle, _compositions, risk_unit
 from rulemip.solvers.result import GAP_DENOMINATOR_FLOOR
 
@@ -159,20 +159,18 @@ def _support_leaf(ev: _Evaluator, F: tuple[int, ...], B: int, k: int
 def branch_and_bound(oracle: SquaredBoxOracle, n_boxes: int, k: int, *,
                      budget: Budget | None = None, rel_tol: float = 1e-6,
                      lower_bound_hint: float = -np.inf, incumbent: FloatArray | None = None,
-                     search_time: float = 2.0, fw_iters: int = 60, seed: int = 0,
-                     deadline: Budget | float | None = None) -> BnBResult:
+                     search_time: float = 2.0, fw_iters: int = 60,
+                     seed: int = 0) -> BnBResult:
     """Exact best point by best-first branch and bound (module docstring).
 
     ``budget`` is the fit's :class:`~rulemip.budget.Budget` (None: unlimited;
-    ``search_time`` seconds of it at most go to the starting local search; ``deadline``
-    is deprecated, :func:`~rulemip.budget.deprecated_deadline`); when it stops
-    the search,
-    ``complete`` is False and ``lower_bound`` is the least bound of the open and pruned
-    nodes (still valid). ``lower_bound_hint`` is a valid bound known beforehand (e.g. the
-    combinatorial bounds), used as a floor.
+    ``search_time`` seconds of it at most go to the starting local search); when it
+    stops the search, ``complete`` is False and ``lower_bound`` is the least bound of the
+    open and pruned nodes (still valid). ``lower_bound_hint`` is a valid bound known
+    beforehand (e.g. the combinatorial bounds), used as a floor.
     """
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = deprecated_deadline(budget, deadline, "branch_and_bound")
+    clock = Budget.coerce(budget, None)
     B = n_boxes
     ev = _Evaluator(oracle)
     z0 = np.zeros(B) if incumbent is None else np.asarray(incumbent, dtype=float)

@@ -28,7 +28,7 @@ from rulemip.algorithms.convex.outer_approximation import OAOptions, OuterApprox
 from rulemip.algorithms.krule.box_bnb import branch_and_bound
 from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.algorithms.solve.driver import register_formulation, solve, status_of
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import SquaredBoxOracle, enumerate_optimum, n_supports
@@ -335,19 +335,16 @@ class BoxSelectionSearch(BoxSelectionCIP):
 def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, *,
                         warm_start: RuleEnsemble | None = None,
                         solver: str | SolverBackend = "auto",
-                        time_limit: float | None = None, budget: Budget | None = None,
+                        budget: Budget | None = None,
                         mip_gap: float = 1e-6, callback: Callback | None = None,
                         seed: int = 0, threads: int | None = None, **options: Any
                         ) -> ExactResult:
     """Certified best k-rule ensemble of ``cip`` on ``dataset`` through the driver
     (:func:`rulemip.algorithms.solve.driver.solve`); ``options`` are those of
     :class:`BoxSelectionSearch` (method, initial_cuts, relaxation_iters, …, problem).
-    ``budget``: the time and work (``time_limit`` is deprecated: it still shortens
-    ``budget``, with a ``FutureWarning``)."""
-    check_nonneg_float(time_limit, "time_limit", allow_none=True)
+    ``budget``: the time and work (None: unlimited)."""
     return solve(BoxSelectionSearch.of(cip, **options), dataset, solver=solver,
-                 budget=Budget.coerce(budget, deprecated_time_limit(time_limit,
-                                                                    "solve_box_selection")),
+                 budget=budget,
                  mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback, seed=seed, threads=threads)
 

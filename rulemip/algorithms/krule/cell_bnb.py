@@ -84,7 +84,7 @@ from numpy.typing import NDArray
 from rulemip._validation import check_nonneg_float, check_positive_int
 from rulemip.algorithms.local.box_swaps import local_search
 from rulemip.algorithms.solve.driver import register_formulation, solve
-from rulemip.budget import Budget, deprecated_deadline, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -309,8 +309,8 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
                            incumbent: FloatArray, incumbent_value: float, *,
                            rel_tol: float = 1e-6, budget: Budget | None = None,
                            max_open: int = _MAX_OPEN,
-                           callback: Callable[[dict[str, Any]], None] | None = None,
-                           deadline: Budget | float | None = None) -> SweepResult:
+                           callback: Callable[[dict[str, Any]], None] | None = None
+                           ) -> SweepResult:
     """Sweep branch and bound (module docstring). ``value(z)`` is the exact risk of
     multiplicities z over the original box order.
 
@@ -319,10 +319,9 @@ def sweep_branch_and_bound(sb: CellSweepBound, value: Callable[[FloatArray], flo
     depth first to the end before the next pop (memory ``max_open + O(kB)`` nodes).
     ``budget`` is the fit's :class:`~rulemip.budget.Budget` (None: unlimited), asked
     before every node and between the chunks of a node's children
-    (:meth:`CellSweepBound.child_bounds`); ``deadline`` is deprecated
-    (:func:`~rulemip.budget.deprecated_deadline`)."""
+    (:meth:`CellSweepBound.child_bounds`)."""
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = deprecated_deadline(budget, deadline, "sweep_branch_and_bound")
+    clock = Budget.coerce(budget, None)
     k, B = sb.k, sb.n_boxes
     best_z, best = np.asarray(incumbent, dtype=float), float(incumbent_value)
 
@@ -473,7 +472,7 @@ class CellSweepSearch(BoxSelectionCIP):
 def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                    reg: float = 0.0, fit_intercept: bool = True,
                    thresholds: Sequence[FloatArray] | None = None,
-                   max_rule_length: int | None = None, time_limit: float | None = None,
+                   max_rule_length: int | None = None,
                    mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
                    seed: int = 0, callback: Callable[[dict[str, Any]], None] | None = None,
                    budget: Budget | None = None) -> ExactResult:
@@ -485,13 +484,11 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
     :class:`~rulemip.formulations.result.ExactResult` (``engine="cell-bnb"``, no backend)
     whose risk is recomputed on the data; ``OPTIMAL`` only when the relative gap closed
     to ``mip_gap``. ``budget`` is the fit's :class:`~rulemip.budget.Budget`; building the
-    cells counts against it (``time_limit`` is deprecated: it still shortens ``budget``,
-    with a ``FutureWarning``). A problem beyond the size
-    guard is refused before any work (:func:`check_cell_bnb_fits`).
+    cells counts against it. A problem beyond the size guard is refused before any work
+    (:func:`check_cell_bnb_fits`).
     """
     k = check_positive_int(n_rules, "n_rules")
     assert k is not None
-    check_nonneg_float(time_limit, "time_limit", allow_none=True)
     check_nonneg_float(mip_gap, "mip_gap")
     if not isinstance(dataset, Dataset):
         raise InvalidParameterError(
@@ -501,8 +498,7 @@ def solve_cell_bnb(dataset: Dataset, n_rules: int, *, loss: str = "squared",
                                   thresholds=ths, max_rule_length=max_rule_length)
     check_cell_bnb_fits(ths, max_rule_length, n_rules=k, n_samples=dataset.X.shape[0])
     return solve(formulation, dataset, solver="auto",
-                 budget=Budget.coerce(budget,
-                                      deprecated_time_limit(time_limit, "solve_cell_bnb")),
+                 budget=budget,
                  mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback, seed=seed)
 

@@ -42,7 +42,7 @@ VARIANTS = ("stagewise", "corrective")
 
 
 @dataclass(frozen=True)
-class BoostingRound:
+class MIPBoostingRound:
     """One round of MIP-boosting: the ensemble after the round, its recomputed risk
     :math:`R_\\lambda` (UB), the round's valid lower bound and its status."""
 
@@ -103,7 +103,7 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
                  time_limit_per_round: float | None = None, mip_gap: float = 1e-6,
                  seed: int = 0, threads: int | None = None,
                  weight_bound: float | None = None, callback: Any = None
-                 ) -> list[BoostingRound]:
+                 ) -> list[MIPBoostingRound]:
     """Run ``n_rules`` rounds of MIP-boosting (module docstring).
 
     Parameters
@@ -119,14 +119,14 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
 
     Returns
     -------
-    list of :class:`BoostingRound`, one per round.
+    list of :class:`MIPBoostingRound`, one per round.
     """
     k = int(check_positive_int(n_rules, "n_rules") or 1)
     check_choice(variant, "variant", VARIANTS)
     lo = get_loss(loss)
     ths = [np.unique(np.asarray(t, dtype=float)) for t in thresholds] \
         if thresholds is not None else candidate_thresholds(dataset.X, max_thresholds)
-    rounds: list[BoostingRound] = []
+    rounds: list[MIPBoostingRound] = []
     fixed: FixedRules | None = None
     if variant == "stagewise":
         c0 = lo.best_constant(np.asarray(dataset.y), dataset.sample_weight) \
@@ -163,7 +163,7 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
                        budget=Budget.from_time_limit(time_limit_per_round),
                        mip_gap=mip_gap, warm_start=RuleEnsemble([], 0.0, lo.name),
                        callback=callback, seed=seed, threads=threads)
-        rounds.append(BoostingRound(m, result.ensemble, result.risk, result.lower_bound,
+        rounds.append(MIPBoostingRound(m, result.ensemble, result.risk, result.lower_bound,
                                     result.termination, result))
         if this_round.x is None or result.ensemble is None:
             break
@@ -174,11 +174,11 @@ def mip_boosting(dataset: Dataset, n_rules: int, *, loss: str = "squared", reg: 
     return rounds
 
 
-def boosting_risks(rounds: list[BoostingRound]) -> list[float]:
+def boosting_risks(rounds: list[MIPBoostingRound]) -> list[float]:
     """The risk path :math:`R_\\lambda(f^{(1)}), …` of a MIP-boosting run (``inf`` for a
     round that found no solution)."""
     return [r.risk if r.ensemble is not None else math.inf for r in rounds]
 
 
-__all__ = ["VARIANTS", "BoostingRound", "RoundFormulation", "boosting_risks", "mip_boosting"]
+__all__ = ["VARIANTS", "MIPBoostingRound", "RoundFormulation", "boosting_risks", "mip_boosting"]
 

@@ -445,7 +445,7 @@ def _run(pool: np.ndarray, key: np.ndarray, heap: np.ndarray, free: np.ndarray,
 
 
 @dataclass(frozen=True)
-class TwoRuleBound:
+class TwoRuleBoundResult:
     """Result of :func:`two_rule_bound` (risks normalized like :math:`R_\\lambda`)."""
 
     bound: float        # valid lower bound on the two-rule optimum
@@ -486,7 +486,7 @@ def _decode_node(node: IntArray, thresholds: tuple[FloatArray, ...], g: IntArray
 
 def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper: float,
                    budget: Budget | None = None, max_memory: int = 256 << 20,
-                   chunk: int = 2000, max_rule_length: int | None = None) -> TwoRuleBound:
+                   chunk: int = 2000, max_rule_length: int | None = None) -> TwoRuleBoundResult:
     """Branch and bound over pairs of boxes (module docstring) until every node is pruned
     against ``upper`` (a two-rule model's :math:`R_\\lambda`), the budget ends or the pool of
     ``max_memory`` bytes is full (then the nodes that did not fit still count in the bound).
@@ -552,6 +552,6 @@ def two_rule_bound(cells: CellReduction, reg: float, fit_intercept: bool, upper:
     proved = proved and not np.isfinite(state[6])
     better = ub < ub_sum - 1e-9 * max(1.0, abs(ub_sum))
     found = _decode_node(best_nodes, cells.thresholds, g) if better else None
-    return TwoRuleBound((lb + cells.constant) / W, (ub + cells.constant) / W, bool(proved),
+    return TwoRuleBoundResult((lb + cells.constant) / W, (ub + cells.constant) / W, bool(proved),
                         int(state[3]), n_heap, time.perf_counter() - t0, bool(state[5]),
                         found)

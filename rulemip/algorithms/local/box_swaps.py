@@ -31,7 +31,7 @@ from typing import Protocol
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
 __all__ = ["LocalSearchResult", "local_search"]
@@ -119,7 +119,7 @@ class _Search:
 
 
 def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
-                 time_budget: float | None = None, max_kicks: int | None = None,
+                 max_kicks: int | None = None,
                  kick_size: int = 2, n_candidates: int | None = None,
                  seed: int = 0, target: float = -np.inf,
                  budget: Budget | None = None) -> LocalSearchResult:
@@ -131,8 +131,6 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
         :mod:`rulemip.formulations.box_oracles`).
     z0 : starting multiplicities (non-negative integers, ``sum(z0) <= n_rules``).
     n_rules : k, the bound on ``sum(z)``.
-    time_budget : deprecated (a ``FutureWarning``; still honoured): wall-clock seconds for
-        the whole search; pass ``budget`` instead.
     max_kicks : at most this many kicks (default: unlimited within a bounded ``budget``,
         none without one — no fixed wall-clock share).
     kick_size : units moved at random by one kick.
@@ -156,13 +154,10 @@ def local_search(oracle: _Oracle, z0: FloatArray, n_rules: int, *,
     if np.any(z0 < 0) or np.any(np.abs(z0 - np.round(z0)) > 1e-9) or z0.sum() > n_rules + 1e-9:
         raise InvalidParameterError(
             "`z0` must hold non-negative integers summing to at most `n_rules`.")
-    if time_budget is not None and not time_budget >= 0:
-        raise InvalidParameterError(f"`time_budget` must be >= 0 or None; got {time_budget!r}.")
-    time_budget = deprecated_time_limit(time_budget, "local_search")
     if kick_size < 1:
         raise InvalidParameterError(f"`kick_size` must be >= 1; got {kick_size!r}.")
     t0 = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    clock = Budget.coerce(budget, time_budget)
+    clock = Budget.coerce(budget, None)
     n_cand = max(16, B // 8) if n_candidates is None else int(n_candidates)
     search = _Search(oracle, B, int(n_rules), max(1, n_cand), clock)
     if B == 0:

@@ -54,7 +54,7 @@ from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import RISK_UNIT_FLOOR, risk_unit
@@ -161,14 +161,13 @@ def _admissible(lower: FloatArray, upper: FloatArray, max_rule_length: int | Non
 
 def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: SearchSpace, *,
                 reg: float, fit_intercept: bool, max_rule_length: int | None,
-                time_limit: float | None = None, search: str = "bnb", beam_width: int = 10,
+                search: str = "bnb", beam_width: int = 10,
                 budget: Budget | None = None) -> SwapCheck | None:
     """The best replacement of rule ``slot`` (``slot >= len(ensemble)``: an empty slot) by
     the exact box search on the partial residual of the other rules (module docstring).
     ``ensemble`` must carry jointly optimal weights. None when the language is empty.
-    ``budget`` (the fit's; None: unlimited) carries the time and the work limit;
-    ``time_limit`` is deprecated (a ``FutureWarning``): seconds that still shorten it."""
-    budget = Budget.coerce(budget, deprecated_time_limit(time_limit, "search_slot"))
+    ``budget`` (the fit's; None: unlimited) carries the time and the work limit."""
+    budget = Budget.coerce(budget, None)
     y = np.asarray(dataset.y, dtype=float)
     w = dataset.weights
     W = float(w.sum())
@@ -201,15 +200,14 @@ def search_slot(dataset: Dataset, ensemble: RuleEnsemble, slot: int, space: Sear
 def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, reg: float,
                    fit_intercept: bool, thresholds: Sequence[FloatArray],
                    max_rule_length: int | None = None, tol: float = SWAP_TOL,
-                   time_limit: float | None = None, atol: float | None = None,
+                   atol: float | None = None,
                    budget: Budget | None = None) -> tuple[bool, tuple[SwapCheck, ...]]:
     """Replay the ``n_rules`` swap searches on ``ensemble`` *with its weights as given*
     (they must be the joint optimum of its boxes, as the module docstring's identity
     assumes: :func:`rulemip.certify.verify` refits them first). Returns (every search
     proves that no swap lowers the risk by more than ``tol *`` :func:`tolerance_scale`,
     or by ``atol`` when given, the checks). The first check that finds an improving swap
-    ends the replay. The searches share ``budget`` (None: unlimited; ``time_limit`` is
-    deprecated, a ``FutureWarning``: seconds that still shorten it)."""
+    ends the replay. The searches share ``budget`` (None: unlimited)."""
     if ensemble.loss != "squared":
         raise InvalidParameterError(
             f"1-swap optimality is proved for squared loss only; got loss={ensemble.loss!r}.")
@@ -220,7 +218,7 @@ def check_one_swap(dataset: Dataset, ensemble: RuleEnsemble, n_rules: int, *, re
                                sample_weight=dataset.sample_weight))
     if atol is None:
         atol = tol * tolerance_scale(risk, second_moment(dataset))
-    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "check_one_swap"))
+    clock = Budget.coerce(budget, None)
     checks: list[SwapCheck] = []
     for slot in range(n_rules):
         check = search_slot(dataset, ensemble, slot, space, reg=reg,

@@ -83,7 +83,7 @@ from rulemip.algorithms.pruning.cbcd_model import (
     node_reach,
     path_clique_matrix,
 )
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.forest import ridge_refit
 from rulemip.formulations.node_matrix import NodeMatrix
@@ -198,7 +198,7 @@ def block_update(nodes: NodeMatrix, y: ArrayLike, lam: float, z: ArrayLike, tree
     Returns the new z (only that tree's nodes changed) and its objective
     ``q(z) + λ Σ a_i z_i``, the minimum over that tree's feasible selections.
     """
-    _check_common(lam, 1, None, 0.0)
+    _check_common(lam, 1, 0.0)
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     if not 0 <= tree < len(prob.trees):
         raise InvalidParameterError(f"`tree` must be in [0, {len(prob.trees)}); got {tree}.")
@@ -321,15 +321,12 @@ def _run_cbcd(prob: _Problem, lam: float, z0: FloatArray | None, max_sweeps: int
     return z, obj, info
 
 
-def _check_common(lam: float | None, max_sweeps: int, time_limit: float | None,
-                  tol: float) -> None:
+def _check_common(lam: float | None, max_sweeps: int, tol: float) -> None:
     if lam is not None and not (_real(lam) and math.isfinite(lam)
                                 and lam >= 0):
         raise InvalidParameterError(f"`lam` must be >= 0; got {lam}.")
     if not (isinstance(max_sweeps, int) and max_sweeps >= 1):
         raise InvalidParameterError(f"`max_sweeps` must be a positive integer; got {max_sweeps}.")
-    if time_limit is not None and not time_limit >= 0:
-        raise InvalidParameterError(f"`time_limit` must be >= 0 or None; got {time_limit}.")
     if not tol >= 0:
         raise InvalidParameterError(f"`tol` must be >= 0; got {tol}.")
 
@@ -337,7 +334,7 @@ def _check_common(lam: float | None, max_sweeps: int, time_limit: float | None,
 def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule",
          gamma: float = 1.0, z0: ArrayLike | None = None, max_sweeps: int = 100,
          active_set: bool = True, cut_pool: CutPool | None = None,
-         time_limit: float | None = None, solver: str = "auto", tol: float = 1e-9,
+         solver: str = "auto", tol: float = 1e-9,
          enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None,
          budget: Budget | None = None) -> tuple[FloatArray, float, dict[str, Any]]:
     r"""CBCD for problem (4): ``min q(z) + λ Σ a_i z_i`` over binary z with conflicts.
@@ -353,15 +350,12 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     max_sweeps : limit on sweeps (full or active-set).
     active_set : use the active-set schedule of §3.2.1 (module doc).
     cut_pool : :class:`CutPool` to recycle cuts across calls (e.g. along a path).
-    time_limit : deprecated (a ``FutureWarning``; removed in rulemip 0.3): seconds, still
-        honoured — pass ``budget=Budget.from_time_limit(seconds)``. When the clock ends the
-        current point is returned (``info["time_limit_reached"]``).
     solver : backend for block masters too large to enumerate (``enumeration_limit``);
         ``"auto"``: the first installed backend that serves a persistent MILP master.
     tol : stop when a full sweep decreases the objective by at most ``tol·½‖y‖²``.
     enumeration_limit : trees with at most this many antichains get an enumerated master.
-    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
-        end counts).
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited). When it ends the
+        current point is returned (``info["time_limit_reached"]``).
     exact_blocks : after the separable (paper) updates converge, sweep with exact profiled
         block updates (OA) until none improves.  ``None`` (default): only over trees whose
         antichains can be enumerated (``enumeration_limit``; complete trees of depth ≤ 3);
@@ -376,13 +370,12 @@ def cbcd(nodes: NodeMatrix, y: ArrayLike, lam: float, *, attribute: str = "rule"
     info : sweeps, block updates/solves, master solves, cuts added/recycled, accepted
         updates, ``objective_trace`` (non-increasing), time.
     """
-    time_limit = deprecated_time_limit(time_limit, "cbcd")
-    _check_common(lam, max_sweeps, time_limit, tol)
+    _check_common(lam, max_sweeps, tol)
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     z_init = None if z0 is None else np.asarray(z0, dtype=float)
     return _run_cbcd(prob, float(lam), z_init, max_sweeps, active_set,
                      cut_pool if cut_pool is not None else CutPool(),
-                     Budget.coerce(budget, time_limit), tol, exact_blocks)
+                     Budget.coerce(budget, None), tol, exact_blocks)
 
 
 # ----------------------------------------------------------------------------- paths
@@ -415,7 +408,7 @@ class PathResult:
 def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | None = None, *,
                         n_lambdas: int = 50, attribute: str = "rule", gamma: float = 1.0,
                         X_valid: ArrayLike | None = None, y_valid: ArrayLike | None = None,
-                        time_limit: float | None = None, solver: str = "auto",
+                        solver: str = "auto",
                         lambda_min_ratio: float = 1e-3, intercept: float = 0.0,
                         max_sweeps: int = 100, active_set: bool = True, tol: float = 1e-9,
                         enumeration_limit: int = _ENUM_LIMIT, exact_blocks: bool | None = None,
@@ -438,19 +431,16 @@ def regularization_path(nodes: NodeMatrix, y: ArrayLike, lambdas: ArrayLike | No
     on the scale of ``y`` (``intercept`` = the training mean when y was centered).
 
     The fit's ``budget`` covers the whole path; every sweep asks the same
-    :class:`~rulemip.budget.Budget`. ``time_limit`` (seconds) is deprecated (a
-    ``FutureWarning``; removed in rulemip 0.3) and still honoured, the earlier end
-    counting.
+    :class:`~rulemip.budget.Budget`.
 
     Returns
     -------
     PathResult : distinct supports in order of appearance; ``history`` has one entry per λ
         solved (a time limit ends the path early).
     """
-    time_limit = deprecated_time_limit(time_limit, "regularization_path")
     t0 = time.perf_counter()
-    _check_common(None, max_sweeps, time_limit, tol)
-    clock = Budget.coerce(budget, time_limit)
+    _check_common(None, max_sweeps, tol)
+    clock = Budget.coerce(budget, None)
     prob = _Problem(nodes, y, attribute, gamma, solver, enumeration_limit)
     lmax = prob.lambda_max()
     if lambdas is None:

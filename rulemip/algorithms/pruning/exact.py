@@ -61,7 +61,7 @@ from rulemip.algorithms.convex.oa_relaxation import Cut, relaxation_bound, relax
 from rulemip.algorithms.convex.outer_approximation import OAOptions, OAResult, OuterApproximation
 from rulemip.algorithms.pruning.driver import status_of
 from rulemip.algorithms.pruning.oracle import PruningOracle, SelectionState
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import root_to_leaf_paths
 from rulemip.formulations.node_matrix import NodeMatrix
@@ -274,8 +274,7 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     gamma : ridge parameter γ > 0.
     options : engine options; ``max_iter`` counts integer masters; without ``mip_gap``
         the loop stops at ``U − LB ≤ abs_tol + rel_tol·|U|`` and certifies at that
-        tolerance. ``options.time_limit`` (seconds for the whole call) is deprecated here
-        (a ``FutureWarning``; removed in rulemip 0.3; pass ``budget``) and still honoured.
+        tolerance; time and work come from ``budget`` (or ``options.budget``).
     n_single : number of singleton cuts :math:`e_i` (largest exact single gains);
         default ``min(m, 2K + 10)``.
     relax_iterations : LP-master iterations of the continuous relaxation run first (0: none).
@@ -286,8 +285,8 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     mip_gap : relative gap at which the result is certified optimal (the loop then stops
         at ``U − LB ≤ mip_gap·|U|``; ``options.rel_tol``/``abs_tol`` are ignored); ``None``:
         the tolerance of ``options``.
-    budget : the fit's :class:`~rulemip.budget.Budget` (every phase asks it; with the
-        deprecated ``options.time_limit`` the earlier end counts).
+    budget : the fit's :class:`~rulemip.budget.Budget` (every phase asks it; None:
+        ``options.budget``, else unlimited).
 
     Returns
     -------
@@ -303,12 +302,11 @@ def prune_exact(nodes: NodeMatrix, y: FloatArray, n_rules: float, *,
     """
     with threadpool_limits(limits=1, user_api="blas"):
         opts = options if options is not None else OAOptions()
-        deprecated_time_limit(opts.time_limit, "prune_exact: OAOptions")
         if mip_gap is not None:
             check_nonneg_float(mip_gap, "mip_gap")
             opts = dataclasses.replace(opts, rel_tol=float(mip_gap), abs_tol=0.0)
-        clock = Budget.coerce(budget if budget is not None else opts.budget, opts.time_limit)
-        opts = dataclasses.replace(opts, budget=clock, time_limit=None)
+        clock = Budget.coerce(budget if budget is not None else opts.budget, None)
+        opts = dataclasses.replace(opts, budget=clock)
         res, cip = _prune_exact(nodes, y, n_rules, attribute, gamma, opts, n_single,
                                 relax_iterations, local_search, clique, n_neighbours)
         tol = opts.rel_tol if mip_gap is None else float(mip_gap)

@@ -53,7 +53,7 @@ from rulemip.algorithms.pruning.knapsack_conflicts import (
     forest_knapsack_fptas,
     forest_penalized,
 )
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
@@ -114,7 +114,7 @@ def relaxation_model(nodes: NodeMatrix, n_rules: float | None = None,
 
 def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float | None = None,
                     lam: float | None = None, attribute: str = "rule", gamma: float = 1.0,
-                    fptas_eps: float | None = None, time_limit: float | None = None,
+                    fptas_eps: float | None = None,
                     solver: str = "auto", rel_tol: float = 1e-6,
                     abs_tol: float = 1e-9, relaxation: str = "oa",
                     max_iter: int = 2000, budget: Budget | None = None) -> RelaxRoundResult:
@@ -129,11 +129,6 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     gamma : ridge parameter γ > 0.
     fptas_eps : use the FPTAS with this ε ∈ (0, 1) for the budgeted rounding (also used,
         with ε = 0.05, when the costs are not integers).
-    time_limit : deprecated (a ``FutureWarning``; removed in rulemip 0.3): seconds, still honoured —
-        pass ``budget=Budget.from_time_limit(seconds)``.
-        When the relaxation stops early, ζ is the best relaxed
-        point found (for OA possibly the greedy warm start itself: then ``rounding`` says
-        so and the result is the greedy model).
     solver : LP backend of the OA masters (unused by Frank–Wolfe).
     rel_tol, abs_tol : stopping tolerance of the relaxation: converged when
         ``upper − lower ≤ max(abs_tol·max(1, yᵀy), rel_tol·|upper|)`` (FW) or at the OA
@@ -141,8 +136,10 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     relaxation : ``"oa"`` (outer approximation with LP masters; default) or
         ``"frank_wolfe"`` (pairwise FW with an exact LMO).
     max_iter : iteration cap of Frank–Wolfe.
-    budget : the fit's :class:`~rulemip.budget.Budget` (with ``time_limit``, the earlier
-        end counts); the relaxation's loop asks it.
+    budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited); the relaxation's
+        loop asks it. When it stops the relaxation early, ζ is the best relaxed point
+        found (for OA possibly the greedy warm start itself: then ``rounding`` says so and
+        the result is the greedy model).
 
     Returns
     -------
@@ -154,7 +151,6 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
         relaxation, hence of the integer optimum (FW gap bound, or OA master bound);
         ``relaxation_history`` = the FW iterations (empty for OA).
     """
-    time_limit = deprecated_time_limit(time_limit, "relax_and_round")
     t0 = time.perf_counter()
     if (n_rules is None) == (lam is None):
         raise InvalidParameterError("give exactly one of `n_rules` (budgeted) or `lam` "
@@ -172,7 +168,7 @@ def relax_and_round(nodes: NodeMatrix, y: NDArray[np.float64], *, n_rules: float
     yv = np.asarray(y, dtype=float).reshape(-1)
     if not np.all(np.isfinite(yv)):
         raise InvalidDataError("`y` must be finite.")
-    clock = Budget.coerce(budget, time_limit)
+    clock = Budget.coerce(budget, None)
     base = TreePruningCIP(nodes.M, yv, gamma)
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
     m = nodes.n_nodes

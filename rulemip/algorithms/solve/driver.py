@@ -45,7 +45,7 @@ from rulemip.algorithms.solve.registry import (
     register_formulation,
     register_method,
 )
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import SolverError
 from rulemip.formulations.protocol import (
@@ -74,7 +74,7 @@ Callback = Callable[[dict[str, Any]], Any]
 
 # ---------------------------------------------------------------------- the driver
 def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBackend = "auto",
-          budget: Budget | None = None, time_limit: float | None = None,
+          budget: Budget | None = None,
           mip_gap: float = 1e-6, warm_start: RuleEnsemble | None = None,
           callback: Callback | None = None, seed: int = 0, threads: int | None = None,
           verbose: bool = False) -> ExactResult:
@@ -93,9 +93,8 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     solver : a backend name, ``"auto"`` (a backend taking the model natively — SCIP for
         loss terms — if installed, else a MILP master with tangent cuts) or a backend.
     budget : the time and work available (default: unlimited); model building counts.
-    time_limit : deprecated — pass ``budget=Budget.from_time_limit(seconds)`` (a float
-        for time is for the estimators and the command line only); still shortens
-        ``budget``, with a ``FutureWarning``.
+        Seconds: ``budget=Budget.from_time_limit(seconds)`` (a float for time is for the
+        estimators and the command line only).
     mip_gap : relative gap at which the result is ``OPTIMAL`` (at least 1e-6).
     warm_start : an ensemble encoded as the start vector, and returned if the backend
         finds nothing within the limit.
@@ -106,7 +105,7 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
         when the backend fails in a way that is not a limit; its ``result`` attribute is an
         :class:`ExactResult` with the best model known (the warm start, if any).
     """
-    clock = Budget.coerce(budget, deprecated_time_limit(time_limit, "solve"))
+    clock = Budget.coerce(budget, None)
     oracle = isinstance(formulation, OracleFormulation)
     backend, native = resolve_backend(solver, formulation.needs(),
                                       outer_approximation=not oracle)

@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,6 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.boosting.boxsearch import kernel as K
+from rulemip.boosting.boxsearch.pool import NodePool
+from rulemip.boosting.boxsearch.split_search import split_search
 from rulemip.boosting.objectives import (
     ExtremeBoosting,
     GradientBoosting,
@@ -37,13 +37,14 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import Budget, deprecated_time_limit
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
+from rulemip.parallel import current_workers, resolve_n_jobs
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.intp]
 
-__all__ = ["KernelProblem", "box_search", "kernel_problem", "mask_bytes", "search_workers"]
+__all__ = ["KernelProblem", "box_search", "kernel_problem", "mask_bytes"]
 
 #: relative pruning tolerance: a node is closed when its bound is at most
 #: ``best (1 + RTOL)`` — the reported bound includes it
@@ -57,32 +58,6 @@ CALL_SECONDS: float = 0.05
 PROGRESS_EVERY: float = 2.0
 
 ProgressCallback = Callable[[int, float, float], None]
-
-#: ``(n_jobs, scheduler)`` of the box searches that do not name their own
-#: (:func:`search_workers`; the estimators set it for the duration of a fit)
-_WORKERS: ContextVar[tuple[int | None, Any]] = ContextVar("rulemip_search_workers",
-                                                          default=(1, None))
-
-
-def current_workers() -> tuple[int | None, Any]:
-    """``(n_jobs, scheduler)`` set by the innermost :func:`search_workers` block (the
-    estimators' parameters), or the default ``(1, None)``."""
-    return _WORKERS.get()
-
-
-@contextmanager
-def search_workers(n_jobs: int | None = 1, scheduler: Any = None) -> Iterator[None]:
-    """Within the block, box searches without their own ``n_jobs``/``scheduler`` split
-    their subtrees over ``n_jobs`` threads or the Dask ``scheduler`` (an address or a
-    ``Client``; :mod:`rulemip.boosting.boxsearch.split_search`). The estimators' ``n_jobs`` and
-    ``scheduler`` parameters work through it, so every exact path that searches one rule
-    (boosting rounds, the one-rule fit, pricing, the swap step) uses them."""
-    token = _WORKERS.set((n_jobs, scheduler))
-    try:
-        yield
-    finally:
-        _WORKERS.reset(token)
-
 
 @dataclass(frozen=True)
 class KernelProblem:
@@ -151,40 +126,8 @@ def _depth_bound(space: SearchSpace) -> int:
     return 2 * space.d * (int(math.log2(max(space.n, 2))) + 2) + 8
 
 
-class _Pool:
-    """The kernel's state arrays (node pool, heap, free list, depth-first stack)."""
-
-    def __init__(self, slots: int, d: int, reserve: int) -> None:
-        self.pool = np.empty((slots, 4, d), np.int32)
-        self.bound = np.empty(slots)
-        self.splits = np.empty((slots, 3), np.int32)
-        self.heap = np.empty(slots, np.int64)
-        self.free = np.empty(slots, np.int64)
-        self.dfs = np.zeros(reserve + 4, np.int64)
-
-    @property
-    def slots(self) -> int:
-        return int(self.pool.shape[0])
-
-    def grow(self, slots: int, ctr: NDArray[np.int64]) -> None:
-        """Enlarge to ``slots``; the new slots join the free list."""
-        old = self.slots
-        for name in ("pool", "bound", "splits", "heap", "free"):
-            a = getattr(self, name)
-            b = np.empty((slots, *a.shape[1:]), a.dtype)
-            b[:old] = a
-            setattr(self, name, b)
-        nf = int(ctr[K.C_FREE])
-        self.free[nf:nf + slots - old] = np.arange(slots - 1, old - 1, -1)
-        ctr[K.C_FREE] = nf + slots - old
-
-    @staticmethod
-    def node_bytes(d: int) -> int:
-        return 16 * d + 12 + 8 + 16
-
-
 def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = False,
-               max_rule_length: int | None = None, time_limit: float | None = None,
+               max_rule_length: int | None = None,
                node_limit: int | None = None, max_memory: int | None = None,
                progress: ProgressCallback | None = None,
                incumbent: float | None = None,
@@ -204,8 +147,6 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         interval counts two; None: unlimited); both caps hold when both are given.
     length_counts : ``"features"`` (default); ``"propositions"`` reads
         ``max_rule_length`` as ``max_propositions`` (the older convention).
-    time_limit : deprecated (a ``FutureWarning``; pass ``budget``): seconds that still
-        shorten ``budget``.
     budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited); the search
         stops with its best box and ``status="time_limit"`` at its deadline
         (``"work_limit"`` when its work is spent).
@@ -216,10 +157,10 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         bound does not exceed it are closed, and the returned ``bound`` is at least it.
         The returned box beats it when one does (else it is the best box with one bound).
     n_jobs : threads that search independent subtrees (-1: one per core; None: the
-        enclosing :func:`search_workers`, else 1). With ``n_jobs != 1`` or a ``scheduler``
-        the search is split (:mod:`rulemip.boosting.boxsearch.split_search`): the result does not
-        depend on the number of workers, and a finished search returns the serial
-        search's optimum and bound.
+        enclosing :func:`rulemip.parallel.search_workers`, else 1). With ``n_jobs != 1`` or a
+        ``scheduler`` the search is split (:mod:`rulemip.boosting.boxsearch.split_search`):
+        the result does not depend on the number of workers, and a finished search returns
+        the serial search's optimum and bound.
     scheduler : a Dask scheduler address or ``Client``: the same split on a cluster.
 
     Returns
@@ -237,8 +178,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                                                                       int(max_propositions))
         max_rule_length = None
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
-    seconds = deprecated_time_limit(time_limit, "box_search")
-    clock = Budget.coerce(budget, None if seconds is None else max(0.0, float(seconds)))
+    clock = Budget.coerce(budget, None)
     memory = clock.search_memory(max_memory)
     prob = kernel_problem(obj)
     d = space.d
@@ -246,9 +186,9 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     G = np.ascontiguousarray(space.groups_t.T[prob.perm], dtype=np.int32)
     LE, off, valid = K.build_masks(G, m)
     reserve = _depth_bound(space)
-    per_node = _Pool.node_bytes(d)
+    per_node = NodePool.node_bytes(d)
     max_slots = max(reserve + 16, (memory - LE.nbytes) // per_node)
-    pool = _Pool(int(min(INITIAL_SLOTS, max_slots)), d, reserve)
+    pool = NodePool(int(min(INITIAL_SLOTS, max_slots)), d, reserve)
     iparams = np.array([prob.mode, int(allow_empty),
                         -1 if max_rule_length is None else int(max_rule_length),
                         int(pool.slots < max_slots), reserve,
@@ -262,9 +202,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     K.init_root(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, ctr, fstate,
                 best_box, LE, off, m, valid, prob.S, prob.params, iparams)
     if n_jobs is None and scheduler is None:
-        n_jobs, scheduler = _WORKERS.get()
-    from rulemip.boosting.boxsearch.split_search import resolve_n_jobs, split_search
-
+        n_jobs, scheduler = current_workers()
     workers = resolve_n_jobs(n_jobs)
     if workers != 1 or scheduler is not None:
         # the budget's work left caps the split search's branchings as it caps the serial
@@ -368,7 +306,7 @@ def _seed_single(space: SearchSpace, obj: RoundObjective, m: NDArray[np.int64],
         best_box[0, j] = k + 1
 
 
-def _bound(pool: _Pool, ctr: NDArray[np.int64], fstate: FloatArray) -> float:
+def _bound(pool: NodePool, ctr: NDArray[np.int64], fstate: FloatArray) -> float:
     return float(max(fstate[K.F_BEST], fstate[K.F_PRUNED],
                      K.open_bound(pool.bound, pool.heap, pool.dfs, ctr)))
 

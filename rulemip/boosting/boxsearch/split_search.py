@@ -39,7 +39,6 @@ cluster is bounded the same way — raise ``max_memory`` to use a cluster's memo
 
 from __future__ import annotations
 
-import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -49,10 +48,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.boosting.boxsearch import kernel as K
+from rulemip.boosting.boxsearch.pool import NodePool
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
-__all__ = ["N_TASKS", "box_key", "dask_client", "resolve_n_jobs", "split_search"]
+__all__ = ["N_TASKS", "box_key", "dask_client", "split_search"]
 
 #: open subtrees handed out after the ramp-up (and the number of tasks)
 N_TASKS: int = 16
@@ -72,18 +72,6 @@ PROGRESS_EVERY: float = 2.0
 Problem = tuple[NDArray[Any], ...]     # LE, off, m, valid, S, params
 
 
-def resolve_n_jobs(n_jobs: int | None) -> int:
-    """Workers of ``n_jobs`` (``None`` = 1, ``-1`` = one per core, ``-k`` = all but k - 1)."""
-    if n_jobs is None:
-        return 1
-    if isinstance(n_jobs, bool) or not isinstance(n_jobs, int | np.integer) or n_jobs == 0:
-        raise InvalidParameterError(
-            f"`n_jobs` must be a non-zero integer (-1: one per core) or None; got {n_jobs!r}.")
-    if n_jobs < 0:
-        return max(1, (os.cpu_count() or 1) + 1 + int(n_jobs))
-    return int(n_jobs)
-
-
 def box_key(box: NDArray[np.int32], m: NDArray[np.int64]) -> tuple[int, ...]:
     """The total order on boxes that decides equal values: fewer bounds first, then the
     lower groups, then the upper groups, lexicographically."""
@@ -97,13 +85,11 @@ class _Task:
     def __init__(self, R: NDArray[np.int32], bounds: NDArray[np.float64],
                  splits: NDArray[np.int32], max_slots: int, reserve: int,
                  iparams: NDArray[np.int64], initial_slots: int) -> None:
-        from rulemip.boosting.boxsearch.range_search import _Pool
-
         k, d = len(bounds), R.shape[2]
         slots = int(min(max_slots, max(initial_slots, 2 * k + reserve + 16)))
         slots = max(slots, k + reserve + 16)
         self.max_slots = max(int(max_slots), slots)
-        self.pool = _Pool(slots, d, reserve)
+        self.pool = NodePool(slots, d, reserve)
         self.pool.pool[:k] = R
         self.pool.bound[:k] = bounds
         self.pool.splits[:k] = splits
