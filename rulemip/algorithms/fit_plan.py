@@ -255,7 +255,7 @@ class LocalStart:
                 sgb.fit(ds, budget=budget.fraction(request.shares.sgb_start))
             starts.append(("SGB", sgb.ensembles_[-1]))
         tree = threshold_tree_rules(ds, request.thresholds, request.n_rules + 1,
-                                    request.max_rule_length)
+                                    request.max_rule_length, budget=budget)
         if tree:
             starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
         found = best_local_model(ds, starts, request.n_rules, reg=request.reg,

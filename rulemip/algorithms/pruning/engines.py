@@ -258,8 +258,9 @@ class MIQPPruning:
         backend = resolve_backend(solver, required_capabilities(sf),
                                   outer_approximation=False)[0]
         res = backend.solve(sf, SolveOptions(time_limit=budget.remaining(), mip_gap=mip_gap,
-                                             node_limit=budget.work_left()))
-        budget.charge(1 + int(res.nodes or 0))
+                                             node_limit=budget.work_left(),
+                                             iteration_limit=budget.iteration_limit()))
+        budget.charge_solve(res.nodes, res.iterations)
         z = None if res.x is None else mip.decode(model, res.x)[0]
         return SearchOutcome(
             x=z, lower_bound=float(res.bounds.dual),

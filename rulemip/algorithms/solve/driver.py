@@ -121,11 +121,12 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
                       mip_gap=mip_gap, start=start)
     opts = SolveOptions(time_limit=clock.remaining(), mip_gap=mip_gap, threads=threads,
                         seed=seed, verbose=verbose, callback=wrap_callback(callback),
-                        node_limit=clock.work_left())   # the deterministic limit
+                        node_limit=clock.work_left(),   # the deterministic limit
+                        iteration_limit=clock.iteration_limit())
     sf = built.model.to_standard_form()  # once: the solve and the decode both read it
     try:
         res = solve_built(formulation, built, backend, opts, start, sf=sf)
-        clock.charge(1 + int(res.nodes or 0))
+        clock.charge_solve(res.nodes, res.iterations)
     except SolverError as exc:
         # a backend fault: surface it, carrying the best model known (the warm start)
         nothing = SolveResult(TerminationReason.ERROR, backend=backend.name,
