@@ -25,8 +25,11 @@ from rulemip.budget import Budget
 
 __all__ = ["ReplayResult", "replay_one_rule"]
 
-#: relative slack on the gain (squared-loss risks are checked to about 1e-9 relative)
-GAIN_RTOL: float = 1e-9
+#: round-off allowed on a gain, relative to the larger of the claimed gain and the gain of
+#: a perfect fit: the caller's slack (relative to the bound) is the tolerance; this only
+#: keeps equal gains computed in two orders from refuting (a risk of about 2e-14 times the
+#: data's second moment, below :data:`rulemip.certify.bound_replays.BOUND_ROUNDOFF`)
+GAIN_RTOL: float = 1e-14
 
 
 @dataclass(frozen=True)
@@ -54,16 +57,17 @@ def replay_one_rule(X: NDArray[np.float64], y: NDArray[np.float64], weights: NDA
     r = y - (float(w @ y) / W if fit_intercept else 0.0)
     sst = float(w @ (r * r))
     claim = math.sqrt(max(sst - W * lower_bound, 0.0))
+    rounding = GAIN_RTOL * max(claim, math.sqrt(max(sst, 0.0)))
     space = SearchSpace.build(X, thresholds=[np.asarray(t, dtype=float) for t in thresholds])
     obj = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     res = box_search(space, obj, allow_empty=not fit_intercept,
                      max_rule_length=max_rule_length, length_counts="features",
                      budget=Budget.from_time_limit(time_limit),
-                     incumbent=claim * (1.0 - GAIN_RTOL))
+                     incumbent=claim - rounding)
     if res is None:      # no box at all: the intercept-only model is the only model
         return ReplayResult(True, False, True, sst / W, 0, 0.0)
     complete = res.status == "optimal"
-    proved = complete and res.bound <= claim * (1.0 + GAIN_RTOL) + 1e-12 * max(1.0, claim)
+    proved = complete and res.bound <= claim + rounding
     best_risk = (sst - res.value ** 2) / W
-    refuted = res.value > claim * (1.0 + GAIN_RTOL) + 1e-12 * max(1.0, claim)
+    refuted = res.value > claim + rounding
     return ReplayResult(proved, refuted, complete, best_risk, res.n_children, res.elapsed)
