@@ -6,6 +6,8 @@ Rerun (the committed numbers in docs/benchmarks/pruning.md came from these):
     python benchmarks/pruning.py gamma --time-limit 45 > gamma.md
     python benchmarks/pruning.py ablation --time-limit 45 --gamma-n 0.3 > ablation.md
     python benchmarks/pruning.py heldout > heldout.md
+    python benchmarks/pruning.py targets --time-limit 60 > targets.md   # issue 39
+    python benchmarks/pruning.py table --time-limit 90 --gamma-n 1 --engine perspective
 
 Instances: ``make_friedman1(n, n_features=10, noise=1.0, random_state=0)``; y standardized
 (centered, unit variance); a GradientBoostingRegressor (learning rate 0.1, random_state 0)
@@ -75,17 +77,49 @@ def _fmt_gap(g: float) -> str:
     return f"{g:.1e}" if g > 0 else "0"
 
 
+def run_engine(n: int, trees: int, depth: int, gamma_n: float, time_limit: float,
+               engine: str, work_limit: int | None = None) -> dict[str, Any]:
+    """One instance through the pruning driver with a registered ``engine``."""
+    import os
+
+    from rulemip.algorithms.pruning.driver import solve_pruning
+    from rulemip.budget import Budget
+
+    nodes, y, _ = instance(n, trees, depth)
+    c0, w0 = time.process_time(), time.perf_counter()
+    budget = Budget.from_time_limit(None if work_limit is not None else time_limit,
+                                    work_limit=work_limit)
+    fit = solve_pruning(nodes, y, engine=engine, max_cost=20, gamma=gamma_n / n, budget=budget)
+    r = fit.result
+    return {"status": r.termination.value, "cpu": time.process_time() - c0,
+            "time": time.perf_counter() - w0, "ub": fit.objective, "lb": r.lower_bound,
+            "gap": r.gap, "m": nodes.n_nodes, "nodes": getattr(r.detail, "nodes", ""),
+            "load": os.getloadavg()[0]}
+
+
 def table(args: argparse.Namespace) -> None:
     limit = (f"work limit {args.work_limit}" if args.work_limit is not None
              else f"time limit {args.time_limit:g} s")
-    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, {limit}, rel_tol 1e-4\n")
-    print("| trees / depth | n / binaries | status | time (s) | integer masters | cuts | "
-          "q(0) | upper bound | lower bound | gap | paper (exact) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
     cases = [(1000, 100, 3), (1000, 100, 5), (1000, 500, 4),
              (3000, 100, 3), (3000, 100, 5), (3000, 500, 4)]
     if args.quick:
         cases = cases[:2]
+    if args.engine != "exact":
+        print(f"engine {args.engine!r}, γ = {args.gamma_n:g}/n, K = 20 rules, {limit}\n")
+        print("| trees / depth | n / binaries | status | CPU (s) | wall (s) | B&B nodes | "
+              "upper bound | lower bound | gap | load | paper (exact) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for n, T, d in cases:
+            r = run_engine(n, T, d, args.gamma_n, args.time_limit, args.engine,
+                           args.work_limit)
+            print(f"| {T} / {d} | {n} / {r['m']} | {r['status']} | {r['cpu']:.1f} | "
+                  f"{r['time']:.1f} | {r['nodes']} | {r['ub']:.4f} | {r['lb']:.4f} | "
+                  f"{_fmt_gap(r['gap'])} | {r['load']:.1f} | {PAPER[(T, d, n)]} |", flush=True)
+        return
+    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, {limit}, rel_tol 1e-4\n")
+    print("| trees / depth | n / binaries | status | time (s) | integer masters | cuts | "
+          "q(0) | upper bound | lower bound | gap | paper (exact) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n, T, d in cases:
         r = run(n, T, d, args.gamma_n, args.time_limit, work_limit=args.work_limit)
         print(f"| {T} / {d} | {n} / {r['m']} | {r['status']} | {r['time']:.1f} | "
@@ -166,10 +200,62 @@ def heldout(args: argparse.Namespace) -> None:
         print(f"| {gn:g} | {r2_tr:.3f} | {r2_te:.3f} |", flush=True)
 
 
+def targets(args: argparse.Namespace) -> None:
+    """Issue 39's workloads: ``TreeRuleExtractor(estimator=gb, prefit=True, n_rules=20,
+    attribute="rule", time_limit=...)`` on friedman1 n = 1000 (100 trees of depth 3) at
+    ``reg`` None (λ = n/10) and 10, one engine per row; CPU seconds of this process and the
+    load average printed. With ``--work-limit`` the engines run through the pruning driver on
+    the same nodes under that deterministic limit instead (reproducible on any machine)."""
+    import os
+    import warnings
+
+    from sklearn.datasets import make_friedman1
+    from sklearn.ensemble import GradientBoostingRegressor
+
+    from rulemip.algorithms.pruning.driver import solve_pruning
+    from rulemip.budget import Budget
+    from rulemip.estimators import TreeRuleExtractor
+
+    n = 1000
+    X, y = make_friedman1(n_samples=n, n_features=10, noise=1.0, random_state=0)
+    ys = (y - y.mean()) / y.std()
+    gb = GradientBoostingRegressor(n_estimators=100, max_depth=3, learning_rate=0.1,
+                                   random_state=0).fit(X, ys)
+    limit = (f"work limit {args.work_limit} (driver)" if args.work_limit is not None
+             else f"time_limit={args.time_limit:g}")
+    print(f"friedman1 n = {n}, 100 trees / depth 3, K = 20 rules, {limit}; "
+          f"load average at start {os.getloadavg()[0]:.2f}\n")
+    print("| reg (λ) | engine | status | CPU (s) | wall (s) | q | lower bound | gap | load |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for reg in args.regs:
+        reg_v = None if reg == "None" else float(reg)
+        for engine in args.engines:
+            c0, w0 = time.process_time(), time.perf_counter()
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                if args.work_limit is None:
+                    est = TreeRuleExtractor(estimator=gb, prefit=True, n_rules=20,
+                                            attribute="rule", time_limit=args.time_limit,
+                                            reg=reg_v, engine=engine).fit(X, ys)
+                    res, q = est.result_, est.objective_
+                else:
+                    nodes, yc, _ = instance(n, 100, 3)
+                    gamma = 10.0 / n if reg_v is None else 1.0 / reg_v
+                    fit = solve_pruning(nodes, yc, engine=engine, max_cost=20, gamma=gamma,
+                                        budget=Budget.from_time_limit(
+                                            None, work_limit=args.work_limit))
+                    res, q = fit.result, fit.objective
+            cpu, wall = time.process_time() - c0, time.perf_counter() - w0
+            print(f"| {reg} ({100.0 if reg_v is None else reg_v:g}) | {engine} | "
+                  f"{res.termination.value} | {cpu:.1f} | {wall:.1f} | {q:.4f} | "
+                  f"{res.lower_bound:.4f} | {res.gap:.2%} | {os.getloadavg()[0]:.2f} |",
+                  flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["table", "gamma", "ablation", "heldout"])
+    p.add_argument("what", choices=["table", "gamma", "ablation", "heldout", "targets"])
     p.add_argument("--time-limit", type=float, default=120.0, help="seconds per instance")
     p.add_argument("--gamma-n", type=float, default=1.0, help="γ = GAMMA_N / n")
     p.add_argument("--gammas", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 1000.0],
@@ -178,9 +264,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--work-limit", type=int, default=None,
                    help="a deterministic work limit instead of the time limit (reproducible: "
                         "compare code changes with it)")
+    p.add_argument("--regs", nargs="+", default=["None", "10"],
+                   help="targets: the estimator's reg values (None: λ = n/10)")
+    p.add_argument("--engine", default="exact",
+                   help="table: a registered pruning engine other than 'exact' runs through "
+                        "the pruning driver (e.g. perspective)")
+    p.add_argument("--engines", nargs="+", default=["perspective", "exact"],
+                   help="targets: the pruning engines, one row each")
     args = p.parse_args(argv)
     {"table": table, "gamma": gamma_sweep, "ablation": ablation,
-     "heldout": heldout}[args.what](args)
+     "heldout": heldout, "targets": targets}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -9,6 +9,24 @@ from typing import Any
 from rulemip.exceptions import InvalidParameterError
 
 
+def python_scalar(value: Any) -> Any:
+    """A numpy scalar (``np.int64(2)``, ``np.float32(0.5)``, ``np.bool_(True)``) as the
+    Python ``int``, ``float`` or ``bool`` it holds; lists, tuples and dicts element by
+    element; anything else unchanged. Parameters pass through it where they enter the
+    package (the estimators' certificates, :func:`rulemip.certify.gap_study`,
+    :func:`rulemip.certify.verify`), so nothing downstream — JSON certificates, digests,
+    messages — sees a numpy type (issue 38, item 5)."""
+    import numpy as np
+
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, dict):
+        return {k: python_scalar(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(python_scalar(v) for v in value)
+    return value
+
+
 def check_positive_int(value: Any, name: str, *, allow_none: bool = False) -> int | None:
     """Return ``value`` as an ``int`` if it is an integer >= 1, else raise."""
     if value is None and allow_none:

@@ -16,8 +16,11 @@ time-limited search stops at a different node from run to run. A *work limit* co
 units the searches charge (:meth:`Budget.charge`): one unit per branching of the compiled
 box search, per node of a branch and bound, per expansion of a set-enumeration or
 greedy/beam search, per support evaluated by an enumeration or the local search, per
-iteration of outer approximation or column generation, per B&B node of a backend's MIP
-(passed to the backend as its node limit, :meth:`Budget.work_left`). The count depends
+iteration of outer approximation or column generation, per solve of a backend and per
+B&B node of its MIP (passed to the backend as its node limit, :meth:`Budget.work_left`),
+and per :data:`LP_ITERATIONS_PER_UNIT` simplex (LP) iterations of a backend — the work
+inside a node: root LP, cuts, presolve's and heuristics' LPs (passed to the backend as its
+LP iteration limit, :meth:`Budget.iteration_limit`; :meth:`Budget.charge_solve`). The count depends
 only on the data, the parameters and the seed, so :meth:`Budget.expired` turns true at the
 same point of every search on any machine. Derived budgets share their parent's counter:
 :meth:`within` shares its work too; :meth:`fraction` gets ``share`` of the work left (and
@@ -44,13 +47,41 @@ from __future__ import annotations
 import math
 import numbers
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 
 from rulemip.exceptions import InvalidParameterError, RulemipError
 
+#: the clock every budget reads (:func:`time.perf_counter`); :func:`use_clock` replaces
+#: it — the tests' way to make a budget expire at its k-th clock check
+_CLOCK: list[Callable[[], float]] = [time.perf_counter]
+
+
+def _clock() -> float:
+    """Now, on the budgets' clock: one *clock check*."""
+    return _CLOCK[0]()
+
+
+@contextmanager
+def use_clock(clock: Callable[[], float]) -> Iterator[None]:
+    """Within the block every budget reads ``clock`` instead of :func:`time.perf_counter`
+    (a testing hook: ``tests/integration/test_clock_checks.py`` expires the budget of a fit
+    at its k-th clock check for every k)."""
+    _CLOCK.insert(0, clock)
+    try:
+        yield
+    finally:
+        _CLOCK.remove(clock)
+
 
 class ResourceLimitError(RulemipError, MemoryError):
     """A loop would allocate more than the budget's memory cap."""
+
+
+class BudgetExpired(RulemipError):
+    """A step that has no partial result (building a model) found its budget spent
+    (:meth:`Budget.check`); the caller returns the best model it knows."""
 
 
 def _check_limit(value: float | None, name: str) -> float | None:
@@ -132,7 +163,7 @@ class Budget:
         ``work_limit`` units of work (``None``: unlimited; the deterministic limit)."""
         limit = _check_limit(time_limit, "time_limit")
         work = WorkCounter(check_work_limit(work_limit))
-        now = time.perf_counter()
+        now = _clock()
         if memory_bytes is not None and (isinstance(memory_bytes, bool)
                                          or not isinstance(memory_bytes, int)
                                          or memory_bytes <= 0):
@@ -143,7 +174,7 @@ class Budget:
     @classmethod
     def unlimited(cls) -> Budget:
         """No time limit, no memory cap."""
-        return cls(None, None, time.perf_counter())
+        return cls(None, None, _clock())
 
     @classmethod
     def coerce(cls, budget: Budget | None, time_limit: float | None) -> Budget:
@@ -172,25 +203,31 @@ class Budget:
             raise InvalidParameterError(
                 f"`{name}` must be a rulemip.budget.Budget, a time.perf_counter() value or "
                 f"None; got {clock!r}. Build one with Budget.from_time_limit(seconds).")
-        return cls(float(clock), None, time.perf_counter())
+        return cls(float(clock), None, _clock())
 
     # ------------------------------------------------------------------ queries
     def remaining(self) -> float | None:
         """Seconds left (≥ 0), or ``None`` without a time limit."""
         if self.deadline is None:
             return None
-        return max(self.deadline - time.perf_counter(), 0.0)
+        return max(self.deadline - _clock(), 0.0)
 
     def elapsed(self) -> float:
         """Seconds since the budget was created."""
-        return time.perf_counter() - self.started
+        return _clock() - self.started
 
     def expired(self) -> bool:
         """True once the deadline has passed or the work limit is spent."""
         left = self.work.left()
         if left is not None and left <= 0:
             return True
-        return self.deadline is not None and time.perf_counter() >= self.deadline
+        return self.deadline is not None and _clock() >= self.deadline
+
+    def check(self, what: str) -> None:
+        """Raise :class:`BudgetExpired` when the budget is spent (a step without a partial
+        result — ``what`` — asks between its blocks)."""
+        if self.expired():
+            raise BudgetExpired(f"the {self.stop_reason()} limit was reached while {what}.")
 
     def charge(self, units: int = 1) -> None:
         """Count ``units`` of work done (module docstring: what a unit is)."""
@@ -200,6 +237,18 @@ class Budget:
     def work_left(self) -> int | None:
         """Units of work left (``None``: no work limit)."""
         return self.work.left()
+
+    def iteration_limit(self) -> int | None:
+        """The LP iterations a backend solve may spend: the work left in units of
+        :data:`LP_ITERATIONS_PER_UNIT` iterations (``None``: no work limit)."""
+        left = self.work.left()
+        return None if left is None else left * LP_ITERATIONS_PER_UNIT
+
+    def charge_solve(self, nodes: int | None, iterations: int | None) -> None:
+        """Charge one backend solve: a unit for the solve, one per branch-and-bound node
+        and one per :data:`LP_ITERATIONS_PER_UNIT` LP iterations begun."""
+        its = max(int(iterations or 0), 0)
+        self.charge(1 + max(int(nodes or 0), 0) + -(-its // LP_ITERATIONS_PER_UNIT))
 
     def work_spent(self) -> int:
         """Units of work charged to this budget and the budgets derived from it."""
@@ -229,7 +278,7 @@ class Budget:
         limit = _check_limit(seconds, "seconds")
         if limit is None:
             return self
-        end = time.perf_counter() + limit
+        end = _clock() + limit
         deadline = end if self.deadline is None else min(end, self.deadline)
         return Budget(deadline, self.memory_bytes, self.started, self.work)
 
@@ -273,7 +322,13 @@ class Budget:
                 "(`max_thresholds`), a smaller `max_rule_length`, or raise the budget.")
 
 
-__all__ = ["Budget", "ResourceLimitError", "WorkCounter", "check_work_limit"]
+__all__ = ["LP_ITERATIONS_PER_UNIT", "Budget", "BudgetExpired", "ResourceLimitError",
+           "WorkCounter", "check_work_limit", "use_clock"]
+
+#: simplex (LP) iterations of a backend per unit of work (module docstring): a unit is
+#: about one branch-and-bound node's LP, so that ``work_limit`` bounds the work inside a
+#: node too (issue 38: HiGHS ran 11 minutes in one LP on ``work_limit=40``)
+LP_ITERATIONS_PER_UNIT: int = 100
 
 
 #: share of the machine's available memory a search may use by default

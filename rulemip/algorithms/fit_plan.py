@@ -259,7 +259,7 @@ class LocalStart:
                 warnings.simplefilter("ignore", SolveLimitWarning)
                 sgb.fit(ds, budget=budget.fraction(options.shares.sgb_start))
             starts.append(("SGB", sgb.ensembles_[-1]))
-        tree = threshold_tree_rules(problem, problem.n_rules + 1)
+        tree = threshold_tree_rules(problem, problem.n_rules + 1, budget=budget)
         if tree:
             starts.append(("tree", RuleEnsemble(tree, 0.0, "squared", ds.encoder)))
         found = best_local_model(problem, starts,

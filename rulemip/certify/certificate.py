@@ -10,19 +10,23 @@ it was obtained (engine, backend and version, options, times).
 :func:`~rulemip.certify.verification.verify` (module :mod:`rulemip.certify.verification`)
 re-checks every claim that can be checked without re-solving:
 
-1. the data digest matches the data given;
+1. the data digest matches the data given, and so do the recorded row count and feature
+   names;
 2. the problem the bound speaks about is the one solved: the candidate thresholds,
    ``n_rules``, ``max_rule_length``, loss, ``reg`` and ``fit_intercept`` are bound to the
    data digest by a problem digest recorded at solve time, and thresholds made by the
    midpoint/quantile rule (:func:`rulemip.data.candidate_thresholds`) are re-derived from
    the data and must be exactly the recorded ones (so no threshold can be moved or added);
 3. the ensemble has at most ``n_rules`` rules, every interval bound is a recorded
-   candidate threshold (so the model lies in the language the bound speaks about);
+   candidate threshold (so the model lies in the language the bound speaks about), its
+   conditions are named after the features they restrict and a classifier's classes are
+   the labels of the data;
 4. the claimed risk equals the risk recomputed from the data (within ``tol``);
 5. :math:`LB \le UB`, and the convex refit of the same rules is not below :math:`LB`
    (a model of the language beating the bound would refute it);
 6. the gap equals :func:`rulemip.solvers.relative_gap` of the claimed bounds;
-7. ``status == "optimal"`` only with a valid bound and a gap within tolerance.
+7. ``status == "optimal"`` only with a valid bound and a gap within tolerance (re-derived
+   within verify's own ``mip_gap``; within only the recorded one it is taken on trust).
 
 The lower bound itself rests on the solver run; it is re-derivable by solving again with
 the recorded options. The problem digest is a checksum, not a signature: it catches edits
@@ -322,12 +326,16 @@ def make_certificate(problem: KRuleProblem, ensemble: RuleEnsemble, *, risk: flo
     otherwise they are recorded as explicit.
     """
     from rulemip import __version__
+    from rulemip._validation import python_scalar
 
     dataset, loss, reg = problem.dataset, problem.loss, problem.reg
     fit_intercept, n_rules = problem.fit_intercept, problem.n_rules
-    max_rule_length = problem.max_rule_length
+    # numpy scalars among the caller's parameters (``max_rule_length=np.int64(2)``) are
+    # recorded as the Python numbers they hold: the document is JSON
+    options = python_scalar(dict(options or {}))
+    max_rule_length = python_scalar(problem.max_rule_length)
     ths = tuple(tuple(float(v) for v in np.asarray(t)) for t in problem.thresholds)
-    rule = _threshold_rule_of(dataset.X, ths, (options or {}).get("max_thresholds"),
+    rule = _threshold_rule_of(dataset.X, ths, options.get("max_thresholds"),
                               dataset.sample_weight)
     data_digest = dataset.digest()
     return Certificate(
@@ -342,7 +350,7 @@ def make_certificate(problem: KRuleProblem, ensemble: RuleEnsemble, *, risk: flo
         risk=float(risk), lower_bound=float(lower_bound),
         gap=relative_gap(float(risk), float(lower_bound)), status=status,
         bound_valid=bool(bound_valid), engine=engine, backend=backend,
-        backend_version=backend_version, options=dict(options or {}),
+        backend_version=backend_version, options=options,
         wall_time=float(wall_time), created=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         rulemip_version=__version__, max_rule_length=max_rule_length, notes=tuple(notes))
 

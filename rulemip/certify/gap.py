@@ -288,11 +288,7 @@ def check_study_settings(k_max: Any, variants: Sequence[str], *, solver: Any,
     if unknown or not variants:
         raise InvalidParameterError(
             f"`variants` must be a non-empty subset of {VARIANTS}; unknown: {unknown}.")
-    if max_thresholds is not None and (isinstance(max_thresholds, bool) or not isinstance(
-            max_thresholds, int) or max_thresholds < 1):
-        raise InvalidParameterError(
-            f"`max_thresholds` must be a positive integer, or None for all midpoints; got "
-            f"{max_thresholds!r}.")
+    check_positive_int(max_thresholds, "max_thresholds", allow_none=True)
     check_nonneg_float(time_limit, "time_limit", allow_none=True, strictly_positive=True)
     check_nonneg_float(mip_boosting_time_limit, "mip_boosting_time_limit", allow_none=True,
                        strictly_positive=True)
@@ -331,16 +327,22 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     import pandas as pd
 
     from rulemip._kernels import ensure_compiled
-    from rulemip._validation import seed_int
+    from rulemip._validation import python_scalar, seed_int
 
     check_study_settings(k_max, variants, solver=solver, max_thresholds=max_thresholds,
                          time_limit=time_limit, mip_boosting_time_limit=mip_boosting_time_limit,
                          mip_gap=mip_gap, seed=seed)
-    seed = seed_int(seed, "seed")
     from rulemip._kernels import groups_for_fit
     from rulemip.budget import check_work_limit
 
     check_work_limit(work_limit)
+    # checked as given (messages show the user's value); numpy scalars (np.int64(2)) then
+    # go on as the Python numbers they hold
+    k_max, reg, max_thresholds, max_rule_length, time_limit, mip_gap, seed, \
+        mip_boosting_time_limit, work_limit = python_scalar(
+            (k_max, reg, max_thresholds, max_rule_length, time_limit, mip_gap, seed,
+             mip_boosting_time_limit, work_limit))
+    seed = seed_int(seed, "seed")
     # compiled (first run) before the study's clock starts
     ensure_compiled(*sorted({g for k in range(1, k_max + 1)
                              for g in groups_for_fit(n_rules=k, loss=loss, reg=reg)}))

@@ -13,39 +13,15 @@ from typing import Any
 
 import numpy as np
 
+from rulemip.certify.bound_replays import bound_slack, replay_lower_bound
 from rulemip.certify.certificate import Certificate
+from rulemip.certify.claims import REDERIVED, TAKEN_ON_TRUST, CheckResult, ClaimBasis
+from rulemip.certify.model_checks import data_check, model_checks
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import CertificateError, InvalidParameterError
 from rulemip.refit import fit_weights
-from rulemip.rules import RuleEnsemble
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import relative_gap
-
-
-@dataclass(frozen=True)
-class CheckResult:
-    name: str
-    ok: bool
-    message: str
-
-
-REDERIVED = "re-derived"
-TAKEN_ON_TRUST = "taken on trust"
-
-
-@dataclass(frozen=True)
-class ClaimBasis:
-    """How :func:`verify` knows one claim: ``re-derived`` from the data (and the model),
-    or ``taken on trust`` from the certificate (``how`` says from what, and how to
-    re-derive it)."""
-
-    claim: str
-    basis: str
-    how: str
-
-    @property
-    def rederived(self) -> bool:
-        return self.basis == REDERIVED
 
 
 @dataclass(frozen=True)
@@ -87,34 +63,41 @@ class VerificationReport:
 
 def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
            sample_weight: Any = None, tol: float = 1e-7, raise_on_failure: bool = False,
-           thresholds: Any = None, strict: bool = False) -> VerificationReport:
+           thresholds: Any = None, strict: bool = False, mip_gap: float = 1e-6
+           ) -> VerificationReport:
     """Re-check a certificate against data (module docstring lists the checks).
 
     Parameters
     ----------
     certificate : a :class:`Certificate` or the path of its JSON file.
     X, y : the data it was computed on (numpy or pandas; labels as given to ``fit``).
-    tol : relative tolerance on risks and bounds, times the data's scale (the refitted
-        risk of the recorded rules, floored by ``1e-9·Σw·y²/W``; never a claimed number:
-        docs/howto/certificates.md). The claimed risk may also differ from the recomputed
-        one by ``tol`` relative to the latter.
+    tol : relative tolerance on risks and bounds: the claimed risk may differ from the
+        recomputed one by ``tol`` relative to the latter; a lower bound L may exceed a
+        model's risk by ``max(tol·|L|, 1e-12·Σw·y²/W)`` (relative to the bound itself, with
+        a round-off floor fixed by the data; never by anything else a certificate records:
+        docs/howto/certificates.md).
     raise_on_failure : raise :class:`CertificateError` listing the failed checks.
     thresholds : the explicit cut points the fit was given (one list per feature), to
         re-derive a certificate's explicit thresholds instead of taking them on trust.
-    strict : fail when the thresholds are taken on trust (the lower bound, which only a new
-        solve re-derives, is the one claim a strict report may still take on trust).
+    strict : fail when the thresholds or an ``optimal`` status are taken on trust (the
+        lower bound, which only a new solve re-derives, is the one claim a strict report may
+        still take on trust).
+    mip_gap : verify's own relative gap for ``optimal``: the status is re-derived only
+        when the gap under the bound is within it; within only the looser ``mip_gap`` the
+        fit recorded it is taken on trust (and fails ``strict``).
 
     The report's ``claims`` say for every claim whether it was re-derived or taken on trust
     (threat model: docs/howto/certificates.md).
     """
-    if (isinstance(tol, bool) or not isinstance(tol, (int, float)) or not math.isfinite(tol)
-            or tol < 0):
+    from rulemip._validation import check_bool, is_real
+
+    if not is_real(tol) or not math.isfinite(tol) or tol < 0:
         raise InvalidParameterError(
             f"`tol` must be a finite number >= 0 (a tolerance on risks, e.g. 1e-7); got "
             f"{tol!r}.")
-    from rulemip._validation import check_bool
-
+    tol = float(tol)
     check_bool(strict, "strict")
+    mip_gap = _check_mip_gap(mip_gap)
     cert = certificate if isinstance(certificate, Certificate) else Certificate.load(certificate)
     ens = cert.ensemble
     ds = Dataset.from_arrays(X, y, loss=cert.loss, encoder=ens.encoder,
@@ -123,15 +106,11 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     checks: list[CheckResult] = []
     claims: list[ClaimBasis] = []
 
-    digest = ds.digest()
-    checks.append(CheckResult(
-        "data", digest == cert.dataset_digest,
-        "digest matches" if digest == cert.dataset_digest else
-        f"data digest {digest[:16]}… differs from the certificate's "
-        f"{cert.dataset_digest[:16]}… (different data, row order or feature names)"))
+    checks.append(data_check(cert, ds))
     problem_checks, threshold_claim = _problem_checks(cert, ds, given, strict)
     checks.extend(problem_checks)
-    claims.append(ClaimBasis("data", REDERIVED, "digest of the data given"))
+    claims.append(ClaimBasis("data", REDERIVED, "digest, row count and feature names of "
+                             "the data given"))
     claims.append(threshold_claim)
 
     bad_features = sorted({c.feature for r in ens.rules for c in r.conditions
@@ -143,25 +122,7 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
             "other data"))
         return _report(checks, math.nan, raise_on_failure, claims)
 
-    n_ok = len(ens.rules) <= cert.n_rules
-    checks.append(CheckResult("size", n_ok, f"{len(ens.rules)} rule(s), at most "
-                              f"{cert.n_rules} allowed"))
-    if cert.max_rule_length is not None:
-        long_rules = [t for t, r in enumerate(ens.rules)
-                      if len({c.feature for c in r.conditions}) > cert.max_rule_length]
-        checks.append(CheckResult(
-            "rule length", not long_rules,
-            "within max_rule_length" if not long_rules else
-            f"rules {long_rules} restrict more than {cert.max_rule_length} features"))
-    if not cert.fit_intercept and ens.intercept != 0.0:
-        checks.append(CheckResult("intercept", False,
-                                  f"fit_intercept=False but intercept is {ens.intercept}"))
-
-    off_grid = _bounds_off_grid(ens, cert.thresholds)
-    checks.append(CheckResult(
-        "language", not off_grid,
-        "every interval bound is a candidate threshold" if not off_grid else
-        "bounds not among the candidate thresholds: " + "; ".join(off_grid[:5])))
+    checks.extend(model_checks(cert, ds))
 
     risk = ens.risk(ds.X, ds.y, reg=cert.reg, sample_weight=ds.sample_weight)
     refit = None
@@ -169,12 +130,14 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         Q = ens.query_matrix(ds.X)
         refit = fit_weights(Q, ds.y, cert.loss, reg=cert.reg, fit_intercept=cert.fit_intercept,
                             sample_weight=ds.sample_weight)
-    # the verifier's tolerances are its own, scaled by what the data fix — the refitted
-    # risk of the recorded rules (>= the optimum, <= the model without rules) floored by
-    # the data's second moment — never by a claimed number (issue 30, item 3)
-    scale = _data_scale(ds, risk if refit is None else float(refit.risk))
-    slack = tol * scale
-    risk_slack = tol * max(scale, abs(risk)) if math.isfinite(risk) else slack
+    # the verifier's tolerances are its own: the claimed risk is compared relative to the
+    # risk recomputed from the data, a bound relative to itself with a round-off floor fixed
+    # by the data (bound_replays.bound_slack) — never relative to the rules, weights,
+    # claimed numbers or recorded tolerances a certificate can make large (issues 30, 38)
+    from rulemip.algorithms.local.rule_swaps import second_moment, tolerance_scale
+
+    moment = second_moment(ds)
+    risk_slack = tol * tolerance_scale(risk if math.isfinite(risk) else 0.0, moment)
     risk_ok = abs(risk - cert.risk) <= risk_slack
     checks.append(CheckResult(
         "risk", risk_ok,
@@ -183,7 +146,8 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
         f"{abs(risk - cert.risk):.3g} (a weight, rule or the claimed risk was changed)"))
 
     lb = cert.lower_bound
-    lb_ok = math.isnan(lb) is False and lb <= cert.risk + risk_slack
+    slack = bound_slack(lb, tol, moment) if math.isfinite(lb) else 0.0
+    lb_ok = math.isnan(lb) is False and lb <= cert.risk + max(risk_slack, slack)
     checks.append(CheckResult("bounds order", lb_ok,
                               f"lower bound {lb:.10g} <= risk {cert.risk:.10g}" if lb_ok else
                               f"lower bound {lb:.10g} exceeds the risk {cert.risk:.10g}"))
@@ -200,53 +164,22 @@ def verify(certificate: Certificate | str | os.PathLike[str], X: Any, y: Any, *,
     gap_ok = (math.isinf(gap) and math.isinf(cert.gap)) or abs(gap - cert.gap) <= 1e-9 + tol
     checks.append(CheckResult("gap", gap_ok, f"gap {cert.gap:.6g} = (UB-LB)/|UB|" if gap_ok
                               else f"claimed gap {cert.gap:.6g} but bounds give {gap:.6g}"))
-    if cert.status == "optimal":
-        opt_tol = float(cert.options.get("mip_gap", 1e-6)) + 1e-9
-        opt_ok = cert.bound_valid and gap <= opt_tol
-        checks.append(CheckResult(
-            "optimality", opt_ok,
-            f"gap {gap:.3g} within {opt_tol:.3g} (the fit's mip_gap, as recorded) under a "
-            "valid bound" if opt_ok else
-            f"status 'optimal' but gap {gap:.3g} (tolerance {opt_tol:.3g}), bound_valid="
-            f"{cert.bound_valid}"))
+    optimality = _optimality_check(cert, gap, mip_gap, strict)
+    if optimality is not None:
+        checks.append(optimality)
 
     bound_claim = _bound_claim(cert)
-    if cert.n_rules == 1 and cert.loss == "squared" and math.isfinite(lb):
-        proof = _replayed_proof(cert, ds, lb, slack)
-        checks.append(proof)
-        if proof.ok and proof.message.startswith("replayed"):
-            bound_claim = ClaimBasis("lower bound", REDERIVED, "replayed: the exact box "
-                                     "search re-derived it from the data, no solver involved")
-    elif cert.n_rules == 2 and cert.loss == "squared" and math.isfinite(lb) and \
-            _pair_replay_fits(cert, ds):
-        proof = _replayed_pair_proof(cert, ds, lb, slack)
-        checks.append(proof)
-        if proof.ok and proof.message.startswith("replayed"):
-            # the replay searched the recorded thresholds' language: the bound is known no
-            # better than they are
-            bound_claim = ClaimBasis(
-                "lower bound", threshold_claim.basis,
-                "replayed: the k-box search re-derived it from the data, no solver involved"
-                + ("" if threshold_claim.basis == REDERIVED else
-                   ", over the recorded thresholds (taken on trust)"))
-    claims.extend(_claims_after_thresholds(cert, bound_claim))
-    local_checks, local_claim = local_optimality_checks(cert, ds, scale)
+    if math.isfinite(lb):
+        replayed = replay_lower_bound(cert, ds, slack, threshold_claim)
+        if replayed is not None:
+            checks.append(replayed[0])
+            bound_claim = replayed[1] or bound_claim
+    claims.extend(_claims_after_thresholds(cert, bound_claim, gap, mip_gap))
+    local_checks, local_claim = local_optimality_checks(cert, ds)
     checks.extend(local_checks)
     if local_claim is not None:
         claims.append(local_claim)
     return _report(checks, risk, raise_on_failure, claims)
-
-
-def _data_scale(ds: Dataset, refit_risk: float) -> float:
-    """The scale of the verifier's tolerances: :func:`rulemip.algorithms.local.rule_swaps.
-    tolerance_scale` of the refitted risk of the recorded rules (a model of the language,
-    so at least the optimum; at most the model without rules) and of the data's second
-    moment. Only the data and the recorded boxes fix it: huge weights or a huge claimed
-    risk do not loosen it."""
-    from rulemip.algorithms.local.rule_swaps import second_moment, tolerance_scale
-
-    r = refit_risk if math.isfinite(refit_risk) else 0.0
-    return tolerance_scale(r, second_moment(ds))
 
 
 def _bound_claim(cert: Certificate) -> ClaimBasis:
@@ -263,90 +196,81 @@ def _bound_claim(cert: Certificate) -> ClaimBasis:
                       f"not claimed valid (bound_valid false; {run})")
 
 
-def _claims_after_thresholds(cert: Certificate, bound: ClaimBasis) -> list[ClaimBasis]:
+def _check_mip_gap(value: Any) -> float:
+    from rulemip._validation import check_nonneg_float
+
+    gap = check_nonneg_float(value, "mip_gap")
+    assert gap is not None
+    if gap >= 1.0:
+        raise InvalidParameterError(
+            f"`mip_gap` must be in [0, 1) (a relative gap; at 1 any model is within it); got "
+            f"{value!r}.")
+    return gap
+
+
+def _optimality_check(cert: Certificate, gap: float, mip_gap: float, strict: bool
+                      ) -> CheckResult | None:
+    """The ``optimality`` check of an ``optimal`` status (``None`` for any other status).
+
+    The status needs a valid bound and a gap within verify's own ``mip_gap`` to be
+    re-derived. Within only the (looser) gap the fit recorded, ``solver.options.mip_gap``,
+    it is a legitimate claim of an honest fit run at a loose tolerance, but one resting on
+    a number the certificate sets: it passes, said "taken on trust", and fails with
+    ``strict`` (issue 38: a model 22 % above the optimum, a true bound and a recorded
+    mip_gap of 0.5 made "optimal" re-derived)."""
+    if cert.status != "optimal":
+        return None
+    own = mip_gap + 1e-9
+    recorded = _recorded_mip_gap(cert)
+    if not cert.bound_valid or gap > max(own, recorded + 1e-9):
+        return CheckResult(
+            "optimality", False,
+            f"status 'optimal' but gap {gap:.3g} (verify's mip_gap {mip_gap:.3g}, the fit's "
+            f"{recorded:.3g}), bound_valid={cert.bound_valid}")
+    if gap <= own:
+        return CheckResult("optimality", True, f"gap {gap:.3g} within verify's mip_gap "
+                           f"{mip_gap:.3g} under a valid bound")
+    loose = _loose_optimal(recorded, mip_gap)
+    return CheckResult(
+        "optimality", not strict,
+        f"gap {gap:.3g}: {loose}" if not strict else
+        f"gap {gap:.3g}: {loose}, and strict mode takes nothing but the lower bound on "
+        f"trust (verify with mip_gap >= {gap:.3g} to accept it)")
+
+
+def _recorded_mip_gap(cert: Certificate) -> float:
+    """The relative gap the fit claimed ``optimal`` at (``solver.options.mip_gap``)."""
+    return float(cert.options.get("mip_gap", 1e-6))
+
+
+def _loose_optimal(recorded: float, mip_gap: float) -> str:
+    return (f"optimal at the recorded mip_gap {recorded:.3g} (looser than verify's "
+            f"{mip_gap:.3g}): taken on trust")
+
+
+def _claims_after_thresholds(cert: Certificate, bound: ClaimBasis, gap: float,
+                             mip_gap: float) -> list[ClaimBasis]:
     """How the model, risk, bound, gap and status claims are known (see :func:`verify`).
     A claim inherits the basis of what it rests on: the gap and an ``optimal`` status rest
-    on the lower bound, so they are re-derived only when the bound is."""
-    if cert.status == "optimal":
+    on the lower bound, so they are re-derived only when the bound is; an ``optimal``
+    status also rests on the tolerance it was claimed at, so it is re-derived only when
+    the gap is within verify's own ``mip_gap``."""
+    if cert.status != "optimal":
+        status = ClaimBasis("status", TAKEN_ON_TRUST, "the solver's termination, as recorded")
+    elif gap > mip_gap + 1e-9:
+        status = ClaimBasis("status", TAKEN_ON_TRUST,
+                            _loose_optimal(_recorded_mip_gap(cert), mip_gap))
+    else:
         status = ClaimBasis("status", bound.basis,
                             "from the gap under the lower bound, so it rests on the bound"
                             + ("" if bound.rederived else " (taken on trust)"))
-    else:
-        status = ClaimBasis("status", TAKEN_ON_TRUST, "the solver's termination, as recorded")
-    return [ClaimBasis("model", REDERIVED, "size, rule length and interval bounds on the "
-                       "thresholds checked"),
+    return [ClaimBasis("model", REDERIVED, "size, rule length, interval bounds on the "
+                       "thresholds, condition names and classes checked"),
             ClaimBasis("risk", REDERIVED, "recomputed from the data"),
             bound,
             ClaimBasis("gap", bound.basis, "recomputed from the risk and the lower bound"
                        + ("" if bound.rederived else ", so it rests on the bound")),
             status]
-
-
-def _problem_of(cert: Certificate, ds: Dataset) -> KRuleProblem:
-    """The problem a certificate records, on the data it is verified against."""
-    return KRuleProblem.of(ds, cert.n_rules, loss=cert.loss, reg=cert.reg,
-                           fit_intercept=cert.fit_intercept,
-                           thresholds=[np.asarray(t, dtype=float) for t in cert.thresholds],
-                           max_rule_length=cert.max_rule_length)
-
-
-def _replayed_proof(cert: Certificate, ds: Dataset, lb: float, atol: float) -> CheckResult:
-    """One rule, squared loss: the lower bound re-derived by replaying the exact box
-    search (:mod:`rulemip.certify.replay`), no solver involved."""
-    from rulemip.certify.replay import replay_one_rule
-
-    rep = replay_one_rule(_problem_of(cert, ds), lower_bound=lb - atol)
-    return _proof_check(rep.proved, rep.refuted, rep.best_risk, lb,
-                        "the exact box search", f"{rep.nodes} nodes, {rep.seconds:.2f} s",
-                        "a rule", "")
-
-
-def _proof_check(proved: bool, refuted: bool, best_risk: float, lb: float, search: str,
-                 effort: str, witness: str, unfinished: str) -> CheckResult:
-    """The ``proof`` check of a replay: re-derived, refuted by a better model (the
-    ``witness``), or taken on trust when the replay did not finish."""
-    if proved:
-        return CheckResult("proof", True, f"replayed: {search} re-derived the lower bound "
-                           f"{lb:.10g} from the data ({effort})")
-    if refuted:
-        return CheckResult("proof", False, f"replay refutes the lower bound: {witness} "
-                           f"reach{'es' if witness == 'a rule' else ''} risk "
-                           f"{best_risk:.10g} < {lb:.10g}")
-    return CheckResult("proof", True, f"lower bound taken on trust: the replay did not "
-                       f"finish{unfinished}")
-
-
-#: seconds the two-rule replay may take before the bound is taken on trust
-PAIR_REPLAY_SECONDS = 60.0
-#: languages of more candidate boxes than this are not replayed (the bound is taken on
-#: trust): the scan's cost per first box makes a replay of millions of boxes take minutes
-#: (diabetes, rules of 3 features: 6 M boxes) while 10⁵ take seconds
-PAIR_REPLAY_MAX_BOXES = 500_000
-
-
-def _pair_replay_fits(cert: Certificate, ds: Dataset) -> bool:
-    """Whether the certificate's language is small enough to replay
-    (:data:`PAIR_REPLAY_MAX_BOXES`) and its k-box table fits the search's memory budget."""
-    from rulemip.budget import default_max_memory
-    from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
-
-    ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
-    n_boxes = count_boxes(ths, cert.max_rule_length)
-    return n_boxes <= PAIR_REPLAY_MAX_BOXES and \
-        kbox_table_bytes(n_boxes, ds.n) <= default_max_memory()
-
-
-def _replayed_pair_proof(cert: Certificate, ds: Dataset, lb: float, atol: float
-                         ) -> CheckResult:
-    """Two rules, squared loss: the lower bound re-derived by replaying the k-box search
-    (:mod:`rulemip.certify.replay_pairs`), no solver involved."""
-    from rulemip.certify.replay_pairs import replay_two_rules
-
-    rep = replay_two_rules(_problem_of(cert, ds), lower_bound=lb - atol,
-                           time_limit=PAIR_REPLAY_SECONDS)
-    return _proof_check(rep.proved, rep.refuted, rep.best_risk, lb, "the k-box search",
-                        f"{rep.scored} pairs scored, {rep.seconds:.2f} s", "two rules",
-                        f" in {PAIR_REPLAY_SECONDS:g} s")
 
 
 def _report(checks: list[CheckResult], risk: float, raise_on_failure: bool,
@@ -423,26 +347,11 @@ def _same_thresholds(a: Any, b: Any) -> bool:
         for u, v in zip(a, b, strict=False))
 
 
-def _bounds_off_grid(ens: RuleEnsemble, thresholds: tuple[tuple[float, ...], ...]
-                     ) -> list[str]:
-    bad: list[str] = []
-    for t, rule in enumerate(ens.rules):
-        for c in rule.conditions:
-            if c.feature >= len(thresholds):
-                bad.append(f"rule {t}: feature {c.feature} unknown")
-                continue
-            grid = np.asarray(thresholds[c.feature])
-            for v in (c.lower, c.upper):
-                if math.isfinite(v) and not np.any(np.isclose(grid, v, rtol=1e-12, atol=1e-12)):
-                    bad.append(f"rule {t}: {c.name} bound {v:g}")
-    return bad
-
-
 #: relative rounding allowed on top of the verifier's swap tolerance
 SWAP_ROUNDING = 1e-12
 
 
-def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None = None
+def local_optimality_checks(cert: Certificate, ds: Dataset
                             ) -> tuple[list[CheckResult], ClaimBasis | None]:
     """Re-derive a claimed 1-swap optimality (docs/explanation/local_optimality.md), and
     how the claim is known; no check and no claim when nothing is claimed.
@@ -452,8 +361,12 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
     1-swap optimal, since re-weighting one rule and the intercept already gains — then
     replays the k swap searches (:func:`rulemip.algorithms.local.rule_swaps.check_one_swap`) on
     the refitted model at the verifier's tolerance: ``SWAP_TOL`` (or the certificate's
-    ``tol`` when smaller) times ``scale``, the data's tolerance scale (:func:`_data_scale`).
-    A certificate's looser ``tol`` is not honoured."""
+    ``tol`` when smaller) times the risk of the refitted model, the value the claim bounds
+    (every swap's risk is claimed to be at least it), floored by ``1e-9`` times the data's
+    second moment (:func:`rulemip.algorithms.local.rule_swaps.tolerance_scale`). A
+    certificate's looser ``tol`` is not honoured, and nothing else it records enters the
+    tolerance: a poor model's large risk is the claim's own value, so a swap that gains
+    more than ``1e-9`` relative to it refutes the claim."""
     rec = cert.local_optimality
     if rec is None or not rec.get("proved"):
         return [], None
@@ -462,13 +375,19 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
         return [CheckResult(name, False, f"claimed for loss {cert.loss!r}; it is defined "
                             "for squared loss only")], \
             ClaimBasis("1-swap", TAKEN_ON_TRUST, "not defined for this loss")
-    from rulemip.algorithms.local.rule_swaps import SWAP_TOL, check_one_swap, refit_ensemble
+    from rulemip.algorithms.local.rule_swaps import (
+        SWAP_TOL,
+        check_one_swap,
+        refit_ensemble,
+        second_moment,
+        tolerance_scale,
+    )
 
     refitted, refit_risk = refit_ensemble(ds, cert.ensemble.rules, reg=cert.reg,
                                           fit_intercept=cert.fit_intercept,
                                           template=cert.ensemble)
-    if scale is None:
-        scale = _data_scale(ds, refit_risk)
+    scale = tolerance_scale(refit_risk if math.isfinite(refit_risk) else 0.0,
+                            second_moment(ds))
     claimed_tol = float(rec.get("tol", SWAP_TOL))
     atol = (min(claimed_tol, SWAP_TOL) + SWAP_ROUNDING) * scale
     refuted = ClaimBasis("1-swap", TAKEN_ON_TRUST, "refuted by the replay")
@@ -480,7 +399,11 @@ def local_optimality_checks(cert: Certificate, ds: Dataset, scale: float | None 
             f"joint optimum of its rules: refitting them lowers the risk by "
             f"{risk - refit_risk:.6g} > {atol:.3g} (re-weighting one rule and the "
             "intercept is a swap that gains)")], refuted
-    ok, checks = check_one_swap(_problem_of(cert, ds), refitted, atol=atol)
+    problem = KRuleProblem.of(ds, cert.n_rules, reg=cert.reg,
+                              fit_intercept=cert.fit_intercept,
+                              thresholds=[np.asarray(t) for t in cert.thresholds],
+                              max_rule_length=cert.max_rule_length)
+    ok, checks = check_one_swap(problem, refitted, atol=atol)
     if ok:
         capped = "" if claimed_tol <= SWAP_TOL else \
             f" (the certificate's tol {claimed_tol:.3g} capped at {SWAP_TOL:.3g})"

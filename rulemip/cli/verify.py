@@ -20,15 +20,20 @@ def register(sub: Any) -> None:
                    help="check against the bundled diabetes_small data (what `rulemip fit` "
                         "uses without --data) instead of --data/--target")
     p.add_argument("--tol", type=float, default=1e-7,
-                   help="relative tolerance on risks, >= 0 (times the data's scale: the refitted "
-                        "risk of the recorded rules)")
+                   help="relative tolerance on risks, >= 0 (relative to the recomputed risk; on "
+                        "a lower bound, relative to the bound with a round-off floor of "
+                        "1e-12 times the data's second moment)")
+    p.add_argument("--mip-gap", type=float, default=1e-6,
+                   help="verify's own relative gap for status 'optimal' (default 1e-6): within "
+                        "only the looser mip_gap the fit recorded, 'optimal' is taken on trust "
+                        "(and fails --strict)")
     p.add_argument("--thresholds", metavar="FILE.json",
                    help="the explicit cut points the fit was given (a JSON list with one list "
                         "per feature): re-derives a certificate's explicit thresholds "
                         "instead of taking them on trust")
     p.add_argument("--strict", action="store_true",
-                   help="fail when the thresholds are taken on trust (only the lower bound, "
-                        "which a new solve re-derives, may be)")
+                   help="fail when the thresholds or an 'optimal' status are taken on trust "
+                        "(only the lower bound, which a new solve re-derives, may be)")
     p.set_defaults(func=run)
 
 
@@ -55,7 +60,8 @@ def run(args: argparse.Namespace) -> int:
             c for c in categorical if c != args.target])
         print(f"data: {args.data} (target {args.target!r}, {len(X)} rows)")
     thresholds = None if args.thresholds is None else _read_thresholds(args.thresholds)
-    report = verify(cert, X, y, tol=args.tol, thresholds=thresholds, strict=args.strict)
+    report = verify(cert, X, y, tol=args.tol, thresholds=thresholds, strict=args.strict,
+                    mip_gap=args.mip_gap)
     print(report)
     return 0 if report.ok else 1
 

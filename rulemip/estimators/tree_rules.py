@@ -9,6 +9,16 @@ engine (:func:`~rulemip.algorithms.pruning.driver.register_pruning_engine`; the 
 :func:`~rulemip.algorithms.pruning.driver.solve_pruning` decides every engine's status the
 same way), among them the built-in ones:
 
+``"perspective"`` (the default)
+    Best-first branch and bound whose bound is the perspective relaxation through its dual,
+    the node/descendant rule and the budget inside
+    (:func:`~rulemip.algorithms.pruning.perspective_bnb.perspective_bnb`;
+    docs/explanation/tree_pruning.md, "The perspective bound"); optimal up to ``mip_gap``
+    when ``result_.termination`` is ``optimal``, otherwise the incumbent with a valid
+    lower bound and a :class:`~rulemip.exceptions.SolveLimitWarning`. On friedman1
+    (docs/benchmarks/pruning.md) it proves faster than the outer approximation where both
+    prove, and its bound is the higher where neither does (far higher at the default γn =
+    10).
 ``"exact"``
     Alg. 1 (outer approximation, :func:`~rulemip.algorithms.pruning.exact.prune_exact`) on
     the budgeted problem :math:`\sum_i a_i z_i \le K`; optimal up to the relative gap
@@ -58,6 +68,7 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 
+from rulemip._kernels import ensure_compiled
 from rulemip._solver_names import check_solver_name
 from rulemip._validation import (
     check_bool,
@@ -88,7 +99,7 @@ DEFAULT_REG_PER_ROW = 1.0 / DEFAULT_GAMMA_N
 FloatArray = NDArray[np.float64]
 
 #: the engines this module documents; ``engine`` takes any registered one (:func:`engines`)
-ENGINES = ("exact", "path", "relax_round", "mip")
+ENGINES = ("perspective", "exact", "path", "relax_round", "mip")
 METHODS = ENGINES  # the former name (the parameter was ``method`` until 0.3)
 ATTRIBUTES = ("rule", "depth", "feature")
 NODE_VALUES = ("mean", "fitted")
@@ -166,9 +177,12 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     attribute : {"rule", "depth", "feature"}, default="rule"
         Node cost :math:`a_i`: 1, the depth :math:`|P_i|`, or the number of distinct
         features on the root-to-node path.
-    engine : str, default="exact"
-        Selection algorithm: a registered pruning engine — the built-in ``"exact"``,
-        ``"path"``, ``"relax_round"`` (module docstring) and ``"mip"`` (problem (1) as a
+    engine : str, default="perspective"
+        Selection algorithm: a registered pruning engine — the built-in ``"perspective"``
+        (branch and bound on the perspective relaxation's dual with the node/descendant
+        rule and the budget inside; docs/explanation/tree_pruning.md, "The perspective
+        bound"), ``"exact"`` (outer approximation, Alg. 1), ``"path"``, ``"relax_round"``
+        (module docstring) and ``"mip"`` (problem (1) as a
         convex MIQP solved natively by a backend that takes it, SCIP), or one registered
         with :func:`~rulemip.algorithms.pruning.driver.register_pruning_engine` (its
         factory receives ``n_lambdas`` among its settings). The same word as the exact
@@ -197,8 +211,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         extraction and every phase of the method ask one
         :class:`~rulemip.budget.Budget` started after the ensemble is fitted.
     mip_gap : float, default=1e-4
-        Relative gap :math:`(U - L)/|U|` at which ``engine="exact"`` certifies its
-        selection optimal (and stops). The other engines are heuristics and ignore it.
+        Relative gap :math:`(U - L)/|U|` at which ``engine="perspective"`` or ``"exact"``
+        certifies its selection optimal (and stops).
     verbose : bool, default=False
         Progress on stderr: the phases, and the bounds of the exact method about once a
         second.
@@ -249,7 +263,7 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
     result_: PruningResult
 
     def __init__(self, estimator: Any = None, *, n_rules: int = 10, attribute: str = "rule",
-                 engine: str = "exact", reg: float | None = None, solver: str = "auto",
+                 engine: str = "perspective", reg: float | None = None, solver: str = "auto",
                  time_limit: float | None = 60.0, mip_gap: float = 1e-4, prefit: bool = False,
                  node_values: str = "mean", n_lambdas: int = 50,
                  random_state: int | None = None, verbose: bool = False) -> None:
@@ -320,9 +334,13 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         X, y = ds.X, ds.y
         check_float32_range(X, "the trees of the ensemble")
         est = self._fitted_ensemble(X, y)
+        engine = self.engine
+        if engine == "perspective":  # its dynamic program, compiled before the clock
+            kernels = ensure_compiled("pruning")
+            if kernels.message:
+                say(self.verbose, kernels.message)
         # one clock for the selection: extraction and every phase of the method ask it
         budget = Budget.from_time_limit(self.time_limit)
-        engine = self.engine
         self.estimator_ = est
         self.intercept_ = float(y.mean())
         sd = float(y.std())

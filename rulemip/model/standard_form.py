@@ -16,6 +16,7 @@ positive semidefinite (the objective convex). Everything is a plain array, so a
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -69,8 +70,8 @@ class StandardForm:
     integrality: NDArray[np.bool_]
     Q: sp.csr_matrix | None = None
     offset: float = 0.0
-    col_names: tuple[str, ...] = ()
-    row_names: tuple[str, ...] = ()
+    col_names: Sequence[str] = ()
+    row_names: Sequence[str] = ()
     indicators: tuple[IndicatorConstraint, ...] = field(default_factory=tuple)
     name: str = "rulemip"
     loss_terms: tuple[SeparableLoss, ...] = field(default_factory=tuple)

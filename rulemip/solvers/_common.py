@@ -45,11 +45,12 @@ def check_options(options: SolveOptions | None) -> SolveOptions:
     check_nonneg_float(options.mip_gap, "mip_gap")
     check_nonneg_float(options.optimality_tol, "optimality_tol")
     check_positive_int(options.threads, "threads", allow_none=True)
-    if options.node_limit is not None and (
-            isinstance(options.node_limit, bool)
-            or not isinstance(options.node_limit, numbers.Integral) or options.node_limit < 0):
-        raise InvalidParameterError(
-            f"`node_limit` must be a non-negative integer or None; got {options.node_limit!r}.")
+    for name in ("node_limit", "iteration_limit"):
+        value = getattr(options, name)
+        if value is not None and (isinstance(value, bool)
+                                  or not isinstance(value, numbers.Integral) or value < 0):
+            raise InvalidParameterError(
+                f"`{name}` must be a non-negative integer or None; got {value!r}.")
     if isinstance(options.seed, bool) or not isinstance(options.seed, numbers.Integral) \
             or options.seed < 0:
         raise InvalidParameterError(

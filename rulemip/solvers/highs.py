@@ -275,6 +275,9 @@ class HighsPersistent:
         h.setOptionValue("random_seed", int(opts.seed) % (_INT32_MAX + 1))
         if opts.node_limit is not None:
             h.setOptionValue("mip_max_nodes", int(min(opts.node_limit, _INT32_MAX)))
+        if opts.iteration_limit is not None:
+            h.setOptionValue("simplex_iteration_limit",
+                             int(min(opts.iteration_limit, _INT32_MAX)))
         if opts.threads is not None:
             h.setOptionValue("threads", int(opts.threads))
         for key, value in opts.extra.items():

@@ -73,7 +73,11 @@ class SolveOptions:
     """Options every backend honours (where it cannot, it says so in ``SolveResult.notes``).
 
     ``mip_gap`` is the relative gap at which a MIP solve may stop (then the result is
-    ``OPTIMAL`` only if the gap is within ``optimality_tol``); ``callback`` receives
+    ``OPTIMAL`` only if the gap is within ``optimality_tol``); ``iteration_limit`` caps the
+    simplex (LP) iterations of the whole solve — every LP of presolve, the root, cuts,
+    heuristics and nodes — where the backend can count them (the result then has
+    ``Limit.ITERATION``; a work limit passes it, :meth:`rulemip.budget.Budget.iteration_limit`);
+    ``callback`` receives
     progress dicts ``{"time", "primal", "dual", "gap", "nodes"}`` where the backend can
     report them.
     """
@@ -83,6 +87,7 @@ class SolveOptions:
     threads: int | None = None
     seed: int = 0
     node_limit: int | None = None
+    iteration_limit: int | None = None
     verbose: bool = False
     optimality_tol: float = 1e-6
     callback: Any = None
@@ -91,6 +96,7 @@ class SolveOptions:
     def to_dict(self) -> dict[str, Any]:
         return {"time_limit": self.time_limit, "mip_gap": self.mip_gap,
                 "threads": self.threads, "seed": self.seed, "node_limit": self.node_limit,
+                "iteration_limit": self.iteration_limit,
                 "optimality_tol": self.optimality_tol, "extra": dict(self.extra)}
 
 

@@ -30,7 +30,9 @@ modification calls ``freeTransform()`` and the next solve re-presolves from scra
 passed back as a start when still feasible).
 
 Limits: ``time_limit`` → ``limits/time``, ``mip_gap`` → ``limits/gap``, ``node_limit`` →
-``limits/nodes``, ``seed`` → ``randomization/randomseedshift``. A watchdog thread
+``limits/nodes``, ``iteration_limit`` → ``lp/iterlim`` (one LP) and an ``LPSOLVED`` event
+that interrupts the solve once the LP iterations of all its LPs reach it
+(``Limit.ITERATION``), ``seed`` → ``randomization/randomseedshift``. A watchdog thread
 interrupts a solve still running ``1.1·time_limit + 2`` s after it started
 (:func:`watchdog_delay`; the solve runs without the GIL), so that a plug-in that ignores
 SCIP's clock cannot hold it far past the limit; the result then has ``Limit.TIME`` and a
@@ -46,6 +48,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -85,10 +88,23 @@ def _bound(v: float) -> float | None:
     return None if math.isinf(v) else float(v)
 
 
-class ScipPersistent:
-    """A model loaded into one ``pyscipopt.Model`` (see the module docstring)."""
+class LoadExpired(Exception):
+    """The time limit passed while the model was being loaded (:class:`ScipPersistent`
+    checks it every :data:`LOAD_CHECK_EVERY` columns, rows and loss points)."""
 
-    def __init__(self, model: StandardForm) -> None:
+
+#: columns / rows / loss points loaded between two clock checks (≈ 0.01 s of loading)
+LOAD_CHECK_EVERY = 1000
+
+
+class ScipPersistent:
+    """A model loaded into one ``pyscipopt.Model`` (see the module docstring).
+
+    ``deadline`` (a :func:`time.perf_counter` value): loading a model is a Python loop over
+    its columns and rows (seconds for a million rows); past the deadline it stops with
+    :class:`LoadExpired`, checked every :data:`LOAD_CHECK_EVERY` items."""
+
+    def __init__(self, model: StandardForm, *, deadline: float | None = None) -> None:
         import pyscipopt
 
         model = check_model(model)
@@ -116,6 +132,7 @@ class ScipPersistent:
         self._dirty = False
         self._last_x: NDArray[np.float64] | None = None
         self._indicator_binaries: set[int] = set()
+        self._deadline = deadline
         self._add_vars(model.c, model.col_lower, model.col_upper, model.integrality,
                        model.col_names)
         self._set_offset(float(model.offset))
@@ -127,17 +144,30 @@ class ScipPersistent:
             self._add_indicator(ind, k)
         for k, term in enumerate(model.loss_terms):
             self._add_loss(term, k)
+        self._deadline = None   # loaded: later edits (OA masters) are small
         self._m.attachEventHandlerCallback(self._on_best_solution,
                                            [pyscipopt.SCIP_EVENTTYPE.BESTSOLFOUND],
                                            name="rulemip_progress")
+        #: the solve's LP iteration cap (``options.iteration_limit``) and whether it fired
+        self._iteration_cap: int | None = None
+        self._capped = False
+        self._m.attachEventHandlerCallback(self._on_lp_solved,
+                                           [pyscipopt.SCIP_EVENTTYPE.LPSOLVED],
+                                           name="rulemip_iteration_cap")
 
     # ------------------------------------------------------------------ building
+    def _check_load(self, i: int) -> None:
+        if self._deadline is not None and i % LOAD_CHECK_EVERY == 0 \
+                and time.perf_counter() >= self._deadline:
+            raise LoadExpired
+
     def _add_vars(self, c: NDArray[np.float64], lb: NDArray[np.float64],
                   ub: NDArray[np.float64], integer: NDArray[np.bool_],
-                  names: tuple[str, ...] | list[str] = ()) -> None:
+                  names: Sequence[str] = ()) -> None:
         m = self._m
         first = len(self._vars)
         for j in range(len(c)):
+            self._check_load(j)
             name = names[j] if j < len(names) else f"x{first + j}"
             v = m.addVar(name=name, vtype="I" if integer[j] else "C", lb=_bound(lb[j]),
                          ub=_bound(ub[j]), obj=float(c[j]))
@@ -158,11 +188,12 @@ class ScipPersistent:
         return self._zero
 
     def _add_linear_rows(self, A: sp.csr_matrix, lower: NDArray[np.float64],
-                         upper: NDArray[np.float64], names: tuple[str, ...] = ()) -> None:
+                         upper: NDArray[np.float64], names: Sequence[str] = ()) -> None:
         Expr, ExprCons, terms = self._Expr, self._ExprCons, self._terms
         indptr, indices, data = A.indptr, A.indices, A.data
         first = len(self._rows)
         for i in range(A.shape[0]):
+            self._check_load(i)
             s, e = indptr[i], indptr[i + 1]
             if e > s:
                 coefs: dict[Any, float] = {}
@@ -215,6 +246,7 @@ class ScipPersistent:
         thetas: list[Any] = []
         self._thetas.append(thetas)
         for i, col in enumerate(np.asarray(term.cols).tolist()):
+            self._check_load(i)
             f = self._vars[col]
             theta = m.addVar(name=f"rulemip_loss{k}_{i}", lb=None, ub=None, obj=float(w[i]))
             thetas.append(theta)
@@ -343,6 +375,14 @@ class ScipPersistent:
         if progress.report(primal, model.getDualbound(), model.getNNodes()):
             model.interruptSolve()
 
+    def _on_lp_solved(self, model: Any, event: Any) -> None:
+        """Interrupt the solve once its LP iterations reach ``options.iteration_limit``
+        (SCIP's own ``lp/iterlim`` caps each LP, not their sum)."""
+        cap = self._iteration_cap
+        if cap is not None and not self._capped and model.getNLPIterations() >= cap:
+            self._capped = True
+            model.interruptSolve()
+
     def _apply_options(self, opts: SolveOptions) -> list[str]:
         m = self._m
         notes: list[str] = []
@@ -361,6 +401,11 @@ class ScipPersistent:
             m.setParam("limits/gap", float(opts.mip_gap))
         if opts.node_limit is not None:
             m.setParam("limits/nodes", int(opts.node_limit))
+        self._iteration_cap = opts.iteration_limit
+        self._capped = False
+        if opts.iteration_limit is not None:
+            # one LP may not exceed the cap; the LPSOLVED event caps their sum
+            m.setParam("lp/iterlim", max(int(opts.iteration_limit), 1))
         m.setParam("randomization/randomseedshift", int(opts.seed) % (2**31 - 1))
         if opts.threads is not None and opts.threads > 1:
             notes.append("SCIP solves with one thread; `threads` ignored.")
@@ -493,6 +538,7 @@ class ScipPersistent:
                             else (-math.inf, -math.inf))
         elif status in LIMIT_STATUS:
             which = (Limit.TIME if watchdog_fired
+                     else Limit.ITERATION if self._capped
                      else Limit.INTERRUPTED if progress.interrupt else LIMIT_STATUS[status])
             term, limit = limit_status(has_sol, which)
         else:
@@ -558,7 +604,15 @@ class ScipBackend:
 
         opts = check_options(options)
         t0 = time.perf_counter()
-        solver = ScipPersistent(model)
+        deadline = None if opts.time_limit is None else t0 + float(opts.time_limit)
+        try:
+            solver = ScipPersistent(model, deadline=deadline)
+        except LoadExpired:
+            return make_result(TerminationReason.NO_SOLUTION_FOUND, limit=Limit.TIME,
+                               wall_time=time.perf_counter() - t0, backend="scip",
+                               backend_version=scip_version(), options=opts,
+                               notes=[f"the time limit ({opts.time_limit:.3g} s) passed while "
+                                      "the model was loaded into SCIP; not solved."])
         load = time.perf_counter() - t0
         run_opts = opts
         if opts.time_limit is not None:

@@ -20,7 +20,8 @@ from rulemip.testing.conformance.engines import KRULE_CASES, registered_factorie
 #: the engines rulemip registers itself (a test asserts it is every registered one)
 BUILTIN = {*(("k-rule", name) for name in ("cip", "cip-bnb", "mip", "cg", "cell-bnb",
                                            "kbox")),
-           *(("pruning", name) for name in ("exact", "path", "relax_round", "mip"))}
+           *(("pruning", name) for name in ("exact", "path", "relax_round", "mip",
+                                            "perspective"))}
 
 
 @pytest.mark.parametrize(("kind", "name"), sorted(BUILTIN))

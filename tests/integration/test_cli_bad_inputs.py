@@ -199,6 +199,9 @@ def test_verify_digest_recomputed_still_caught_by_rederived_thresholds(cert, tin
 @pytest.mark.parametrize("argv,words", [
     (["--tol", "-1"], "tol"),
     (["--tol", "nan"], "tol"),
+    (["--mip-gap", "-1"], "--mip-gap"),
+    (["--mip-gap", "1"], "--mip-gap"),
+    (["--mip-gap", "nan"], "--mip-gap"),
     ([], "--data"),
 ])
 def test_verify_bad_options(argv, words, cert, tiny, capsys):
@@ -262,7 +265,7 @@ def test_gap_study_python_refuses_unknown_solver_and_zero_thresholds():
     X, y = np.arange(6.0)[:, None], np.arange(6.0)
     with pytest.raises(InvalidParameterError, match="`solver`"):
         gap_study(X, y, 1, ["SGB"], solver="foo")
-    with pytest.raises(InvalidParameterError, match=r"`max_thresholds`.*None for all"):
+    with pytest.raises(InvalidParameterError, match=r"`max_thresholds`.*None.*all midpoints"):
         gap_study(X, y, 1, ["SGB"], max_thresholds=0)
 
 

@@ -95,8 +95,8 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.forest import Forest, pruning_gradient
 from rulemip.formulations.tree_pruning import TreePruningCIP
 
-__all__ = ["FWIteration", "FWResult", "ForestLMO", "antichain_min", "frank_wolfe_bound",
-           "frank_wolfe_relaxation"]
+__all__ = ["FWIteration", "FWResult", "ForestLMO", "RidgeSegment", "antichain_min",
+           "frank_wolfe_bound", "frank_wolfe_relaxation"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -301,6 +301,11 @@ class _Segment:
                     flo *= 0.5
                 side = 1
         return t, x
+
+
+#: q on a segment by a low-rank update with an exact line search (public for the pruning
+#: engines' own Frank–Wolfe loops, e.g. :mod:`rulemip.algorithms.pruning.perspective`)
+RidgeSegment = _Segment
 
 
 def frank_wolfe_relaxation(base: TreePruningCIP, lmo: ForestLMO, *,

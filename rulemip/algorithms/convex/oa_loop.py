@@ -175,7 +175,9 @@ class MasterLoop:
     def solve_master(self, gap: float, use_start: bool, rem: float | None
                      ) -> SolveResult | None:
         """One master at ``gap``, with the near-limit guard; the clock is charged a unit
-        per master and per branch-and-bound node. ``None`` when the backend failed (noted:
+        per master, per branch-and-bound node and per
+        :data:`~rulemip.budget.LP_ITERATIONS_PER_UNIT` simplex iterations
+        (:meth:`~rulemip.budget.Budget.charge_solve`). ``None`` when the backend failed (noted:
         the incumbent and the bound of the masters solved so far stand)."""
         o = self.options
         self.solves += 1
@@ -186,15 +188,17 @@ class MasterLoop:
             extra.setdefault("presolve", "off")
         mopts = SolveOptions(time_limit=rem, mip_gap=gap, threads=o.threads, seed=o.seed,
                              verbose=o.verbose, optimality_tol=o.optimality_tol,
-                             node_limit=self.clock.work_left(), extra=extra)
+                             node_limit=self.clock.work_left(),
+                             iteration_limit=self.clock.iteration_limit(), extra=extra)
         try:
             res = self.adapter.master.solve(mopts, start)
         except SolverError as exc:
             self.notes.append(f"master solve {self.solves} failed ({exc}); stopped with "
                               "the incumbent and the bound of the masters solved before.")
             return None
-        # a master is a unit of work, and so is each of its branch-and-bound nodes
-        self.clock.charge(1 + int(res.nodes or 0))
+        # a master is a unit of work, and so is each of its branch-and-bound nodes and
+        # each LP_ITERATIONS_PER_UNIT of its simplex iterations
+        self.clock.charge_solve(res.nodes, res.iterations)
         self.guard.observe(res.wall_time, rem, self.solves, self.notes)
         return res
 

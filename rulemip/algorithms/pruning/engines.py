@@ -14,6 +14,12 @@ tree_pruning.md):
     The convex relaxation rounded by the knapsack-with-conflicts dynamic program
     (:func:`rulemip.algorithms.pruning.relax_and_round.relax_and_round`); the relaxation's bound is
     valid (it contains every selection).
+``"perspective"``
+    Best-first branch and bound with the perspective relaxation through its dual, the
+    hierarchy and the budget inside (:func:`rulemip.algorithms.pruning.perspective_bnb.
+    perspective_bnb`); its bound is the least open node's (docs/explanation/
+    tree_pruning.md, "The perspective bound"). Warm start: greedy with local search; every
+    new rounding of a node's relaxed point is improved by the same local search.
 ``"mip"``
     Problem (1) as a convex MIQP (:class:`~rulemip.formulations.tree_pruning.
     TreePruningMIP`) solved natively by a backend that takes it (SCIP); the backend's dual
@@ -42,8 +48,8 @@ from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import PruningResult
 from rulemip.solvers.result import Limit, TerminationReason, budget_limit
 
-__all__ = ["ExactPruning", "MIQPPruning", "PathPruning", "RelaxRoundPruning",
-           "choose_path_model"]
+__all__ = ["ExactPruning", "MIQPPruning", "PathPruning", "PerspectivePruning",
+           "RelaxRoundPruning", "choose_path_model"]
 
 
 def _limit(budget: Budget) -> Limit | None:
@@ -184,6 +190,52 @@ class RelaxRoundPruning:
         return {}, {}
 
 
+class PerspectivePruning:
+    """Engine ``"perspective"`` (module docstring); ``node_iterations`` Frank–Wolfe
+    iterations per branch-and-bound node."""
+
+    engine = "perspective"
+
+    def __init__(self, node_iterations: int = 60, **settings: Any) -> None:
+        self.node_iterations = int(node_iterations)
+
+    def search(self, built: PruningProblem, *, solver: Any, budget: Budget, mip_gap: float,
+               callback: Callback | None) -> SearchOutcome:
+        from threadpoolctl import threadpool_limits
+
+        from rulemip.algorithms.pruning.exact import local_search_prune
+        from rulemip.algorithms.pruning.perspective_bnb import perspective_bnb
+
+        def improve(S: Any) -> Any:
+            z, _ = local_search_prune(built.nodes, built.y, built.max_cost,
+                                      attribute=built.attribute, gamma=built.gamma,
+                                      z=built.point(S))
+            return np.flatnonzero(z > 0.5)
+
+        with threadpool_limits(limits=1, user_api="blas"):
+            z0, _ = local_search_prune(built.nodes, built.y, built.max_cost,
+                                       attribute=built.attribute, gamma=built.gamma)
+            res = perspective_bnb(built.nodes, built.y, built.max_cost,
+                                  attribute=built.attribute, gamma=built.gamma,
+                                  budget=budget, mip_gap=float(mip_gap),
+                                  warm_starts=[np.flatnonzero(z0 > 0.5)], improve=improve,
+                                  callback=callback, node_iterations=self.node_iterations)
+        return SearchOutcome(x=res.z, lower_bound=res.lower_bound, finished=res.finished,
+                             limit=res.limit, method="bnb", iterations=res.nodes,
+                             objective=res.value, payload=res)
+
+    def decode(self, built: PruningProblem, outcome: SearchOutcome) -> Selection:
+        z = outcome.x if outcome.x is not None else np.zeros(built.nodes.n_nodes)
+        return built.cip.weights(np.round(z))
+
+    def limit_warning(self, result: PruningResult) -> str | None:
+        return ExactPruning().limit_warning(result)
+
+    def fitted_attributes(self, built: PruningProblem, outcome: SearchOutcome
+                          ) -> tuple[dict[str, Any], dict[str, list[Selection]]]:
+        return {}, {}
+
+
 class MIQPPruning:
     """Engine ``"mip"`` (module docstring); ``complementarity`` as in
     :class:`~rulemip.formulations.tree_pruning.TreePruningMIP`."""
@@ -206,8 +258,9 @@ class MIQPPruning:
         backend = resolve_backend(solver, required_capabilities(sf),
                                   outer_approximation=False)[0]
         res = backend.solve(sf, SolveOptions(time_limit=budget.remaining(), mip_gap=mip_gap,
-                                             node_limit=budget.work_left()))
-        budget.charge(1 + int(res.nodes or 0))
+                                             node_limit=budget.work_left(),
+                                             iteration_limit=budget.iteration_limit()))
+        budget.charge_solve(res.nodes, res.iterations)
         z = None if res.x is None else mip.decode(model, res.x)[0]
         return SearchOutcome(
             x=z, lower_bound=float(res.bounds.dual),
@@ -234,5 +287,7 @@ register_pruning_engine("path", PathPruning,
                         description="regularization path by block coordinate descent")
 register_pruning_engine("relax_round", RelaxRoundPruning,
                         description="convex relaxation rounded by the knapsack DP")
+register_pruning_engine("perspective", PerspectivePruning,
+                        description="branch and bound on the perspective bound's dual")
 register_pruning_engine("mip", MIQPPruning,
                         description="problem (1) as a convex MIQP, solved by the backend")

@@ -22,7 +22,7 @@ def best_single_interval(ds: Dataset, reg: float):
     grid = [-math.inf, *cuts.tolist(), math.inf]
     best = None
     for lo, hi in itertools.combinations(grid, 2):
-        rule = Rule([Condition(0, lo, hi, "x")])
+        rule = Rule([Condition(0, lo, hi, "x1")])
         q = rule.query(ds.X).astype(float)
         res = fit_weights(q[:, None], ds.y, reg=reg)
         if best is None or res.risk < best[0]:
@@ -84,7 +84,7 @@ def test_other_data_and_off_grid_rules_are_rejected(certified):
     y2 = y.copy()
     y2[0] += 1.0
     assert "data" in {c.name for c in verify(cert, X, y2).failures}
-    rule = Rule([Condition(0, 2.7, math.inf, "x")], 1.0)
+    rule = Rule([Condition(0, 2.7, math.inf, "x1")], 1.0)
     off = dataclasses.replace(cert, ensemble=RuleEnsemble([rule], 0.0,
                                                           encoder=cert.ensemble.encoder))
     assert "language" in {c.name for c in verify(off, X, y).failures}
@@ -164,19 +164,26 @@ def fitted_certificate():
     rng = np.random.default_rng(4)
     X = rng.normal(size=(40, 2))
     y = 2.0 * (X[:, 0] > 0.3) + 0.1 * rng.normal(size=40)
-    # three rules: one- and two-rule squared-loss bounds are re-derived by replaying the
-    # box search and the k-box search (test_one_rule_lower_bound_is_rederived,
-    # tests/unit/certify/test_replay_pairs.py); a three-rule bound is the solver's word
+    # three rules: one-, two- and three-rule squared-loss bounds are re-derived by replaying
+    # the box search and the k-box searches (test_one_rule_lower_bound_is_rederived,
+    # tests/unit/certify/test_replay_pairs.py) where the language is small enough
     est = ExactRuleEnsembleRegressor(3, max_thresholds=4, preset=None, time_limit=20).fit(X, y)
     assert est.certificate_.threshold_rule == 4
     assert est.certificate_.options["threshold_source"] == "data"
     return X, y, est.certificate_
 
 
-def test_report_lists_each_claim_as_rederived_or_taken_on_trust(fitted_certificate):
+def test_report_lists_each_claim_as_rederived_or_taken_on_trust(fitted_certificate,
+                                                                monkeypatch):
+    """With no replay for its size (the three-box replay's limit set to 0 boxes), a
+    three-rule bound is the solver's word, and the report says why it was not replayed."""
+    from rulemip.certify import bound_replays
+
+    monkeypatch.setattr(bound_replays, "TRIPLE_REPLAY_MAX_BOXES", 0)
     X, y, cert = fitted_certificate
     report = verify(cert, X, y)
     assert report.ok
+    assert any("beyond the 0 boxes verify replays" in c.message for c in report.checks)
     basis = {c.claim: c.basis for c in report.claims}
     assert basis == {"data": "re-derived", "thresholds": "re-derived", "model": "re-derived",
                      "risk": "re-derived", "lower bound": "taken on trust",

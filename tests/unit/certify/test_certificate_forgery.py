@@ -303,3 +303,165 @@ def test_an_edited_mip_gap_cannot_make_any_model_optimal(one_rule, value):
     doc["solver"]["options"]["mip_gap"] = value
     with pytest.raises(CertificateError, match=r"solver\.options\.mip_gap"):
         Certificate.from_dict(doc)
+
+
+# ------------------------------------------------------- issue 38: slack relative to the bound
+def _issue38_data():
+    """The 30 rows of issue 38, item 1: y jumps by 1e4 at x0 = 0, so a poor model's risk
+    (about var y = 2.4e7) dwarfs the optima (1.2377 for one rule, 0.9336 for two)."""
+    rng = np.random.default_rng(3)
+    X = np.round(rng.normal(size=(30, 2)), 2)
+    y = np.round(1e4 * (X[:, 0] > 0) + rng.normal(size=30), 3)
+    return X, y, [[-0.5, 0.0, 0.5]] * 2
+
+
+def _poor_model_certificate(k, factor):
+    """A poor rule (x1 > 0.5, refit risk about 2.4e7) recorded with a lower bound
+    ``factor`` times the brute-force optimum of ``k`` rules."""
+    X, y, th = _issue38_data()
+    ds = Dataset.from_arrays(X, y, loss="squared")
+    opt = brute_force_optimum(X, y, k, reg=1e-9, thresholds=[np.asarray(t) for t in th]).risk
+    rule = Rule(conditions_from_box([-np.inf, 0.5], [np.inf, np.inf], ds.encoder))
+    ens, risk = refit_ensemble(ds, [rule], reg=1e-9, fit_intercept=True)
+    ens = RuleEnsemble(ens.rules, ens.intercept, "squared", ds.encoder)
+    assert risk > 1e7 and factor * opt < risk
+    problem = KRuleProblem.of(ds, k, loss="squared", reg=1e-9, fit_intercept=True, thresholds=th)
+    cert = make_certificate(problem, ens, risk=risk, lower_bound=factor * opt, status="feasible",
+                            bound_valid=True)
+    return X, y, th, cert
+
+
+@pytest.mark.parametrize(("k", "factor"), [(1, 2.0), (2, 3.0), (1, 1.001), (2, 1.001)])
+def test_a_bound_above_the_optimum_behind_a_poor_model_is_refuted(k, factor):
+    """Issue 38, item 1: the slack was tol times the refitted risk of the recorded rules
+    (2.39 here), so a bound 2x (k = 1) or 3x (k = 2) the optimum passed as "replayed: ...
+    re-derived the lower bound" behind a poor model. The slack is relative to the bound
+    now (with a round-off floor of 1e-12 times the data's second moment, 5.7e-5 here)."""
+    X, y, th, cert = _poor_model_certificate(k, factor)
+    for strict in (False, True):
+        report = verify(cert, X, y, thresholds=th, strict=strict)
+        assert [f.name for f in report.failures] == ["proof"], str(report)
+        assert "replay refutes the lower bound" in report.failures[0].message
+        assert {c.claim: c.basis for c in report.claims}["lower bound"] == "taken on trust"
+
+
+def test_cli_refutes_a_bound_above_the_optimum_behind_a_poor_model(tmp_path, capsys):
+    import pandas as pd
+
+    from rulemip.cli import main
+
+    for k, factor in ((1, 2.0), (2, 3.0)):
+        X, y, th, cert = _poor_model_certificate(k, factor)
+        frame = pd.DataFrame(X, columns=list(cert.feature_names))
+        frame["y"] = y
+        frame.to_csv(tmp_path / "d.csv", index=False)
+        (tmp_path / "th.json").write_text(json.dumps(th))
+        path = cert.save(tmp_path / f"forged{k}.json")
+        for extra in ([], ["--strict"]):
+            code = main(["verify", str(path), "--data", str(tmp_path / "d.csv"), "--target",
+                         "y", "--thresholds", str(tmp_path / "th.json"), *extra])
+            out = capsys.readouterr().out
+            assert code == 1 and "FAIL  proof: replay refutes" in out, out
+            assert "re-derived the lower bound" not in out
+
+
+@pytest.mark.parametrize("k", [1, 2])
+def test_honest_certificates_on_the_issue38_data_keep_their_bound_rederived(k):
+    from rulemip import ExactRuleEnsembleRegressor
+
+    X, y, th = _issue38_data()
+    cert = ExactRuleEnsembleRegressor(n_rules=k, reg=1e-9, thresholds=th,
+                                      engine="kbox").fit(X, y).certificate_
+    report = verify(cert, X, y, thresholds=th, strict=True)
+    assert report.ok and report.taken_on_trust == (), str(report)
+
+
+# ------------------------------------------------ issue 38: verify's own mip_gap for "optimal"
+@pytest.fixture(scope="module")
+def diabetes_pair():
+    """A genuine k = 2 certificate on sklearn's diabetes (rules of at most 2 features, 4
+    cuts per feature: the pair replay re-derives its bound in well under a second), and
+    the forgery of issue 38, item 2: a worse model (one of its rules, refitted: 35 % above
+    the optimum) with the true bound, status "optimal" and a recorded mip_gap of 0.5."""
+    from sklearn.datasets import load_diabetes
+
+    from rulemip import ExactRuleEnsembleRegressor
+    from rulemip.solvers.result import relative_gap
+
+    X, y = load_diabetes(return_X_y=True)
+    cert = ExactRuleEnsembleRegressor(n_rules=2, max_rule_length=2, max_thresholds=4,
+                                      engine="kbox").fit(X, y).certificate_
+    assert cert.status == "optimal"
+    ds = Dataset.from_arrays(X, y, loss="squared")
+    worse, risk = refit_ensemble(ds, list(cert.ensemble.rules[:1]), reg=cert.reg,
+                                 fit_intercept=True, template=cert.ensemble)
+    assert risk > 1.2 * cert.risk
+    forged = dataclasses.replace(cert, ensemble=worse, risk=risk,
+                                 gap=relative_gap(risk, cert.lower_bound),
+                                 options={**cert.options, "mip_gap": 0.5})
+    assert 0.2 < forged.gap < 0.5
+    return X, y, cert, forged
+
+
+def test_optimal_within_only_the_recorded_mip_gap_is_taken_on_trust(diabetes_pair):
+    """Issue 38, item 2: before, "gap 0.258 within 0.5 (the fit's mip_gap, as recorded)"
+    and the status listed as re-derived; --strict accepted it."""
+    X, y, cert, forged = diabetes_pair
+    report = verify(forged, X, y)
+    basis = {c.claim: c for c in report.claims}
+    assert report.ok, str(report)
+    assert basis["lower bound"].rederived and basis["gap"].rederived
+    assert basis["status"].basis == "taken on trust"
+    said = "optimal at the recorded mip_gap 0.5 (looser than verify's 1e-06): taken on trust"
+    assert said in basis["status"].how and said in str(report)
+    strict = verify(forged, X, y, strict=True)
+    assert [f.name for f in strict.failures] == ["optimality"], str(strict)
+    # at a mip_gap of its own as loose as the fit's, verify re-derives the status
+    loose = verify(forged, X, y, mip_gap=0.5, strict=True)
+    assert loose.ok and loose.taken_on_trust == (), str(loose)
+    # the genuine certificate: everything re-derived, strict or not
+    genuine = verify(cert, X, y, strict=True)
+    assert genuine.ok and genuine.taken_on_trust == (), str(genuine)
+
+
+def test_cli_mip_gap_and_strict_on_a_loose_optimal(diabetes_pair, tmp_path, capsys):
+    import pandas as pd
+
+    from rulemip.cli import main
+
+    X, y, _, forged = diabetes_pair
+    frame = pd.DataFrame(X, columns=list(forged.feature_names))
+    frame["y"] = y
+    frame.to_csv(tmp_path / "d.csv", index=False)
+    path = forged.save(tmp_path / "forged.json")
+    args = ["verify", str(path), "--data", str(tmp_path / "d.csv"), "--target", "y"]
+    assert main(args) == 0
+    out = capsys.readouterr().out
+    assert "optimal at the recorded mip_gap 0.5" in out and "taken on trust: status" in out
+    assert main([*args, "--strict"]) == 1
+    assert "FAIL  optimality" in capsys.readouterr().out
+    assert main([*args, "--strict", "--mip-gap", "0.5"]) == 0
+
+
+@pytest.mark.parametrize("value", [-1e-3, 1.0, float("nan"), "0.1", True])
+def test_verify_mip_gap_is_checked(diabetes_pair, value):
+    from rulemip.exceptions import InvalidParameterError
+
+    X, y, cert, _ = diabetes_pair
+    with pytest.raises(InvalidParameterError, match="mip_gap"):
+        verify(cert, X, y, mip_gap=value)
+
+
+def test_optimal_within_verifys_gap_stands_when_the_recorded_one_is_tighter(one_rule):
+    """A fit at ``mip_gap=0`` stops at the driver's floor of 1e-6 (the mip engine recorded
+    a gap of 3e-8): before, verify judged it at the recorded 0 + 1e-9 and rejected the
+    honest 'optimal'. It is judged at verify's own mip_gap now, and re-derived."""
+    X, y, ds, _, cert, opt = one_rule
+    lb = opt * (1 - 5e-7)
+    honest = _recomputed(cert, ds, cert.ensemble, lower_bound=lb,
+                         options={**cert.options, "mip_gap": 0.0})
+    assert 1e-7 < honest.gap < 1e-6
+    report = verify(honest, X, y, strict=True)
+    assert report.ok and report.taken_on_trust == (), str(report)
+    tight = verify(honest, X, y, mip_gap=1e-7)
+    assert [f.name for f in tight.failures] == ["optimality"], str(tight)

@@ -1,12 +1,12 @@
-"""Solver-free replay of a two-rule optimum (rulemip.certify.replay_pairs): it re-derives
-the brute-force optimum as a lower bound and refutes any bound above it."""
+"""Solver-free replay of a two- or three-rule optimum (rulemip.certify.replay_pairs): it
+re-derives the brute-force optimum as a lower bound and refutes any bound above it."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from rulemip.certify.replay_pairs import replay_two_rules
+from rulemip.certify.replay_pairs import replay_three_rules, replay_two_rules
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.rules.problem import KRuleProblem
@@ -15,20 +15,21 @@ from rulemip.testing.brute_force import brute_force_optimum
 
 @pytest.mark.parametrize(("seed", "reg", "fit_intercept"), [(0, 1e-3, True), (1, 1.0, False),
                                                             (2, 0.0, True)])
-def test_replay_proves_the_optimum_and_refutes_a_higher_bound(seed, reg, fit_intercept):
+@pytest.mark.parametrize("k", [2, 3])
+def test_replay_proves_the_optimum_and_refutes_a_higher_bound(seed, reg, fit_intercept, k):
+    replay = replay_two_rules if k == 2 else replay_three_rules
     rng = np.random.default_rng(seed)
     X = rng.integers(0, 4, size=(16, 3)).astype(float)
     y = X[:, 0] * (X[:, 2] > 1.5) + rng.normal(scale=0.5, size=16)
     th = candidate_thresholds(X, 2)
     ds = Dataset.from_arrays(X, y)
-    opt = brute_force_optimum(X, y, 2, reg=reg, fit_intercept=fit_intercept, thresholds=th,
+    opt = brute_force_optimum(X, y, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
                               max_rule_length=2).risk
-    problem = KRuleProblem.of(ds, 2, reg=reg, fit_intercept=fit_intercept, thresholds=th,
-                              max_rule_length=2)
-    ok = replay_two_rules(problem, lower_bound=opt)
+    kw = {"reg": reg, "fit_intercept": fit_intercept, "max_rule_length": 2}
+    ok = replay(ds, th, lower_bound=opt, **kw)
     assert ok.proved and not ok.refuted
-    assert replay_two_rules(problem, lower_bound=0.5 * opt).proved
-    forged = replay_two_rules(problem, lower_bound=opt * (1 + 1e-6) + 1e-9)
+    assert replay(ds, th, lower_bound=0.5 * opt, **kw).proved
+    forged = replay(ds, th, lower_bound=opt * (1 + 1e-6) + 1e-9, **kw)
     assert forged.refuted and not forged.proved
     assert forged.best_risk == pytest.approx(opt, rel=1e-9)
 
@@ -46,8 +47,8 @@ def test_verify_replays_a_two_rule_certificate_and_refutes_a_forged_one():
     y = X[:, 0] * (X[:, 2] > 1.5) - (X[:, 1] < 2) + rng.normal(scale=0.5, size=40)
     th = candidate_thresholds(X, 3)
     ds = Dataset.from_arrays(X, y)
-    res = solve_exact(KRuleProblem.of(ds, 2, reg=0.01, thresholds=th, max_rule_length=2),
-                      engine="kbox")
+    problem = KRuleProblem.of(ds, 2, reg=0.01, thresholds=th, max_rule_length=2)
+    res = solve_exact(problem, engine="kbox")
     assert res.is_optimal
 
     def cert_of(ens, lb, status):

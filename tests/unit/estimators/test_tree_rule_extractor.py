@@ -321,7 +321,8 @@ def test_mip_gap_is_the_certification_tolerance_and_one_budget_is_passed(monkeyp
 
     monkeypatch.setattr(pe, "prune_exact", spy)
     X, y = _data(40, seed=2)
-    m = TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, mip_gap=0.2).fit(X, y)
+    m = TreeRuleExtractor(_small_gb(), n_rules=2, reg=2.0, mip_gap=0.2,
+                          engine="exact").fit(X, y)
     assert seen["mip_gap"] == 0.2 and isinstance(seen["budget"], Budget)
     assert m.result_.termination is TerminationReason.OPTIMAL
     assert m.result_.gap <= 0.2
@@ -345,11 +346,11 @@ def test_engine_names_the_selection_algorithm():
     gb = _small_gb().fit(X, y)
     new = TreeRuleExtractor(gb, n_rules=2, reg=2.0, engine="relax_round", prefit=True).fit(X, y)
     assert new.result_.engine == "relax_round"
-    exact = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
-    assert exact.result_.engine == "exact"
+    default = TreeRuleExtractor(gb, n_rules=2, reg=2.0, prefit=True).fit(X, y)
+    assert default.result_.engine == "perspective"  # the default engine
     # one result type for the family (issue 23), the engine's own record in `detail`
-    assert type(exact.result_) is type(new.result_)
-    assert type(exact.result_.detail) is not type(new.result_.detail)
+    assert type(default.result_) is type(new.result_)
+    assert type(default.result_.detail) is not type(new.result_.detail)
     assert new.result_.lower_bound <= new.result_.value + 1e-9
     with pytest.raises(InvalidParameterError, match="engine"):
         TreeRuleExtractor(gb, engine="nope", prefit=True).fit(X, y)

@@ -1,0 +1,320 @@
+r"""The perspective relaxation of CIP (2) through its dual, with the hierarchy inside
+(docs/explanation/tree_pruning.md, "The perspective bound").
+
+For binary z, :math:`q(z) = \max_\alpha\ \alpha^\top y - \tfrac12\|\alpha\|^2
+- \tfrac{\gamma}{2}\sum_i z_i (M_i^\top\alpha)^2` (the dual of the ridge fit on the
+support), linear in z. Hence for **every** α and every set Z of feasible selections
+
+.. math::  \min_{z\in Z} q(z) \;\ge\; L_Z(\alpha) = \alpha^\top y - \tfrac12\|\alpha\|^2
+           - \tfrac{\gamma}{2}\max_{z\in Z}\sum_i z_i (M_i^\top\alpha)^2 ,
+
+and the inner maximum over the selections — antichains of the node forest (the
+node/descendant rule (1a)), the budget (1b), and at a branch-and-bound node the fixings —
+is the knapsack with a conflict forest, solved exactly by the dynamic program of
+:mod:`rulemip.algorithms.pruning.knapsack_conflicts` (here compiled:
+:func:`knapsack_dp`). :math:`\max_\alpha L_Z(\alpha)` equals the minimum of the convex
+q over the convex hull of Z (minimax: q is convex in z, concave in α), which is the
+perspective relaxation with the conflict and budget rows replaced by their integer hull.
+
+:func:`node_relaxation` maximizes :math:`L_Z` by pairwise Frank–Wolfe on the primal side
+(iterates are convex combinations of selections in Z, the line search the exact one of
+:mod:`rulemip.algorithms.convex.frank_wolfe`): at the iterate z with ridge residual
+:math:`r(z)`, the Frank–Wolfe gap bound is :math:`L_Z(r(z))`, which is what is kept — it
+is evaluated from its formula, so any α the iteration produces yields a valid bound even
+when the residual is inexact.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+from numpy.typing import NDArray
+
+from rulemip.algorithms.convex.frank_wolfe import BOUND_MARGIN, RidgeSegment
+from rulemip.budget import Budget
+from rulemip.exceptions import InvalidParameterError
+from rulemip.formulations.forest import Forest
+from rulemip.formulations.node_matrix import NodeMatrix
+from rulemip.formulations.tree_pruning import TreePruningCIP
+
+__all__ = ["FREE", "IN", "OUT", "NodeRelaxation", "PerspectiveProblem", "knapsack_dp",
+           "node_relaxation"]
+
+FloatArray = NDArray[np.float64]
+IntArray = NDArray[np.int64]
+#: the status of a node in a branch-and-bound node: free, fixed selected, fixed out
+FREE, IN, OUT = 0, 1, -1
+
+
+@njit(cache=True)
+def _combine(ids: IntArray, f: FloatArray, split: IntArray, acc: FloatArray,
+             new: FloatArray) -> None:  # pragma: no cover - compiled
+    """``acc(c) = max Σ_j f_j(c_j)`` over ``Σ_j c_j ≤ c`` for the nodes ``ids``, recording
+    the share ``split[j, c]`` of each (children before their parent)."""
+    C = acc.shape[0] - 1
+    acc[:] = 0.0
+    for e in range(ids.shape[0]):
+        j = ids[e]
+        for c in range(C + 1):
+            best, bt = -np.inf, 0
+            for t in range(c + 1):
+                v = acc[c - t] + f[j, t]
+                if v > best:
+                    best, bt = v, t
+            new[c] = best
+            split[j, c] = bt
+        acc[:] = new
+
+
+@njit(cache=True)
+def _dp(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], capacity: int,
+        post: IntArray, child_ptr: IntArray, child_idx: IntArray, roots: IntArray
+        ) -> tuple[float, NDArray[np.bool_]]:  # pragma: no cover - compiled
+    C = capacity
+    m = profit.shape[0]
+    f = np.empty((m, C + 1))
+    split = np.zeros((m, C + 1), dtype=np.int64)
+    take = np.zeros((m, C + 1), dtype=np.bool_)
+    forced = np.zeros(m, dtype=np.bool_)  # a node fixed IN at or below
+    acc = np.empty(C + 1)
+    new = np.empty(C + 1)
+
+    for k in range(post.shape[0]):
+        i = post[k]
+        kids = child_idx[child_ptr[i]:child_ptr[i + 1]]
+        _combine(kids, f, split, acc, new)
+        below = False
+        for e in range(kids.shape[0]):
+            below = below or forced[kids[e]]
+        forced[i] = below or status[i] == 1
+        for c in range(C + 1):
+            if status[i] == 1:
+                ok = c >= cost[i] and not below
+                f[i, c] = profit[i] if ok else -np.inf
+                take[i, c] = ok
+            elif status[i] == -1 or below or c < cost[i] or not profit[i] > acc[c]:
+                f[i, c] = acc[c]
+            else:
+                f[i, c] = profit[i]
+                take[i, c] = True
+    _combine(roots, f, split, acc, new)
+    total = acc[C]
+    z = np.zeros(m, dtype=np.bool_)
+    if total == -np.inf:
+        return total, z
+    stack_node = np.empty(m, dtype=np.int64)
+    stack_cap = np.empty(m, dtype=np.int64)
+    top = 0
+    c = C
+    for e in range(roots.shape[0] - 1, -1, -1):
+        j = roots[e]
+        t = split[j, c]
+        stack_node[top], stack_cap[top] = j, t
+        top += 1
+        c -= t
+    while top > 0:
+        top -= 1
+        i, c = stack_node[top], stack_cap[top]
+        if take[i, c]:
+            z[i] = True
+            continue
+        for e in range(child_ptr[i + 1] - 1, child_ptr[i] - 1, -1):
+            j = child_idx[e]
+            t = split[j, c]
+            stack_node[top], stack_cap[top] = j, t
+            top += 1
+            c -= t
+    return total, z
+
+
+@dataclass(frozen=True)
+class ForestArrays:
+    """The node forest as flat arrays for :func:`knapsack_dp`: post-order, children in
+    CSR form, roots."""
+
+    post: IntArray
+    child_ptr: IntArray
+    child_idx: IntArray
+    roots: IntArray
+
+    @classmethod
+    def of(cls, parent: IntArray) -> ForestArrays:
+        forest = Forest(parent)
+        m = forest.n_nodes
+        order = np.argsort(np.where(forest.parent < 0, m, forest.parent), kind="stable")
+        counts = np.bincount(forest.parent[forest.parent >= 0], minlength=m)
+        ptr = np.concatenate([[0], np.cumsum(counts)]).astype(np.int64)
+        idx = order[: int(ptr[-1])].astype(np.int64)
+        return cls(np.asarray(forest.post_order, dtype=np.int64), ptr, idx,
+                   np.asarray(forest.roots, dtype=np.int64))
+
+
+def knapsack_dp(profit: FloatArray, cost: IntArray, capacity: int, forest: ForestArrays,
+                status: NDArray[np.int8] | None = None) -> tuple[float, NDArray[np.bool_]]:
+    r""":math:`\max \sum_i p_i z_i` over antichains z of the forest with
+    :math:`\sum_i a_i z_i \le C`, nodes of ``status`` IN selected and OUT not — the
+    recurrence of :func:`~rulemip.algorithms.pruning.knapsack_conflicts.forest_knapsack`
+    (``f_i(c) = max(p_i·1{a_i ≤ c}, children combined)``), compiled, with fixings.
+    Returns ``(value, z)``; value ``-inf`` (and z = 0) when no selection obeys the
+    fixings. Costs are non-negative integers."""
+    m = profit.shape[0]
+    st = np.zeros(m, dtype=np.int8) if status is None else np.asarray(status, dtype=np.int8)
+    return _dp(np.asarray(profit, dtype=float), np.asarray(cost, dtype=np.int64), st,
+               int(capacity), forest.post, forest.child_ptr, forest.child_idx, forest.roots)
+
+
+class PerspectiveProblem:
+    """CIP (2) with what the dual bound needs: the oracle, integer costs, the capacity
+    and the forest arrays (module docstring)."""
+
+    def __init__(self, nodes: NodeMatrix, y: FloatArray, max_cost: float, attribute: str,
+                 gamma: float) -> None:
+        a = nodes.attribute(attribute)  # type: ignore[arg-type]
+        if np.any(a < 0) or not np.allclose(a, np.round(a)):
+            raise InvalidParameterError("the perspective bound needs non-negative integer "
+                                        "node costs.")
+        self.nodes = nodes
+        self.cip = TreePruningCIP(nodes.M, y, gamma)
+        self.cost = np.round(a).astype(np.int64)
+        self.capacity = math.floor(float(max_cost) + 1e-9)
+        self.forest = ForestArrays.of(np.asarray(nodes.parent, dtype=np.int64))
+        self.gamma = float(gamma)
+        self.m = nodes.n_nodes
+
+    def dual_bound(self, alpha: FloatArray, status: NDArray[np.int8] | None = None
+                   ) -> tuple[float, NDArray[np.bool_]]:
+        r"""``(L_Z(α) less a relative margin, the maximizing selection)`` for Z the
+        selections obeying ``status`` (module docstring); ``+inf`` when Z is empty."""
+        bound, s, _ = self.dual_bound_and_gains(alpha, status)
+        return bound, s
+
+    def dual_bound_and_gains(self, alpha: FloatArray, status: NDArray[np.int8] | None = None
+                             ) -> tuple[float, NDArray[np.bool_], FloatArray]:
+        """:meth:`dual_bound` and the profits ``c_i(α) = (M_iᵀα)²`` of its inner problem."""
+        c = np.asarray(self.cip.Mt @ alpha).ravel() ** 2
+        best, s = knapsack_dp(c, self.cost, self.capacity, self.forest, status)
+        if best == -np.inf:
+            return math.inf, s, c
+        value = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha) - 0.5 * self.gamma * best
+        return value - BOUND_MARGIN * max(1.0, abs(value)), s, c
+
+    def propagate(self, status: NDArray[np.int8], i: int) -> NDArray[np.int8]:
+        """A copy of ``status`` with node ``i`` fixed IN and its ancestors and descendants
+        fixed OUT (the node/descendant rule)."""
+        out = status.copy()
+        out[self.nodes.descendants[i]] = OUT
+        p = int(self.nodes.parent[i])
+        while p >= 0:
+            out[p] = OUT
+            p = int(self.nodes.parent[p])
+        out[i] = IN
+        return out
+
+
+@dataclass
+class NodeRelaxation:
+    """What :func:`node_relaxation` returns: the best bound and its α, the last iterate
+    ``z`` (a convex combination of ``atoms`` with ``weights``) and its value q(z) (an upper
+    bound of the relaxation), iterations, and why it stopped."""
+
+    lower_bound: float
+    alpha: FloatArray
+    z: FloatArray
+    value: float
+    atoms: list[IntArray]
+    weights: FloatArray
+    iterations: int = 0
+    stop: str = ""
+
+
+def _padded(atoms: list[IntArray], m: int) -> IntArray:
+    """The atoms (node index arrays) as rows of one array, padded with ``m``."""
+    width = max(1, max((S.shape[0] for S in atoms), default=0))
+    P = np.full((len(atoms), width), m, dtype=np.int64)
+    for j, S in enumerate(atoms):
+        P[j, : S.shape[0]] = S
+    return P
+
+
+def _mix(P: IntArray, w: FloatArray, m: int) -> FloatArray:
+    """``Σ_j w_j 1_{atom j}`` for the padded atoms ``P``."""
+    return np.asarray(np.bincount(P.ravel(), weights=np.repeat(w, P.shape[1]),
+                                  minlength=m + 1)[:m], dtype=float)
+
+
+def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
+                    atoms: list[IntArray], weights: FloatArray, *, threshold: float,
+                    rel_tol: float, max_iter: int, budget: Budget,
+                    lower_bound: float = -math.inf, alpha: FloatArray | None = None
+                    ) -> NodeRelaxation:
+    r"""Maximize :math:`L_Z(\alpha)` for Z = the selections obeying ``status`` by pairwise
+    Frank–Wolfe from the convex combination of ``atoms`` (supports, each in Z; at least
+    one) with ``weights``.
+
+    Stops once the bound reaches ``threshold`` (the node is pruned), when the relative
+    Frank–Wolfe gap ``(q(z) − bound)/q(z)`` is at most ``rel_tol``, after ``max_iter``
+    iterations, or when ``budget`` runs out (every iteration charges one work unit). The
+    returned bound is the best :math:`L_Z` seen (at least ``lower_bound``, attained at
+    ``alpha``)."""
+    cip = problem.cip
+    m = problem.m
+    w = np.asarray(weights, dtype=float)
+    w = w / w.sum()
+    P = _padded(atoms, m)  # one row per atom, padded with the sentinel column m
+    z = _mix(P, w, m)
+    r = RidgeSegment(cip, z, np.zeros(m), 0.0).Ay
+    best_alpha = r if alpha is None else alpha
+    it, stop = 0, "max_iter"
+    value = 0.5 * float(cip.y @ r)
+    while True:
+        bound, s, c = problem.dual_bound_and_gains(r, status)
+        if bound > lower_bound:
+            lower_bound, best_alpha = bound, r
+        if lower_bound >= threshold:
+            stop = "pruned"
+            break
+        if value - lower_bound <= rel_tol * max(abs(value), 1e-12):
+            stop = "converged"
+            break
+        if it >= max_iter:
+            break
+        if budget.expired():
+            stop = "limit"
+            break
+        budget.charge(1)
+        it += 1
+        scores = np.append(c, 0.0)[P].sum(axis=1)  # c = -∇q(z)·2/γ
+        k = int(np.argmin(scores))  # the away atom: least gain
+        S_new = np.flatnonzero(s)
+        if float(c[S_new].sum()) <= scores[k] * (1 + 1e-12):
+            stop = "converged"
+            break
+        d = np.zeros(m)
+        d[S_new] += 1.0
+        d[P[k][P[k] < m]] -= 1.0
+        seg = RidgeSegment(cip, z, d, 0.0)
+        t, x = seg.search(float(w[k]))
+        if t <= 0.0:
+            stop = "stalled"
+            break
+        r = seg.residual(x)
+        value = 0.5 * float(cip.y @ r)
+        w[k] -= t
+        if S_new.shape[0] > P.shape[1]:
+            P = np.hstack([P, np.full((P.shape[0], S_new.shape[0] - P.shape[1]), m)])
+        row = np.full(P.shape[1], m)
+        row[: S_new.shape[0]] = S_new
+        same = np.flatnonzero((row == P).all(axis=1))
+        if same.size:
+            w[same[0]] += t
+        else:
+            P = np.vstack([P, row])
+            w = np.append(w, t)
+        keep = w > 1e-12
+        P, w = P[keep], w[keep] / w[keep].sum()
+        z = _mix(P, w, m)
+    atoms = [row[row < m] for row in P]
+    return NodeRelaxation(lower_bound, best_alpha, z, value, atoms, w, it, stop)

@@ -1,0 +1,219 @@
+r"""Solver-free replays of a certificate's lower bound, and the slack they allow.
+
+A claimed lower bound :math:`L` says that no model of the language has a risk below
+:math:`L`. Where an exact search of the language is cheap enough, :func:`replay_lower_bound`
+re-derives that from the data alone: it runs the search with :math:`L - s` as the value
+to beat, and the bound is re-derived when the finished search meets nothing below it,
+refuted when it does.
+
+The slack :math:`s` (:func:`bound_slack`) is relative to the bound being checked, with a
+round-off floor fixed by the data: :math:`s = \max(\mathrm{tol}\cdot|L|, 10^{-12} m_2)`,
+:math:`m_2 = \sum_i w_i y_i^2 / W`. Nothing else a certificate records enters it — not
+its rules or weights, its claimed risk or its recorded tolerances — so a forger cannot
+make it large (issue 38: a slack of ``tol`` times the refitted risk of the recorded rules
+let a bound 3× the optimum pass behind a poor model of risk 2.4·10⁷).
+
+Replay kinds (:data:`REPLAYS`, the first that applies is run):
+
+* one rule, squared loss: the exact box search (:mod:`rulemip.certify.replay`);
+* two rules, squared loss, a language of at most :data:`PAIR_REPLAY_MAX_BOXES` boxes:
+  the k-box pair scan (:mod:`rulemip.certify.replay_pairs`), for at most
+  :data:`PAIR_REPLAY_SECONDS`;
+* three rules, squared loss, at most :data:`TRIPLE_REPLAY_MAX_BOXES` boxes: the
+  three-box scan, for at most :data:`TRIPLE_REPLAY_SECONDS`.
+
+A new kind plugs in as one more :class:`BoundReplay` in :data:`REPLAYS`: a predicate
+saying when it applies and a runner returning a :class:`ReplayOutcome` for a given value
+to beat; the check, the message and the claim's basis are built here for every kind.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+
+from rulemip.certify.certificate import Certificate
+from rulemip.certify.claims import REDERIVED, CheckResult, ClaimBasis
+from rulemip.data import Dataset
+
+__all__ = ["BOUND_ROUNDOFF", "REPLAYS", "BoundReplay", "ReplayOutcome", "bound_slack",
+           "replay_lower_bound"]
+
+#: the slack's floor relative to the data's second moment: round-off of risks computed as
+#: differences of sums of squares (about 10⁻¹⁶ m₂ each), with room for the sums' growth
+BOUND_ROUNDOFF = 1e-12
+#: seconds the two-rule replay may take before the bound is taken on trust
+PAIR_REPLAY_SECONDS = 60.0
+#: languages of more candidate boxes than this are not replayed (the bound is taken on
+#: trust): the scan's cost per first box makes a replay of millions of boxes take minutes
+#: (diabetes, rules of 3 features: 6 M boxes) while 10⁵ take seconds
+PAIR_REPLAY_MAX_BOXES = 500_000
+#: seconds the three-rule replay may take before the bound is taken on trust
+TRIPLE_REPLAY_SECONDS = 60.0
+#: languages of more candidate boxes than this are not replayed for three rules: the
+#: three-box scan proves 1 032 boxes in seconds and 3 129 in about a minute of CPU
+#: (diabetes, rules of two features; docs/explanation/kbox_search.md §6)
+TRIPLE_REPLAY_MAX_BOXES = 5_000
+
+
+def bound_slack(lower_bound: float, tol: float, moment: float) -> float:
+    r"""What a lower bound :math:`L` may exceed a model's risk by and still stand:
+    :math:`\max(\mathrm{tol}\cdot|L|, 10^{-12}\,m_2)` with ``moment`` :math:`m_2` the
+    data's second moment (module docstring)."""
+    return max(tol * abs(float(lower_bound)), BOUND_ROUNDOFF * abs(float(moment)))
+
+
+@dataclass(frozen=True)
+class ReplayOutcome:
+    """``proved``: the finished search met no model below the value to beat;
+    ``refuted``: it met one (``best_risk``); neither: it was stopped. ``effort`` is said
+    in the report (nodes or pairs, seconds)."""
+
+    proved: bool
+    refuted: bool
+    best_risk: float
+    effort: str
+
+
+@dataclass(frozen=True)
+class BoundReplay:
+    """One kind of replay. ``applies(cert, dataset)``: whether it can re-derive the
+    certificate's bound; ``run(cert, dataset, beat)``: the search with ``beat`` (the bound
+    less the slack) as the value to beat. ``search`` and ``witness`` name the search and
+    what refutes ("a rule", "two rules") in the report; ``unfinished`` is added when it was
+    stopped. With ``rests_on_thresholds`` the re-derived bound is known no better than the
+    recorded thresholds (taken on trust when they are)."""
+
+    search: str
+    witness: str
+    applies: Callable[[Certificate, Dataset], bool]
+    run: Callable[[Certificate, Dataset, float], ReplayOutcome]
+    unfinished: str = ""
+    rests_on_thresholds: bool = False
+    #: ``too_large(cert, dataset)``: why a certificate of this kind is not replayed (its
+    #: language beyond the stated size), said in the report; ``None``: it is
+    too_large: Callable[[Certificate, Dataset], str | None] | None = None
+
+
+# ---------------------------------------------------------------------- one rule
+def _one_rule_applies(cert: Certificate, ds: Dataset) -> bool:
+    return cert.n_rules == 1 and cert.loss == "squared"
+
+
+def _run_one_rule(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
+    from rulemip.certify.replay import replay_one_rule
+
+    rep = replay_one_rule(ds.X, ds.y, ds.weights, cert.thresholds, reg=cert.reg,
+                          fit_intercept=cert.fit_intercept,
+                          max_rule_length=cert.max_rule_length, lower_bound=beat)
+    return ReplayOutcome(rep.proved, rep.refuted, rep.best_risk,
+                         f"{rep.nodes} nodes, {rep.seconds:.2f} s")
+
+
+# ---------------------------------------------------------------------- two rules
+def _pair_applies(cert: Certificate, ds: Dataset) -> bool:
+    """Two rules, squared loss, and a language small enough to replay
+    (:data:`PAIR_REPLAY_MAX_BOXES`) whose k-box table fits the search's memory budget."""
+    if cert.n_rules != 2 or cert.loss != "squared":
+        return False
+    from rulemip.budget import default_max_memory
+    from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
+
+    ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
+    n_boxes = count_boxes(ths, cert.max_rule_length)
+    return n_boxes <= PAIR_REPLAY_MAX_BOXES and \
+        kbox_table_bytes(n_boxes, ds.n) <= default_max_memory()
+
+
+def _run_pair(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
+    from rulemip.certify.replay_pairs import replay_two_rules
+
+    rep = replay_two_rules(ds, cert.thresholds, reg=cert.reg,
+                           fit_intercept=cert.fit_intercept,
+                           max_rule_length=cert.max_rule_length, lower_bound=beat,
+                           time_limit=PAIR_REPLAY_SECONDS)
+    return ReplayOutcome(rep.proved, rep.refuted, rep.best_risk,
+                         f"{rep.scored} pairs scored, {rep.seconds:.2f} s")
+
+
+# ---------------------------------------------------------------------- three rules
+def _triple_applies(cert: Certificate, ds: Dataset) -> bool:
+    """Three rules, squared loss, and a language of at most
+    :data:`TRIPLE_REPLAY_MAX_BOXES` boxes whose table fits the search's memory budget."""
+    return cert.n_rules == 3 and cert.loss == "squared" and \
+        _triple_too_large(cert, ds) is None
+
+
+def _triple_too_large(cert: Certificate, ds: Dataset) -> str | None:
+    """Why a three-rule squared-loss certificate is not replayed, if it is not."""
+    if cert.n_rules != 3 or cert.loss != "squared":
+        return None
+    from rulemip.budget import default_max_memory
+    from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
+
+    ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
+    n_boxes = count_boxes(ths, cert.max_rule_length)
+    if n_boxes > TRIPLE_REPLAY_MAX_BOXES:
+        return (f"a three-box replay of its language ({n_boxes} boxes) is beyond the "
+                f"{TRIPLE_REPLAY_MAX_BOXES} boxes verify replays")
+    if kbox_table_bytes(n_boxes, ds.n) > default_max_memory():
+        return "its language's box table is beyond the memory budget"
+    return None
+
+
+def _run_triple(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
+    from rulemip.certify.replay_pairs import replay_three_rules
+
+    rep = replay_three_rules(ds, cert.thresholds, reg=cert.reg,
+                             fit_intercept=cert.fit_intercept,
+                             max_rule_length=cert.max_rule_length, lower_bound=beat,
+                             time_limit=TRIPLE_REPLAY_SECONDS)
+    return ReplayOutcome(rep.proved, rep.refuted, rep.best_risk,
+                         f"{rep.scored} triples scored, {rep.seconds:.2f} s")
+
+
+#: the replay kinds, tried in order (module docstring)
+REPLAYS: tuple[BoundReplay, ...] = (
+    BoundReplay("the exact box search", "a rule", _one_rule_applies, _run_one_rule),
+    BoundReplay("the k-box search", "two rules", _pair_applies, _run_pair,
+                unfinished=f" in {PAIR_REPLAY_SECONDS:g} s", rests_on_thresholds=True),
+    BoundReplay("the three-box search", "three rules", _triple_applies, _run_triple,
+                unfinished=f" in {TRIPLE_REPLAY_SECONDS:g} s", rests_on_thresholds=True,
+                too_large=_triple_too_large),
+)
+
+
+def replay_lower_bound(cert: Certificate, ds: Dataset, slack: float,
+                       thresholds: ClaimBasis) -> tuple[CheckResult, ClaimBasis | None] | None:
+    """Replay the certificate's (finite) lower bound with the first kind of
+    :data:`REPLAYS` that applies: the ``proof`` check, and the lower bound's basis when
+    the replay re-derived it (``None``: it did not finish, the bound stays on trust).
+    ``None`` when no kind applies. ``thresholds``: how the recorded thresholds are known."""
+    lb = cert.lower_bound
+    for kind in REPLAYS:
+        if not kind.applies(cert, ds):
+            reason = kind.too_large(cert, ds) if kind.too_large is not None else None
+            if reason:
+                return CheckResult("proof", True, f"lower bound taken on trust: {reason}"), \
+                    None
+            continue
+        out = kind.run(cert, ds, lb - slack)
+        if out.proved:
+            check = CheckResult("proof", True, f"replayed: {kind.search} re-derived the "
+                                f"lower bound {lb:.10g} from the data ({out.effort})")
+            on_trust = kind.rests_on_thresholds and not thresholds.rederived
+            basis = thresholds.basis if kind.rests_on_thresholds else REDERIVED
+            return check, ClaimBasis(
+                "lower bound", basis, f"replayed: {kind.search} re-derived it from the "
+                "data, no solver involved"
+                + (", over the recorded thresholds (taken on trust)" if on_trust else ""))
+        if out.refuted:
+            verb = "reaches" if kind.witness == "a rule" else "reach"
+            return CheckResult("proof", False, f"replay refutes the lower bound: "
+                               f"{kind.witness} {verb} risk {out.best_risk:.10g} < "
+                               f"{lb:.10g}"), None
+        return CheckResult("proof", True, "lower bound taken on trust: the replay did not "
+                           f"finish{kind.unfinished}"), None
+    return None
