@@ -367,6 +367,52 @@ def _third_boxes(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
     counts[2] += checked
 
 
+@njit(cache=True, nogil=True)
+def _third_flat(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
+                rank: np.ndarray, a: int, b: int, ra: int, rb: int, rab: float, det2: float,
+                g2: float, u1: float, u2: float, linked: bool, W: float, centred: bool,
+                unit: float, weight: np.ndarray, rho_a: np.ndarray, state: np.ndarray,
+                best: np.ndarray, counts: np.ndarray) -> None:
+    """Every third box of the pair (a, b) scored exactly — one intersection with b each,
+    ρ_ac read from ``rho_a`` — under the rules of :func:`_third_boxes` (which third boxes
+    the pair takes). Used for linked pairs, whose third boxes of every rank leave the
+    trie's z ranges nothing to cut: one intersection per box costs less than the walk's
+    bounds there (diabetes k = 3, 3 cut points: 33 s of CPU against 44 s)."""
+    Nb = N[b]
+    Kb = K[b]
+    zb_abs = abs(z[b])
+    Gp = state[0] * (1.0 - 1e-9) - state[1]
+    scored = 0
+    for c in range(bits.shape[0]):
+        if c in (a, b):
+            continue
+        rc = rank[c]
+        rac = rho_a[c]
+        if linked:
+            if rc < rb and (rac <= -LINK or rac >= LINK):
+                continue
+        elif rc <= rb or rac <= -LINK or rac >= LINK:
+            continue
+        zc = z[c]
+        rbc = _rho(_and_weight(bits[b], bits[c], unit, weight), Nb, N[c], W, centred, Kb,
+                   K[c])
+        if linked:
+            if rc < ra and (rbc <= -LINK or rbc >= LINK):
+                continue
+        elif rbc <= -LINK or rbc >= LINK or abs(zc) > zb_abs:
+            continue
+        scored += 1
+        s = _schur(rac, rbc, rab, det2)
+        gain = g2
+        if s > SPAN_TOL:
+            t = zc - rac * u1 - rbc * u2
+            gain = g2 + t * t / s
+        if gain >= Gp:
+            _offer(gain, ra, rb, rc, state, best)
+            Gp = state[0] * (1.0 - 1e-9) - state[1]
+    counts[0] += scored
+
+
 @njit(cache=True)
 def _parents(depth: np.ndarray) -> np.ndarray:
     """Each node's parent in a trie listed depth first (−1 for the root)."""
@@ -457,8 +503,9 @@ ho_{bc}| \le` LINK and
     LINK < 1/2), so one :func:`may_complete` test decides whether the pair needs its third
     boxes at all. A triple with a linked pair (:math:`|
 ho| \ge` LINK) is met from that
-    pair, whose third boxes of every rank are searched. The third boxes are searched down
-    the trie of the pair scan (:func:`_third_boxes`): a node's region bounds both
+    pair, whose third boxes of every rank are scored exactly (:func:`_third_flat`). An
+    unlinked pair's third boxes are searched down the trie of the pair scan
+    (:func:`_third_boxes`): a node's region bounds both
     intersections :math:`n_{ac}, n_{bc}`, hence (:func:`rho_range`) the correlations, and
     :func:`may_complete` decides whether the subtree may hold a third box reaching the
     incumbent. ``Tsl[x, s]``: box x's weight in slab s (:func:`slab_overlap_matrix`).
@@ -522,6 +569,10 @@ ho| \ge` LINK) is met from that
                         state[0] * (1.0 - 1e-9) - state[1]):
                     continue
             n_searched += 1
+            if linked:  # third boxes of every rank: the trie's z ranges do not help
+                _third_flat(bits, N, K, z, rank, a, b, ra, rb, rab, det2, g2, u1, u2, linked,
+                            W, centred, unit, weight, rho_a, state, best, counts)
+                continue
             _third_boxes(bits, N, K, z, rank, last_slab, a, b, ra, rb, rab, det2, g2, u1,
                          u2, linked, node_iv, node_depth, node_skip, node_box, node_run,
                          node_rng, slabs, slab_w, Tsl, W, lam, centred, unit, weight,
