@@ -7,6 +7,7 @@ Rerun (the committed numbers in docs/benchmarks/pruning.md came from these):
     python benchmarks/pruning.py ablation --time-limit 45 --gamma-n 0.3 > ablation.md
     python benchmarks/pruning.py heldout > heldout.md
     python benchmarks/pruning.py targets --time-limit 60 > targets.md   # issue 39
+    python benchmarks/pruning.py table --time-limit 90 --gamma-n 1 --engine perspective
 
 Instances: ``make_friedman1(n, n_features=10, noise=1.0, random_state=0)``; y standardized
 (centered, unit variance); a GradientBoostingRegressor (learning rate 0.1, random_state 0)
@@ -76,17 +77,49 @@ def _fmt_gap(g: float) -> str:
     return f"{g:.1e}" if g > 0 else "0"
 
 
+def run_engine(n: int, trees: int, depth: int, gamma_n: float, time_limit: float,
+               engine: str, work_limit: int | None = None) -> dict[str, Any]:
+    """One instance through the pruning driver with a registered ``engine``."""
+    import os
+
+    from rulemip.algorithms.pruning.driver import solve_pruning
+    from rulemip.budget import Budget
+
+    nodes, y, _ = instance(n, trees, depth)
+    c0, w0 = time.process_time(), time.perf_counter()
+    budget = Budget.from_time_limit(None if work_limit is not None else time_limit,
+                                    work_limit=work_limit)
+    fit = solve_pruning(nodes, y, engine=engine, n_rules=20, gamma=gamma_n / n, budget=budget)
+    r = fit.result
+    return {"status": r.termination.value, "cpu": time.process_time() - c0,
+            "time": time.perf_counter() - w0, "ub": fit.objective, "lb": r.lower_bound,
+            "gap": r.gap, "m": nodes.n_nodes, "nodes": getattr(r.detail, "nodes", ""),
+            "load": os.getloadavg()[0]}
+
+
 def table(args: argparse.Namespace) -> None:
     limit = (f"work limit {args.work_limit}" if args.work_limit is not None
              else f"time limit {args.time_limit:g} s")
-    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, {limit}, rel_tol 1e-4\n")
-    print("| trees / depth | n / binaries | status | time (s) | integer masters | cuts | "
-          "q(0) | upper bound | lower bound | gap | paper (exact) |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
     cases = [(1000, 100, 3), (1000, 100, 5), (1000, 500, 4),
              (3000, 100, 3), (3000, 100, 5), (3000, 500, 4)]
     if args.quick:
         cases = cases[:2]
+    if args.engine != "exact":
+        print(f"engine {args.engine!r}, γ = {args.gamma_n:g}/n, K = 20 rules, {limit}\n")
+        print("| trees / depth | n / binaries | status | CPU (s) | wall (s) | B&B nodes | "
+              "upper bound | lower bound | gap | load | paper (exact) |")
+        print("|---|---|---|---|---|---|---|---|---|---|---|")
+        for n, T, d in cases:
+            r = run_engine(n, T, d, args.gamma_n, args.time_limit, args.engine,
+                           args.work_limit)
+            print(f"| {T} / {d} | {n} / {r['m']} | {r['status']} | {r['cpu']:.1f} | "
+                  f"{r['time']:.1f} | {r['nodes']} | {r['ub']:.4f} | {r['lb']:.4f} | "
+                  f"{_fmt_gap(r['gap'])} | {r['load']:.1f} | {PAPER[(T, d, n)]} |", flush=True)
+        return
+    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, {limit}, rel_tol 1e-4\n")
+    print("| trees / depth | n / binaries | status | time (s) | integer masters | cuts | "
+          "q(0) | upper bound | lower bound | gap | paper (exact) |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n, T, d in cases:
         r = run(n, T, d, args.gamma_n, args.time_limit, work_limit=args.work_limit)
         print(f"| {T} / {d} | {n} / {r['m']} | {r['status']} | {r['time']:.1f} | "
@@ -233,6 +266,9 @@ def main(argv: list[str] | None = None) -> None:
                         "compare code changes with it)")
     p.add_argument("--regs", nargs="+", default=["None", "10"],
                    help="targets: the estimator's reg values (None: λ = n/10)")
+    p.add_argument("--engine", default="exact",
+                   help="table: a registered pruning engine other than 'exact' runs through "
+                        "the pruning driver (e.g. perspective)")
     p.add_argument("--engines", nargs="+", default=["perspective", "exact"],
                    help="targets: the pruning engines, one row each")
     args = p.parse_args(argv)

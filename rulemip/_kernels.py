@@ -2,7 +2,8 @@
 
 The package's compiled kernels (the box search of :mod:`rulemip.boosting.boxsearch.kernel`, the
 levels bound of :mod:`rulemip.formulations.levels`, the two-rule branch and bound of
-:mod:`rulemip.algorithms.krule.two_rule_bound`) are compiled by numba on their first call and
+:mod:`rulemip.algorithms.krule.two_rule_bound`, the knapsack-with-conflicts dynamic program
+of :mod:`rulemip.algorithms.pruning.perspective`) are compiled by numba on their first call and
 cached on disk (``cache=True``; numba's cache directory, ``NUMBA_CACHE_DIR`` when set).
 A later process loads them in a fraction of a second. Compiling them takes seconds, and
 before this module a fit paid that inside its time limit: the first run of a fresh
@@ -35,7 +36,7 @@ from numba.core import event
 __all__ = ["GROUPS", "CompileReport", "compile_kernels", "ensure_compiled", "groups_for_fit"]
 
 #: kernel groups in the order they are prepared
-GROUPS: tuple[str, ...] = ("box", "levels", "two_rule", "kbox")
+GROUPS: tuple[str, ...] = ("box", "levels", "two_rule", "kbox", "pruning")
 
 _LOCK = threading.Lock()
 _READY: set[str] = set()
@@ -133,8 +134,19 @@ def _warm_kbox() -> None:
     search.search(built, budget=Budget.unlimited(), threads=1, start=np.array([0.0, 1.0]))
 
 
+def _warm_pruning() -> None:
+    """The knapsack-with-conflicts dynamic program of the perspective bound (a root with
+    two leaves, one fixed out)."""
+    from rulemip.algorithms.pruning.perspective import ForestArrays, knapsack_dp
+
+    forest = ForestArrays.of(np.array([-1, 0, 0], dtype=np.int64))
+    knapsack_dp(np.array([1.0, 0.6, 0.7]), np.ones(3, dtype=np.int64), 2, forest,
+                np.array([0, 0, -1], dtype=np.int8))
+
+
 _WARM: dict[str, Callable[[], None]] = {
-    "box": _warm_box, "levels": _warm_levels, "two_rule": _warm_two_rule, "kbox": _warm_kbox}
+    "box": _warm_box, "levels": _warm_levels, "two_rule": _warm_two_rule, "kbox": _warm_kbox,
+    "pruning": _warm_pruning}
 
 
 class _Compiles(event.Listener):

@@ -79,6 +79,11 @@ class ResourceLimitError(RulemipError, MemoryError):
     """A loop would allocate more than the budget's memory cap."""
 
 
+class BudgetExpired(RulemipError):
+    """A step that has no partial result (building a model) found its budget spent
+    (:meth:`Budget.check`); the caller returns the best model it knows."""
+
+
 def _check_limit(value: float | None, name: str) -> float | None:
     if value is None:
         return None
@@ -218,6 +223,12 @@ class Budget:
             return True
         return self.deadline is not None and _clock() >= self.deadline
 
+    def check(self, what: str) -> None:
+        """Raise :class:`BudgetExpired` when the budget is spent (a step without a partial
+        result — ``what`` — asks between its blocks)."""
+        if self.expired():
+            raise BudgetExpired(f"the {self.stop_reason()} limit was reached while {what}.")
+
     def charge(self, units: int = 1) -> None:
         """Count ``units`` of work done (module docstring: what a unit is)."""
         if units > 0:
@@ -311,8 +322,8 @@ class Budget:
                 "(`max_thresholds`), a smaller `max_rule_length`, or raise the budget.")
 
 
-__all__ = ["LP_ITERATIONS_PER_UNIT", "Budget", "ResourceLimitError", "WorkCounter",
-           "check_work_limit", "use_clock"]
+__all__ = ["LP_ITERATIONS_PER_UNIT", "Budget", "BudgetExpired", "ResourceLimitError",
+           "WorkCounter", "check_work_limit", "use_clock"]
 
 #: simplex (LP) iterations of a backend per unit of work (module docstring): a unit is
 #: about one branch-and-bound node's LP, so that ``work_limit`` bounds the work inside a

@@ -68,6 +68,7 @@ from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
 
+from rulemip._kernels import ensure_compiled
 from rulemip._solver_names import check_solver_name
 from rulemip._validation import (
     check_bool,
@@ -333,9 +334,13 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         X, y = ds.X, ds.y
         check_float32_range(X, "the trees of the ensemble")
         est = self._fitted_ensemble(X, y)
+        engine = self.engine
+        if engine == "perspective":  # its dynamic program, compiled before the clock
+            kernels = ensure_compiled("pruning")
+            if kernels.message:
+                say(self.verbose, kernels.message)
         # one clock for the selection: extraction and every phase of the method ask it
         budget = Budget.from_time_limit(self.time_limit)
-        engine = self.engine
         self.estimator_ = est
         self.intercept_ = float(y.mean())
         sd = float(y.std())

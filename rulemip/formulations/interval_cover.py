@@ -50,6 +50,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_choice, check_nonneg_float, check_positive_int
+from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds, threshold_groups
 from rulemip.exceptions import FormulationError, InvalidParameterError
 from rulemip.formulations.cells import CellReduction, reduce_to_cells
@@ -203,14 +204,16 @@ class IntervalCoverMIP(IntervalCoverCodec):
                              float(dataset.weights[rows].sum()), self.loss, tuple(ths))
 
     def build(self, dataset: Dataset, *, linearization: str = "indicator",
-              fixed: FixedRules | None = None, reference_risk: float | None = None
-              ) -> BuiltIntervalCover:
+              fixed: FixedRules | None = None, reference_risk: float | None = None,
+              budget: Budget | None = None) -> BuiltIntervalCover:
         """Build the model for ``dataset``.
 
         ``fixed`` holds the first rules fixed (MIP-boosting); ``reference_risk`` is the
         risk :math:`R_\\lambda` of any feasible solution (e.g. a warm start), which tightens
         the proved bounds (every optimum has :math:`R_\\lambda \\le` it). Both are in the
         units of the data; the model is in those of :math:`y/s` (module docstring, "Units").
+        With ``budget``, :class:`~rulemip.budget.BudgetExpired` is raised between the blocks
+        of rows once it is spent (a model of 6 million rows took tens of seconds).
         """
         if linearization not in ("indicator", "bigm"):
             raise InvalidParameterError(
@@ -223,7 +226,9 @@ class IntervalCoverMIP(IntervalCoverCodec):
         fixed = _scaled_fixed(fixed, unit)
         if reference_risk is not None:
             reference_risk = float(reference_risk) / unit ** 2
+        check = _checker(budget)
         red = self._reduce(dataset, ths, unit)
+        check()
         k, d, m = self.n_rules, dataset.d, red.n_cells
         occupied = tuple(np.unique(red.groups[:, j]) for j in range(d))
         local = np.column_stack([np.searchsorted(occupied[j], red.groups[:, j])
@@ -258,7 +263,9 @@ class IntervalCoverMIP(IntervalCoverCodec):
                                 ub=np.repeat(Bt[None, :], m, 0))
         fv = model.add_variables("f", (m,), lb=f_lo, ub=f_hi)
         rid, pid, zid = r.ids, p.ids, z.ids
-        self._add_structure(model, rid, pid, zid, occupied, local, offsets, kf)
+        check()
+        self._add_structure(model, rid, pid, zid, occupied, local, offsets, kf, check)
+        check()
         # f_c = beta0 + sum_t w_{c,t}
         rows_i = np.repeat(np.arange(m), k + 1 + int(has_b0))
         cols = [fv.ids[:, None], w.ids]
@@ -269,6 +276,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
         _add_coo(model, "prediction", rows_i, np.hstack(cols).ravel(),
                  np.hstack(vals).ravel(), m, 0.0, 0.0)
         self._add_linking(model, linearization, zid, beta.ids, w.ids, Bt)
+        check()
         # objective: (1/W)(sum_p W_p l(f_c(p), y_p) + C + lambda ||beta||^2)
         W = red.total_weight
         model.add_loss(self.loss, fv.ids[red.point_cell], red.y, red.weight, scale=1.0 / W)
@@ -284,7 +292,8 @@ class IntervalCoverMIP(IntervalCoverCodec):
 
     def _add_structure(self, model: MIPModel, rid: IntArray, pid: IntArray, zid: IntArray,
                        occupied: tuple[IntArray, ...], local: IntArray, offsets: IntArray,
-                       n_fixed: int) -> None:
+                       n_fixed: int, check: Any = None) -> None:
+        check = check or (lambda: None)
         k, d, m = rid.shape[0], len(occupied), zid.shape[0]
         # monotone r (non-decreasing) and p (non-increasing) along each feature's groups
         mono_r, mono_p = [], []
@@ -312,9 +321,11 @@ class IntervalCoverMIP(IntervalCoverCodec):
         rr = rid[:, gcol].transpose(1, 0, 2)                           # (m, k, d)
         pp = pid[:, gcol].transpose(1, 0, 2)
         nr = m * k * d
+        check()
         _add_coo(model, "z_upper", np.repeat(np.arange(nr), 3),
                  np.column_stack([zz.ravel(), rr.ravel(), pp.ravel()]).ravel(),
                  np.tile([1.0, -1.0, -1.0], nr), nr, -math.inf, -1.0)
+        check()
         # z_{c,t} >= sum_j s - (d - 1)  ->  z - sum_j (r + p) >= 1 - 2d
         nr = m * k
         per = 1 + 2 * d
@@ -430,8 +441,8 @@ class IntervalCoverMIP(IntervalCoverCodec):
                 model.set_bounds(b0, [fixed.intercept], [fixed.intercept])
 
     def build_for(self, dataset: Dataset, backend: SolverBackend, native: bool, *,
-                  fixed: FixedRules | None = None, reference_risk: float | None = None
-                  ) -> BuiltIntervalCover:
+                  fixed: FixedRules | None = None, reference_risk: float | None = None,
+                  budget: Budget | None = None) -> BuiltIntervalCover:
         """Build the variant for ``backend``: ``linearization="auto"`` takes big-M when the
         weight box is proved and at most :data:`BIGM_LIMIT` (measured faster than SCIP's
         indicator constraints: 17 s vs 28 s on 20 points, k = 3), indicator constraints on
@@ -442,35 +453,39 @@ class IntervalCoverMIP(IntervalCoverCodec):
             lin = "bigm"
         if lin != "auto":
             return self.build(dataset, linearization=lin, fixed=fixed,
-                              reference_risk=reference_risk)
+                              reference_risk=reference_risk, budget=budget)
         built = self.build(dataset, linearization="bigm", fixed=fixed,
-                           reference_risk=reference_risk)
+                           reference_risk=reference_risk, budget=budget)
         if has_ind and (not built.bound_valid or float(np.max(built.weight_bound)) > BIGM_LIMIT):
             built = self.build(dataset, linearization="indicator", fixed=fixed,
-                               reference_risk=reference_risk)
+                               reference_risk=reference_risk, budget=budget)
         return built
 
     # ------------------------------------------------------------------ the protocol
     #: the name of this formulation in results (:class:`~rulemip.formulations.protocol.Formulation`)
     engine = "mip"
+    #: :meth:`build_model` takes the fit's ``budget`` (the driver passes it)
+    budgeted_build = True
 
     def needs(self) -> set[Capability]:
         """Capabilities of the big-M model (what a backend must take natively)."""
         return self.capabilities("bigm")
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend, native: bool,
-                    warm_start: RuleEnsemble | None = None) -> BuiltIntervalCover:
+                    warm_start: RuleEnsemble | None = None, budget: Budget | None = None
+                    ) -> BuiltIntervalCover:
         """:meth:`build_for` with the weight box proved against the warm start's risk
-        (a probe model encodes the warm start to get it)."""
+        (a probe model encodes the warm start to get it), within ``budget``
+        (:class:`~rulemip.budget.BudgetExpired` once it is spent)."""
         ref = None
         probe = None
         if warm_start is not None:
-            probe = self.build(dataset, linearization="bigm")
+            probe = self.build(dataset, linearization="bigm", budget=budget)
             x_probe = self.encode(probe, warm_start)
             if not np.isnan(x_probe).any():
                 ref = probe.objective_scale * \
                     probe.model.to_standard_form().objective_value(x_probe)
-        built = self.build_for(dataset, backend, native, reference_risk=ref)
+        built = self.build_for(dataset, backend, native, reference_risk=ref, budget=budget)
         if probe is not None:
             built.notes.extend(n for n in probe.notes if n.startswith("warm start"))
         return built
@@ -493,6 +508,14 @@ class IntervalCoverMIP(IntervalCoverCodec):
 
 
 # ---------------------------------------------------------------------- helpers
+def _checker(budget: Budget | None) -> Any:
+    """A function raising :class:`~rulemip.budget.BudgetExpired` once ``budget`` is spent
+    (a no-op without one)."""
+    if budget is None:
+        return lambda: None
+    return lambda: budget.check("building the interval-cover MIP")
+
+
 def _add_coo(model: MIPModel, name: str, rows: IntArray, cols: IntArray, vals: FloatArray,
              n_rows: int, lower: Any, upper: Any) -> None:
     import scipy.sparse as sp

@@ -109,7 +109,10 @@ class Formulation(Protocol):
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend, native: bool,
                     warm_start: RuleEnsemble | None) -> BuiltModel:
-        """Build for ``backend`` (``native``: it takes loss terms / MIQP as they are)."""
+        """Build for ``backend`` (``native``: it takes loss terms / MIQP as they are). A
+        formulation whose class sets ``budgeted_build = True`` also takes ``budget=`` (the
+        fit's :class:`~rulemip.budget.Budget`) and raises
+        :class:`~rulemip.budget.BudgetExpired` between blocks once it is spent."""
         ...
 
     def encode_start(self, built: Any, ensemble: RuleEnsemble) -> FloatArray | None:

@@ -74,12 +74,36 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
     assert without.termination is TerminationReason.NO_SOLUTION_FOUND
 
 
+class _BuildWithoutBudget(IntervalCoverMIP):
+    """The interval cover built without a budget (a formulation whose build cannot stop)."""
+
+    budgeted_build = False
+
+    def build_model(self, dataset: Dataset, *, backend: Any, native: bool,  # type: ignore[override]
+                    warm_start: Any = None) -> Any:
+        return super().build_model(dataset, backend=backend, native=native,
+                                   warm_start=warm_start)
+
+
 def test_an_expired_budget_reaches_the_backend_as_zero_time() -> None:
     ds = _data()
     backend = NothingFound()
-    solve(IntervalCoverMIP(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
+    solve(_BuildWithoutBudget(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
           budget=Budget.from_time_limit(0.0))
     assert backend.calls == [0.0]
+
+
+def test_an_expired_budget_stops_a_build_that_asks_it() -> None:
+    # the interval cover checks its budget between blocks of rows (issue 38, item 6): a
+    # spent budget never reaches the backend, and nothing is claimed
+    ds = _data()
+    backend = NothingFound()
+    res = solve(IntervalCoverMIP(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
+                budget=Budget.from_time_limit(0.0))
+    assert backend.calls == []
+    assert res.ensemble is None and res.termination is TerminationReason.NO_SOLUTION_FOUND
+    assert res.limit is Limit.TIME and any("building the interval-cover" in n
+                                           for n in res.notes)
 
 
 def test_registered_method_receives_only_its_keywords() -> None:

@@ -27,7 +27,7 @@ when the residual is inexact.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 from numba import njit
@@ -188,12 +188,18 @@ class PerspectiveProblem:
                    ) -> tuple[float, NDArray[np.bool_]]:
         r"""``(L_Z(α) less a relative margin, the maximizing selection)`` for Z the
         selections obeying ``status`` (module docstring); ``+inf`` when Z is empty."""
+        bound, s, _ = self.dual_bound_and_gains(alpha, status)
+        return bound, s
+
+    def dual_bound_and_gains(self, alpha: FloatArray, status: NDArray[np.int8] | None = None
+                             ) -> tuple[float, NDArray[np.bool_], FloatArray]:
+        """:meth:`dual_bound` and the profits ``c_i(α) = (M_iᵀα)²`` of its inner problem."""
         c = np.asarray(self.cip.Mt @ alpha).ravel() ** 2
         best, s = knapsack_dp(c, self.cost, self.capacity, self.forest, status)
         if best == -np.inf:
-            return math.inf, s
+            return math.inf, s, c
         value = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha) - 0.5 * self.gamma * best
-        return value - BOUND_MARGIN * max(1.0, abs(value)), s
+        return value - BOUND_MARGIN * max(1.0, abs(value)), s, c
 
     def propagate(self, status: NDArray[np.int8], i: int) -> NDArray[np.int8]:
         """A copy of ``status`` with node ``i`` fixed IN and its ancestors and descendants
@@ -212,8 +218,7 @@ class PerspectiveProblem:
 class NodeRelaxation:
     """What :func:`node_relaxation` returns: the best bound and its α, the last iterate
     ``z`` (a convex combination of ``atoms`` with ``weights``) and its value q(z) (an upper
-    bound of the relaxation), the selections met (``vertices``), iterations, and why it
-    stopped."""
+    bound of the relaxation), iterations, and why it stopped."""
 
     lower_bound: float
     alpha: FloatArray
@@ -221,9 +226,23 @@ class NodeRelaxation:
     value: float
     atoms: list[IntArray]
     weights: FloatArray
-    vertices: list[NDArray[np.bool_]] = field(default_factory=list)
     iterations: int = 0
     stop: str = ""
+
+
+def _padded(atoms: list[IntArray], m: int) -> IntArray:
+    """The atoms (node index arrays) as rows of one array, padded with ``m``."""
+    width = max(1, max((S.shape[0] for S in atoms), default=0))
+    P = np.full((len(atoms), width), m, dtype=np.int64)
+    for j, S in enumerate(atoms):
+        P[j, : S.shape[0]] = S
+    return P
+
+
+def _mix(P: IntArray, w: FloatArray, m: int) -> FloatArray:
+    """``Σ_j w_j 1_{atom j}`` for the padded atoms ``P``."""
+    return np.asarray(np.bincount(P.ravel(), weights=np.repeat(w, P.shape[1]),
+                                  minlength=m + 1)[:m], dtype=float)
 
 
 def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
@@ -244,17 +263,14 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
     m = problem.m
     w = np.asarray(weights, dtype=float)
     w = w / w.sum()
-    z = np.zeros(m)
-    for S, wt in zip(atoms, w, strict=True):
-        z[S] += wt
+    P = _padded(atoms, m)  # one row per atom, padded with the sentinel column m
+    z = _mix(P, w, m)
     r = RidgeSegment(cip, z, np.zeros(m), 0.0).Ay
     best_alpha = r if alpha is None else alpha
-    vertices: list[NDArray[np.bool_]] = []
     it, stop = 0, "max_iter"
     value = 0.5 * float(cip.y @ r)
     while True:
-        bound, s = problem.dual_bound(r, status)
-        vertices.append(s)
+        bound, s, c = problem.dual_bound_and_gains(r, status)
         if bound > lower_bound:
             lower_bound, best_alpha = bound, r
         if lower_bound >= threshold:
@@ -270,8 +286,7 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
             break
         budget.charge(1)
         it += 1
-        c = np.asarray(cip.Mt @ r).ravel() ** 2  # -∇q(z)·2/γ
-        scores = np.array([c[S].sum() for S in atoms])
+        scores = np.append(c, 0.0)[P].sum(axis=1)  # c = -∇q(z)·2/γ
         k = int(np.argmin(scores))  # the away atom: least gain
         S_new = np.flatnonzero(s)
         if float(c[S_new].sum()) <= scores[k] * (1 + 1e-12):
@@ -279,7 +294,7 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
             break
         d = np.zeros(m)
         d[S_new] += 1.0
-        d[atoms[k]] -= 1.0
+        d[P[k][P[k] < m]] -= 1.0
         seg = RidgeSegment(cip, z, d, 0.0)
         t, x = seg.search(float(w[k]))
         if t <= 0.0:
@@ -288,17 +303,18 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
         r = seg.residual(x)
         value = 0.5 * float(cip.y @ r)
         w[k] -= t
-        for j, S in enumerate(atoms):
-            if S.shape == S_new.shape and np.array_equal(S, S_new):
-                w[j] += t
-                break
+        if S_new.shape[0] > P.shape[1]:
+            P = np.hstack([P, np.full((P.shape[0], S_new.shape[0] - P.shape[1]), m)])
+        row = np.full(P.shape[1], m)
+        row[: S_new.shape[0]] = S_new
+        same = np.flatnonzero((row == P).all(axis=1))
+        if same.size:
+            w[same[0]] += t
         else:
-            atoms = [*atoms, S_new]
+            P = np.vstack([P, row])
             w = np.append(w, t)
         keep = w > 1e-12
-        atoms = [S for S, kept in zip(atoms, keep, strict=True) if kept]
-        w = w[keep] / w[keep].sum()
-        z = np.zeros(m)
-        for S, wt in zip(atoms, w, strict=True):
-            z[S] += wt
-    return NodeRelaxation(lower_bound, best_alpha, z, value, atoms, w, vertices, it, stop)
+        P, w = P[keep], w[keep] / w[keep].sum()
+        z = _mix(P, w, m)
+    atoms = [row[row < m] for row in P]
+    return NodeRelaxation(lower_bound, best_alpha, z, value, atoms, w, it, stop)

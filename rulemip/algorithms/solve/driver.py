@@ -45,7 +45,7 @@ from rulemip.algorithms.solve.registry import (
     register_formulation,
     register_method,
 )
-from rulemip.budget import Budget
+from rulemip.budget import Budget, BudgetExpired
 from rulemip.data import Dataset
 from rulemip.exceptions import SolverError
 from rulemip.formulations.protocol import (
@@ -64,6 +64,7 @@ from rulemip.solvers.result import (
     SolveOptions,
     SolveResult,
     TerminationReason,
+    budget_limit,
     relative_gap,
 )
 from rulemip.solvers.status import Verdict, bound_slack, promote
@@ -109,8 +110,15 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
     oracle = isinstance(formulation, OracleFormulation)
     backend, native = resolve_backend(solver, formulation.needs(),
                                       outer_approximation=not oracle)
-    built = formulation.build_model(dataset, backend=backend, native=native,
-                                    warm_start=warm_start)
+    try:
+        built = build_within(formulation, dataset, backend, native, warm_start, clock)
+    except BudgetExpired as exc:
+        # building took the budget: nothing to decode; the fit keeps the best model known
+        return ExactResult(
+            ensemble=None, risk=math.inf, lower_bound=-math.inf, gap=math.inf,
+            termination=TerminationReason.NO_SOLUTION_FOUND, limit=budget_limit(clock),
+            wall_time=clock.elapsed(), engine=formulation.engine, backend=backend.name,
+            notes=(f"{exc} The backend was not started.",))
     start = formulation.encode_start(built, warm_start) if warm_start is not None else None
     if oracle:
         assert isinstance(formulation, OracleFormulation)
@@ -139,6 +147,18 @@ def solve(formulation: Formulation, dataset: Dataset, *, solver: str | SolverBac
                              mip_gap=mip_gap, start=start,
                              bound_tolerance=getattr(backend, "bound_tolerance", None),
                              sf=sf)
+
+
+def build_within(formulation: Formulation, dataset: Dataset, backend: SolverBackend,
+                 native: bool, warm_start: RuleEnsemble | None, budget: Budget) -> Any:
+    """``formulation.build_model``, given ``budget`` when the formulation declares
+    ``budgeted_build = True`` (its build then raises :class:`~rulemip.budget.BudgetExpired`
+    between blocks once the budget is spent: the interval-cover MIP's)."""
+    kwargs: dict[str, Any] = {}
+    if getattr(formulation, "budgeted_build", False):
+        kwargs["budget"] = budget
+    return formulation.build_model(dataset, backend=backend, native=native,
+                                   warm_start=warm_start, **kwargs)
 
 
 def solve_built(formulation: Formulation, built: BuiltModel, backend: SolverBackend,
