@@ -1,19 +1,23 @@
-"""Two rules in the languages people read: the k-box search against the targets of issue 29
-(results in ``docs/benchmarks/exact.md``, section "Two short rules proved").
+"""Short rules proved: the k-box search against the targets of issues 29 and 37 (results
+in ``docs/benchmarks/exact.md``, sections "Two short rules proved" and "Three rules").
 
 Rerun (from the repository root)::
 
-    python benchmarks/kbox.py --quick          # diabetes k = 2, L = 2 (fit and verify)
-    python benchmarks/kbox.py                  # + friedman1 5 000 x 10, L = 3, gap study
+    python benchmarks/kbox.py --quick          # diabetes k = 2, L = 2; k = 3 at 2 cut points
+    python benchmarks/kbox.py                  # + friedman1, L = 3, k = 3 at 3 cut points,
+                                               #   gap study
     python benchmarks/kbox.py --rows diabetes-L3 --time-limit 600
+    python benchmarks/kbox.py --rows diabetes-k3-t4 diabetes-k3 --time-limit 900
 
-Every row is ``ExactRuleEnsembleRegressor(n_rules=k, max_rule_length=L)`` with every other
-parameter at its default (8 cut points, reg 1e-3, intercept, ``time_limit`` 60 unless
-given): status, risk, valid lower bound, gap, the engine and the fit's wall and CPU
-seconds; then ``rulemip.verify`` replays the certificate (its wall seconds and how it
-knows the lower bound). The gap-study row runs ``gap_study(k_max=3, variants=["COB"],
-max_rule_length=2, ...)`` as issue 29 item 4 states it. The machine's load is printed
-first: wall seconds on a loaded machine are not the idle figure, CPU seconds are closer.
+Every row is ``ExactRuleEnsembleRegressor(n_rules=k, max_rule_length=L,
+max_thresholds=t)`` with every other parameter at its default (reg 1e-3, intercept,
+``time_limit`` 60 unless given; the k = 3 rows name ``engine="kbox"``, which
+``engine="auto"`` does not pick for three rules yet): status, risk, valid lower bound,
+gap, the engine and the fit's wall and CPU seconds; then ``rulemip.verify`` replays the
+certificate (its wall seconds and how it knows the lower bound). The gap-study row runs
+``gap_study(k_max=3, variants=["COB"], max_rule_length=2, ...)`` as issue 29 item 4 states
+it. The machine's load is printed first: wall seconds on a loaded machine are not the idle
+figure, CPU seconds are closer.
 """
 
 from __future__ import annotations
@@ -42,29 +46,42 @@ def _friedman1() -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-ROWS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], int, int]] = {
-    "diabetes-L2": (_diabetes, 2, 2),
-    "diabetes-L1": (_diabetes, 2, 1),
-    "friedman1-L2": (_friedman1, 2, 2),
-    "diabetes-L3": (_diabetes, 2, 3),
+#: row name: (data, k, L, max_thresholds)
+ROWS: dict[str, tuple[Callable[[], tuple[np.ndarray, np.ndarray]], int, int, int]] = {
+    "diabetes-L2": (_diabetes, 2, 2, 8),
+    "diabetes-L1": (_diabetes, 2, 1, 8),
+    "friedman1-L2": (_friedman1, 2, 2, 8),
+    "diabetes-L3": (_diabetes, 2, 3, 8),
+    # issue 37: three rules of two features
+    "diabetes-k3-t2": (_diabetes, 3, 2, 2),
+    "diabetes-k3-t3": (_diabetes, 3, 2, 3),
+    "diabetes-k3-t4": (_diabetes, 3, 2, 4),
+    "diabetes-k3": (_diabetes, 3, 2, 8),
+    "friedman1-k3": (_friedman1, 3, 2, 8),
 }
+#: rows of the default run (the k = 3 rows at 4 and 8 cut points spend their whole budget
+#: today: docs/benchmarks/exact.md, "Three rules")
+DEFAULT_ROWS = ("diabetes-L2", "diabetes-L1", "friedman1-L2", "diabetes-L3",
+                "diabetes-k3-t2", "diabetes-k3-t3")
 
 
 def fit_row(name: str, time_limit: float) -> dict[str, Any]:
     """One fit and its verification."""
-    data, k, length = ROWS[name]
+    data, k, length, n_th = ROWS[name]
     X, y = data()
     t0, c0 = time.perf_counter(), time.process_time()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SolveLimitWarning)
-        model = rulemip.ExactRuleEnsembleRegressor(n_rules=k, max_rule_length=length,
-                                                   time_limit=time_limit).fit(X, y)
+        model = rulemip.ExactRuleEnsembleRegressor(
+            n_rules=k, max_rule_length=length, max_thresholds=n_th, time_limit=time_limit,
+            engine="kbox" if k == 3 else "auto").fit(X, y)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     cert = model.certificate_
     t1 = time.perf_counter()
     report = rulemip.verify(cert, X, y)
     basis = {c.claim: c.basis for c in report.claims}
-    return {"row": name, "k": k, "L": length, "status": cert.status, "risk": cert.risk,
+    return {"row": name, "k": k, "L": length, "t": n_th, "status": cert.status,
+            "risk": cert.risk,
             "lower_bound": cert.lower_bound, "gap": cert.gap, "engine": cert.engine,
             "wall": wall, "cpu": cpu, "verify_ok": report.ok,
             "verify_s": time.perf_counter() - t1,
@@ -87,12 +104,13 @@ def gap_row(time_limit: float) -> dict[str, Any]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true",
-                        help="diabetes k = 2, L = 2 only (the 2 s target)")
+                        help="diabetes k = 2, L = 2 and k = 3 at 2 cut points only")
     parser.add_argument("--rows", nargs="*", choices=sorted(ROWS), default=None)
     parser.add_argument("--time-limit", type=float, default=60.0)
     parser.add_argument("--gap", action="store_true", help="also the gap-study row")
     args = parser.parse_args(argv)
-    rows = args.rows or (["diabetes-L2"] if args.quick else list(ROWS))
+    rows = args.rows or (["diabetes-L2", "diabetes-k3-t2"] if args.quick else
+                         list(DEFAULT_ROWS))
     print(f"# machine: {os.cpu_count()} cores; load average {os.getloadavg()}")
     # compile the kernels once, outside the measured rows (issue 31: first-run compiling)
     X, y = _diabetes()
@@ -100,12 +118,13 @@ def main(argv: list[str] | None = None) -> None:
         warnings.simplefilter("ignore")
         rulemip.ExactRuleEnsembleRegressor(n_rules=2, max_rule_length=1, max_thresholds=2,
                                            time_limit=30).fit(X[:60], y[:60])
-    print("| row | k | L | status | risk | lower bound | gap | engine | wall s | CPU s "
-          "| verify | verify s |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
+    print("| row | k | L | cut points | status | risk | lower bound | gap | engine | wall s "
+          "| CPU s | verify | verify s |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in rows:
         r = fit_row(name, args.time_limit)
-        print(f"| {r['row']} | {r['k']} | {r['L']} | {r['status']} | {r['risk']:.6g} "
+        print(f"| {r['row']} | {r['k']} | {r['L']} | {r['t']} | {r['status']} "
+              f"| {r['risk']:.6g} "
               f"| {r['lower_bound']:.6g} | {r['gap']:.3%} | {r['engine']} "
               f"| {r['wall']:.2f} | {r['cpu']:.2f} "
               f"| {'ok' if r['verify_ok'] else 'REJECTED'}, bound {r['bound_basis']} "

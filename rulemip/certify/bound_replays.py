@@ -112,76 +112,65 @@ def _run_one_rule(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
                          f"{rep.nodes} nodes, {rep.seconds:.2f} s")
 
 
-# ---------------------------------------------------------------------- two rules
-def _pair_applies(cert: Certificate, ds: Dataset) -> bool:
-    """Two rules, squared loss, and a language small enough to replay
-    (:data:`PAIR_REPLAY_MAX_BOXES`) whose k-box table fits the search's memory budget."""
-    if cert.n_rules != 2 or cert.loss != "squared":
-        return False
-    from rulemip.budget import default_max_memory
-    from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
+# ---------------------------------------------------------------------- two and three rules
+def _kbox_too_large(k: int, max_boxes: int) -> Callable[[Certificate, Dataset], str | None]:
+    """Why a k-rule squared-loss certificate is not replayed by the k-box search (its
+    language beyond ``max_boxes`` boxes, or its table beyond the memory budget), if not."""
 
-    ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
-    n_boxes = count_boxes(ths, cert.max_rule_length)
-    return n_boxes <= PAIR_REPLAY_MAX_BOXES and \
-        kbox_table_bytes(n_boxes, ds.n) <= default_max_memory()
+    def reason(cert: Certificate, ds: Dataset) -> str | None:
+        if cert.n_rules != k or cert.loss != "squared":
+            return None
+        from rulemip.budget import default_max_memory
+        from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
 
-
-def _run_pair(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
-    from rulemip.certify.replay_pairs import replay_two_rules
-
-    rep = replay_two_rules(ds, cert.thresholds, reg=cert.reg,
-                           fit_intercept=cert.fit_intercept,
-                           max_rule_length=cert.max_rule_length, lower_bound=beat,
-                           time_limit=PAIR_REPLAY_SECONDS)
-    return ReplayOutcome(rep.proved, rep.refuted, rep.best_risk,
-                         f"{rep.scored} pairs scored, {rep.seconds:.2f} s")
-
-
-# ---------------------------------------------------------------------- three rules
-def _triple_applies(cert: Certificate, ds: Dataset) -> bool:
-    """Three rules, squared loss, and a language of at most
-    :data:`TRIPLE_REPLAY_MAX_BOXES` boxes whose table fits the search's memory budget."""
-    return cert.n_rules == 3 and cert.loss == "squared" and \
-        _triple_too_large(cert, ds) is None
-
-
-def _triple_too_large(cert: Certificate, ds: Dataset) -> str | None:
-    """Why a three-rule squared-loss certificate is not replayed, if it is not."""
-    if cert.n_rules != 3 or cert.loss != "squared":
+        ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
+        n_boxes = count_boxes(ths, cert.max_rule_length)
+        if n_boxes > max_boxes:
+            return (f"a replay of its language ({n_boxes} boxes) by the k-box search is "
+                    f"beyond the {max_boxes} boxes verify replays for {k} rules")
+        if kbox_table_bytes(n_boxes, ds.n) > default_max_memory():
+            return "its language's box table is beyond the memory budget"
         return None
-    from rulemip.budget import default_max_memory
-    from rulemip.formulations.sizes import count_boxes, kbox_table_bytes
 
-    ths = [np.asarray(t, dtype=float) for t in cert.thresholds]
-    n_boxes = count_boxes(ths, cert.max_rule_length)
-    if n_boxes > TRIPLE_REPLAY_MAX_BOXES:
-        return (f"a three-box replay of its language ({n_boxes} boxes) is beyond the "
-                f"{TRIPLE_REPLAY_MAX_BOXES} boxes verify replays")
-    if kbox_table_bytes(n_boxes, ds.n) > default_max_memory():
-        return "its language's box table is beyond the memory budget"
-    return None
+    return reason
 
 
-def _run_triple(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
-    from rulemip.certify.replay_pairs import replay_three_rules
+def _kbox_applies(k: int, max_boxes: int) -> Callable[[Certificate, Dataset], bool]:
+    """k rules, squared loss, a language of at most ``max_boxes`` boxes whose table fits
+    the search's memory budget."""
+    too_large = _kbox_too_large(k, max_boxes)
+    return lambda cert, ds: cert.n_rules == k and cert.loss == "squared" and \
+        too_large(cert, ds) is None
 
-    rep = replay_three_rules(ds, cert.thresholds, reg=cert.reg,
-                             fit_intercept=cert.fit_intercept,
-                             max_rule_length=cert.max_rule_length, lower_bound=beat,
-                             time_limit=TRIPLE_REPLAY_SECONDS)
-    return ReplayOutcome(rep.proved, rep.refuted, rep.best_risk,
-                         f"{rep.scored} triples scored, {rep.seconds:.2f} s")
+
+def _kbox_run(k: int, seconds: float) -> Callable[[Certificate, Dataset, float], ReplayOutcome]:
+    """The k-box search's replay (k = 2: pairs, 3: triples) within ``seconds``."""
+
+    def run(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
+        from rulemip.certify.replay_pairs import replay_three_rules, replay_two_rules
+
+        replay = replay_two_rules if k == 2 else replay_three_rules
+        rep = replay(ds, cert.thresholds, reg=cert.reg, fit_intercept=cert.fit_intercept,
+                     max_rule_length=cert.max_rule_length, lower_bound=beat,
+                     time_limit=seconds)
+        noun = "pairs" if k == 2 else "triples"
+        return ReplayOutcome(rep.proved, rep.refuted, rep.best_risk,
+                             f"{rep.scored} {noun} scored, {rep.seconds:.2f} s")
+
+    return run
 
 
 #: the replay kinds, tried in order (module docstring)
 REPLAYS: tuple[BoundReplay, ...] = (
     BoundReplay("the exact box search", "a rule", _one_rule_applies, _run_one_rule),
-    BoundReplay("the k-box search", "two rules", _pair_applies, _run_pair,
+    BoundReplay("the k-box search", "two rules",
+                _kbox_applies(2, PAIR_REPLAY_MAX_BOXES), _kbox_run(2, PAIR_REPLAY_SECONDS),
                 unfinished=f" in {PAIR_REPLAY_SECONDS:g} s", rests_on_thresholds=True),
-    BoundReplay("the three-box search", "three rules", _triple_applies, _run_triple,
+    BoundReplay("the three-box search", "three rules",
+                _kbox_applies(3, TRIPLE_REPLAY_MAX_BOXES),
+                _kbox_run(3, TRIPLE_REPLAY_SECONDS),
                 unfinished=f" in {TRIPLE_REPLAY_SECONDS:g} s", rests_on_thresholds=True,
-                too_large=_triple_too_large),
+                too_large=_kbox_too_large(3, TRIPLE_REPLAY_MAX_BOXES)),
 )
 
 

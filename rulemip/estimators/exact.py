@@ -284,8 +284,8 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         moderate ridges on 2–3 features); ``"cg"``: the same CIP by column generation,
         boxes priced by rule search (tables with many features;
         docs/explanation/column_generation.md); ``"cell-bnb"``: cell-sweep branch and bound
-        (squared loss, any ``reg >= 0``); ``"kbox"``: the exact search over every pair of
-        boxes of at most ``max_rule_length`` features (squared loss, k ≤ 2, any
+        (squared loss, any ``reg >= 0``); ``"kbox"``: the exact search over every pair or
+        triple of boxes of at most ``max_rule_length`` features (squared loss, k ≤ 3, any
         ``reg >= 0``; docs/explanation/kbox_search.md); ``"mip"``: the interval-cover MIP.
         ``"auto"``: ``"kbox"`` for two squared-loss rules of a capped length when its box
         table fits in memory, else ``"cip"`` up to 20 000 candidate boxes, ``"cg"``

@@ -137,11 +137,6 @@ def _near_boxes(scale: float, n: int = 60) -> tuple[Dataset, list[np.ndarray], n
     return Dataset.from_arrays(X, scale * y), ths, X
 
 
-def _rules(result):
-    return [(tuple((c.feature, c.lower, c.upper) for c in r.conditions), r.weight)
-            for r in result.ensemble.rules]
-
-
 @pytest.mark.parametrize("engine", ["cip-bnb", "cell-bnb"])
 def test_status_is_scale_invariant(engine):
     """y and 1e-4·y (reg is scale-free: weights scale with y, the risk with y²) give the
@@ -166,9 +161,11 @@ def test_status_is_scale_invariant(engine):
         out[scale] = res
     a, b = out[1.0], out[c]
     assert a.risk < 1e-5  # the regime of the defect: a risk far below 1
-    ra, rb = _rules(a), _rules(b)
-    assert [r[0] for r in ra] == [r[0] for r in rb]
-    np.testing.assert_allclose([c * r[1] for r in ra], [r[1] for r in rb], rtol=1e-6)
+    # the same model, predictions scaled by c: a box and its complement are one model under
+    # an intercept, so a tie between them may go either way at the two scales
+    _, _, X = _near_boxes(1.0)
+    np.testing.assert_allclose(c * a.ensemble.predict(X), b.ensemble.predict(X),
+                               rtol=1e-6, atol=1e-9 * c)
     assert b.risk == pytest.approx(c * c * a.risk, rel=1e-8)
     assert b.lower_bound == pytest.approx(c * c * a.lower_bound, rel=1e-6)
 

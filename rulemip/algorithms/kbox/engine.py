@@ -136,6 +136,8 @@ class KBoxSearch:
     """
 
     engine = "kbox"
+    #: the build asks the fit's budget between its stages (cells, box table)
+    budgeted_build = True
 
     def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
                  fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
@@ -171,9 +173,12 @@ class KBoxSearch:
         return set()
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
-                    native: bool = True, warm_start: RuleEnsemble | None = None
-                    ) -> KBoxModel:
-        """Cells, the table of every distinct box of the language and the levels bound."""
+                    native: bool = True, warm_start: RuleEnsemble | None = None,
+                    budget: Budget | None = None) -> KBoxModel:
+        """Cells, the table of every distinct box of the language and the levels bound;
+        raises :class:`~rulemip.budget.BudgetExpired` between the stages once ``budget``
+        is spent."""
+        clock = Budget.of(budget)
         ths = self.thresholds if self.thresholds is not None else \
             candidate_thresholds(dataset.X, self.max_thresholds, dataset.sample_weight)
         if len(ths) != dataset.d:
@@ -181,9 +186,11 @@ class KBoxSearch:
                 f"`thresholds` has {len(ths)} entries but the data has {dataset.d} features.")
         y = get_loss("squared").check_labels(np.asarray(dataset.y))
         cells = reduce_to_cells(dataset.X, y, ths, "squared", dataset.sample_weight)
+        clock.check("reducing the data to cells")
         limit = default_max_memory() if self.max_memory is None else self.max_memory
         table = build_box_table(cells, self.max_rule_length, self.fit_intercept,
                                 max_bytes=limit)
+        clock.check("building the k-box table")
         w = cells.cell_weight
         unit = float(w[0]) if len(w) and np.all(w == w[0]) else 0.0
         sse = levels_bound(table.ybar, w, 2 ** self.n_rules) if len(w) else 0.0

@@ -254,6 +254,9 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
             gain0, pair0 = g, (int(start[0]), int(start[1]))
     if incumbent_gain is not None and incumbent_gain > gain0:
         gain0 = float(incumbent_gain)
+    if clock.expired():  # before the layout (the trie: seconds on large languages)
+        return PairSearchResult(pair0, gain0, False, 0, 0, 0, 0,
+                                time.perf_counter() - t0)
     lay = scan_layout(table, reg, unit=unit, weight=weight)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback)
     run_scan(scan, lay.args(), lay.tail(), threads, scheduler)

@@ -39,6 +39,9 @@ __all__ = ["TripleSearchResult", "triple_search", "triple_value"]
 #: candidate first incumbents
 START_BOXES = 8
 
+#: boxes of the slab matrix computed between two looks at the budget
+SLAB_BLOCK = 2048
+
 #: bytes the matrix of every box's weight in every slab may take; beyond it the scan is
 #: refused (the caller's memory budget decides before)
 SLAB_MATRIX_BYTES = 2 * 2**30
@@ -108,6 +111,12 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     clock = Budget.of(budget)
     pairs = pair_search(table, reg, unit=unit, weight=weight, budget=clock,
                         threads=threads, scheduler=scheduler)
+    if not pairs.finished or clock.expired():
+        a, b = pairs.boxes
+        return TripleSearchResult((a, b, b), triple_value(table, reg, (a, b, b), unit=unit,
+                                                          weight=weight),
+                                  False, 0, 0, 0, 0, 0, 0, pairs.scored,
+                                  time.perf_counter() - t0)
     lay = scan_layout(table, reg, unit=unit, weight=weight)
     if lay.n == 0:
         return TripleSearchResult((-1, -1, -1), 0.0, pairs.finished, 0, 0, 0, 0, 0, 0,
@@ -149,11 +158,13 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     if incumbent_gain is not None and incumbent_gain > gain0:
         gain0 = float(incumbent_gain)
     best0 = np.array(sorted(int(lay.rank[p]) for p in trip0), dtype=np.int64)
-    Tsl = _slab_matrix(lay)
+    Tsl = _slab_matrix(lay, clock)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback, kernel=tk.scan_triples,
                  width=3, n_counts=5, best=best0)
-    if pairs.finished:
+    if Tsl is not None:
         run_scan(scan, lay.args(), lay.tail(Tsl), threads, scheduler)
+    else:
+        scan.finished = False
     gain, best = scan.result()
     found = tuple(int(lay.perm[lay.a_order[r]]) for r in best)
     # the scan's gain of its incumbent is exact up to round-off; never report less than
@@ -187,11 +198,19 @@ def _coordinate_ascent(lay: Any, gain: float, triple: tuple[int, int, int],
     return gain, (cur[0], cur[1], cur[2])
 
 
-def _slab_matrix(lay: Any) -> NDArray[np.float64]:
+def _slab_matrix(lay: Any, clock: Budget) -> NDArray[np.float64] | None:
     """Every box's weight in every slab (:func:`~rulemip.algorithms.kbox.triple_kernel.
-    slab_overlap_matrix`)."""
+    slab_overlap_matrix`), in blocks of :data:`SLAB_BLOCK` boxes between which the budget
+    is asked (``None``: spent)."""
     need = 8 * lay.n * len(lay.slabs)
     if need > SLAB_MATRIX_BYTES:
         raise MemoryError(f"the three-box scan needs {need / 2**30:.3g} GiB for its slab "
                           "overlaps")
-    return tk.slab_overlap_matrix(lay.bits, lay.slabs, lay.unit, lay.weight)
+    out = np.empty((lay.n, len(lay.slabs)))
+    for lo in range(0, lay.n, SLAB_BLOCK):
+        if clock.expired():
+            return None
+        hi = min(lo + SLAB_BLOCK, lay.n)
+        out[lo:hi] = tk.slab_overlap_matrix(lay.bits[lo:hi], lay.slabs, lay.unit,
+                                            lay.weight)
+    return out

@@ -179,11 +179,16 @@ def test_report_lists_each_claim_as_rederived_or_taken_on_trust(fitted_certifica
     three-rule bound is the solver's word, and the report says why it was not replayed."""
     from rulemip.certify import bound_replays
 
-    monkeypatch.setattr(bound_replays, "TRIPLE_REPLAY_MAX_BOXES", 0)
+    limited = tuple(
+        dataclasses.replace(kind, applies=bound_replays._kbox_applies(3, 0),
+                            too_large=bound_replays._kbox_too_large(3, 0))
+        if kind.witness == "three rules" else kind for kind in bound_replays.REPLAYS)
+    monkeypatch.setattr(bound_replays, "REPLAYS", limited)
     X, y, cert = fitted_certificate
     report = verify(cert, X, y)
     assert report.ok
-    assert any("beyond the 0 boxes verify replays" in c.message for c in report.checks)
+    assert any("beyond the 0 boxes verify replays for 3 rules" in c.message
+               for c in report.checks)
     basis = {c.claim: c.basis for c in report.claims}
     assert basis == {"data": "re-derived", "thresholds": "re-derived", "model": "re-derived",
                      "risk": "re-derived", "lower bound": "taken on trust",
