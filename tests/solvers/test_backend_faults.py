@@ -34,8 +34,8 @@ def test_scip_fault_is_a_solver_error_with_the_warm_start(monkeypatch):
 
     original = scip.ScipPersistent.__init__
 
-    def init(self, model):
-        original(self, model)
+    def init(self, model, **kwargs):
+        original(self, model, **kwargs)
         self._m = _FailingModel(self._m)
 
     monkeypatch.setattr(scip.ScipPersistent, "__init__", init)
