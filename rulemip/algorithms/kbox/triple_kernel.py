@@ -28,6 +28,11 @@ import math
 import numpy as np
 from numba import njit
 
+from rulemip.algorithms.kbox.correlations import (
+    correlation,
+    first_box_correlations,
+    trie_parents,
+)
 from rulemip.algorithms.kbox.pair_kernel import (
     COLLINEAR_TOL,
     _and_weight,
@@ -38,8 +43,7 @@ from rulemip.algorithms.kbox.pair_kernel import (
     rho_range,
 )
 
-__all__ = ["best_third", "may_complete", "scan_triples", "slab_overlap_matrix",
-           "triple_gain"]
+__all__ = ["best_third", "may_complete", "scan_triples", "triple_gain"]
 
 #: a pair whose correlation reaches this in absolute value is *linked*: its third boxes
 #: of every rank are searched; an unlinked pair's only if one may complete it with both of
@@ -134,18 +138,6 @@ def _tails3(g2: float, u1: float, u2: float, rab: float, det2: float, ac_lo: flo
     return lo, hi
 
 
-@njit(cache=True)
-def slab_overlap_matrix(bits: np.ndarray, slabs: np.ndarray, unit: float,
-                        weight: np.ndarray) -> np.ndarray:
-    """``T[x, s]``: the weight of box x's cells inside slab s (every box, every slab)."""
-    B = bits.shape[0]
-    T = np.empty((B, slabs.shape[0]))
-    for x in range(B):
-        for s in range(slabs.shape[0]):
-            T[x, s] = _and_weight(bits[x], slabs[s], unit, weight)
-    return T
-
-
 @njit(cache=True, inline="always")
 def _offer(gain: float, p: int, q: int, r: int, state: np.ndarray, best: np.ndarray
            ) -> None:
@@ -162,12 +154,6 @@ def _offer(gain: float, p: int, q: int, r: int, state: np.ndarray, best: np.ndar
         best[0] = lo
         best[1] = mid
         best[2] = hi
-
-
-@njit(cache=True, inline="always")
-def _rho(n: float, Nx: float, Ny: float, W: float, centred: bool, Kx: float, Ky: float
-         ) -> float:
-    return _cross(n, Nx, Ny, W, centred) / math.sqrt(Kx * Ky)
 
 
 @njit(cache=True, inline="always")
@@ -196,8 +182,8 @@ def _score_third(bits: np.ndarray, a: int, b: int, c: int, ra: int, rb: int, Na:
     counts[0] += 1
     Nc = N[c]
     Kc = K[c]
-    rac = _rho(_and_weight(bits[a], bits[c], unit, weight), Na, Nc, W, centred, Ka, Kc)
-    rbc = _rho(_and_weight(bits[b], bits[c], unit, weight), Nb, Nc, W, centred, Kb, Kc)
+    rac = correlation(_and_weight(bits[a], bits[c], unit, weight), Na, Nc, W, centred, Ka, Kc)
+    rbc = correlation(_and_weight(bits[b], bits[c], unit, weight), Nb, Nc, W, centred, Kb, Kc)
     s = _schur(rac, rbc, rab, det2)
     gain = g2
     if s > SPAN_TOL:
@@ -264,8 +250,9 @@ def _third_boxes(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
     b (so :math:`|z_c| \le |z_b|`) unlinked to both: a triple with a linked pair is met
     from its smallest one. ``rho_a``: every box's correlation with a, ``sub_rng`` and
     ``blk_rng`` its range over each node's subtree and over its own box and run
-    (:func:`_first_box_correlations`). ``region`` and ``work`` are scratch arrays (the
-    path's region bitsets; T and D of a and b and the region's weight per depth)."""
+    (:func:`~rulemip.algorithms.kbox.correlations.first_box_correlations`). ``region``
+    and ``work`` are scratch arrays (the path's region bitsets; T and D of a and b and the
+    region's weight per depth)."""
     Na, Nb, Ka, Kb = N[a], N[b], K[a], K[b]
     cap = 1.0 if linked else LINK
     zcap = math.inf if linked else abs(z[b])
@@ -394,7 +381,7 @@ def _third_flat(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
         elif rc <= rb or rac <= -LINK or rac >= LINK:
             continue
         zc = z[c]
-        rbc = _rho(_and_weight(bits[b], bits[c], unit, weight), Nb, N[c], W, centred, Kb,
+        rbc = correlation(_and_weight(bits[b], bits[c], unit, weight), Nb, N[c], W, centred, Kb,
                    K[c])
         if linked:
             if rc < ra and (rbc <= -LINK or rbc >= LINK):
@@ -411,73 +398,6 @@ def _third_flat(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
             _offer(gain, ra, rb, rc, state, best)
             Gp = state[0] * (1.0 - 1e-9) - state[1]
     counts[0] += scored
-
-
-@njit(cache=True)
-def _parents(depth: np.ndarray) -> np.ndarray:
-    """Each node's parent in a trie listed depth first (−1 for the root)."""
-    n = depth.shape[0]
-    parent = np.full(n, -1, dtype=np.int64)
-    last = np.zeros(int(depth.max()) + 2 if n else 1, dtype=np.int64)
-    for i in range(n):
-        d = depth[i]
-        if d > 0:
-            parent[i] = last[d - 1]
-        last[d] = i
-    return parent
-
-
-@njit(cache=True, nogil=True)
-def _first_box_correlations(bits: np.ndarray, N: np.ndarray, K: np.ndarray, a: int,
-                            W: float, centred: bool, unit: float, weight: np.ndarray,
-                            node_box: np.ndarray, node_run: np.ndarray, parent: np.ndarray,
-                            a_order: np.ndarray, rho_a: np.ndarray, sub_rng: np.ndarray,
-                            blk_rng: np.ndarray, suffix: np.ndarray) -> None:
-    r"""For a first box a: ``rho_a[x]`` = :math:`\rho_{ax}` for every box (one
-    intersection each); its range over each trie node's own box and run (``blk_rng``) and
-    over its subtree (``sub_rng``: children merged into parents, last node first); and
-    ``suffix[r]`` the range over the boxes of rank ≥ r that are unlinked to a
-    (:math:`|\rho| <` :data:`LINK`; empty: lo > hi)."""
-    n = bits.shape[0]
-    Ka = K[a]
-    for x in range(n):
-        rho_a[x] = _rho(_and_weight(bits[a], bits[x], unit, weight), N[a], N[x], W, centred,
-                        Ka, K[x])
-    m = node_box.shape[0]
-    for i in range(m):
-        lo = math.inf
-        hi = -math.inf
-        c = node_box[i]
-        if c >= 0:
-            lo = rho_a[c]
-            hi = rho_a[c]
-        for c in range(node_run[i, 0], node_run[i, 1]):
-            v = rho_a[c]
-            if v < lo:
-                lo = v
-            if v > hi:
-                hi = v
-        blk_rng[i, 0] = lo
-        blk_rng[i, 1] = hi
-        sub_rng[i, 0] = lo
-        sub_rng[i, 1] = hi
-    for i in range(m - 1, 0, -1):
-        p = parent[i]
-        if sub_rng[i, 0] < sub_rng[p, 0]:
-            sub_rng[p, 0] = sub_rng[i, 0]
-        if sub_rng[i, 1] > sub_rng[p, 1]:
-            sub_rng[p, 1] = sub_rng[i, 1]
-    suffix[n, 0] = math.inf
-    suffix[n, 1] = -math.inf
-    for r in range(n - 1, -1, -1):
-        v = rho_a[a_order[r]]
-        suffix[r, 0] = suffix[r + 1, 0]
-        suffix[r, 1] = suffix[r + 1, 1]
-        if -LINK < v < LINK:
-            if v < suffix[r, 0]:
-                suffix[r, 0] = v
-            if v > suffix[r, 1]:
-                suffix[r, 1] = v
 
 
 @njit(cache=True, nogil=True)
@@ -508,7 +428,8 @@ ho| \ge` LINK) is met from that
     (:func:`_third_boxes`): a node's region bounds both
     intersections :math:`n_{ac}, n_{bc}`, hence (:func:`rho_range`) the correlations, and
     :func:`may_complete` decides whether the subtree may hold a third box reaching the
-    incumbent. ``Tsl[x, s]``: box x's weight in slab s (:func:`slab_overlap_matrix`).
+    incumbent. ``Tsl[x, s]``: box x's weight in slab s
+    (:func:`~rulemip.algorithms.kbox.correlations.slab_overlap_matrix`).
     Collinear pairs (a, b) are skipped: every triple through them gains what one of its
     pairs gains, and the caller starts the incumbent at least at the proved best pair.
 
@@ -524,7 +445,7 @@ ho| \ge` LINK) is met from that
             max_depth = node_depth[i]
     region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
     work = np.empty((5, max_depth + 2))
-    parent = _parents(node_depth)
+    parent = trie_parents(node_depth)
     rho_a = np.empty(n)
     sub_rng = np.empty((node_iv.shape[0], 2))
     blk_rng = np.empty((node_iv.shape[0], 2))
@@ -538,8 +459,8 @@ ho| \ge` LINK) is met from that
         Ka = K[a]
         Na = N[a]
         Sa = S[a]
-        _first_box_correlations(bits, N, K, a, W, centred, unit, weight, node_box, node_run,
-                                parent, a_order, rho_a, sub_rng, blk_rng, suffix)
+        first_box_correlations(bits, N, K, a, W, centred, unit, weight, node_box, node_run,
+                               parent, a_order, rho_a, sub_rng, blk_rng, suffix, LINK)
         for rb in range(ra + 1, n):
             b = a_order[rb]
             zb = z[b]
@@ -588,16 +509,16 @@ def best_third(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray, a:
     """The best third box for the pair of positions (a, b), every box scored exactly
     (a second copy of a or b included: its ridge is then halved); ``(gain, position)``."""
     Ka, Kb = K[a], K[b]
-    rab = _rho(_and_weight(bits[a], bits[b], unit, weight), N[a], N[b], W, centred, Ka, Kb)
+    rab = correlation(_and_weight(bits[a], bits[b], unit, weight), N[a], N[b], W, centred, Ka, Kb)
     best_g = -1.0
     best_c = -1
     for c in range(bits.shape[0]):
         Kc = K[c]
         if Kc <= 0.0:
             continue
-        rac = _rho(_and_weight(bits[a], bits[c], unit, weight), N[a], N[c], W, centred,
+        rac = correlation(_and_weight(bits[a], bits[c], unit, weight), N[a], N[c], W, centred,
                    Ka, Kc)
-        rbc = _rho(_and_weight(bits[b], bits[c], unit, weight), N[b], N[c], W, centred,
+        rbc = correlation(_and_weight(bits[b], bits[c], unit, weight), N[b], N[c], W, centred,
                    Kb, Kc)
         g = triple_gain(z[a], z[b], z[c], rab, rac, rbc)
         if g > best_g:

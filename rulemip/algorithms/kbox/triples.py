@@ -27,6 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.kbox import triple_kernel as tk
+from rulemip.algorithms.kbox.correlations import slab_overlap_matrix
 from rulemip.algorithms.kbox.pairs import _Scan, pair_search, run_scan, scan_layout
 from rulemip.algorithms.kbox.table import BoxTable
 from rulemip.budget import Budget
@@ -199,7 +200,7 @@ def _coordinate_ascent(lay: Any, gain: float, triple: tuple[int, int, int],
 
 
 def _slab_matrix(lay: Any, clock: Budget) -> NDArray[np.float64] | None:
-    """Every box's weight in every slab (:func:`~rulemip.algorithms.kbox.triple_kernel.
+    """Every box's weight in every slab (:func:`~rulemip.algorithms.kbox.correlations.
     slab_overlap_matrix`), in blocks of :data:`SLAB_BLOCK` boxes between which the budget
     is asked (``None``: spent)."""
     need = 8 * lay.n * len(lay.slabs)
@@ -211,6 +212,6 @@ def _slab_matrix(lay: Any, clock: Budget) -> NDArray[np.float64] | None:
         if clock.expired():
             return None
         hi = min(lo + SLAB_BLOCK, lay.n)
-        out[lo:hi] = tk.slab_overlap_matrix(lay.bits[lo:hi], lay.slabs, lay.unit,
+        out[lo:hi] = slab_overlap_matrix(lay.bits[lo:hi], lay.slabs, lay.unit,
                                             lay.weight)
     return out
