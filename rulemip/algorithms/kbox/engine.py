@@ -285,21 +285,11 @@ class KBoxSearch:
                           budget=budget, callback=_progress(built, callback),
                           threads=threads if threads is not None else scan_threads(),
                           scheduler=current_workers()[1])
-        risk = built.risk_of_gain(res.gain)
-        x = np.array(res.boxes, dtype=float)
-        notes = (f"pair scan: {res.scored} pairs scored, {res.nodes} trie nodes, "
-                 f"{res.checked} partners checked, "
-                 f"{res.boxes_done}/{table.n_boxes} first boxes in {res.seconds:.3g} s",)
-        if res.finished:
-            lower = risk - PROOF_SLACK * max(abs(risk), 1e-12)
-            return SearchOutcome(x=x, lower_bound=lower, finished=True, method="pair scan",
-                                 iterations=res.scored, objective=risk, notes=notes)
-        limit = budget_limit(budget)
-        return SearchOutcome(x=x, lower_bound=built.levels, finished=False, limit=limit,
-                             method="pair scan", iterations=res.scored, objective=risk,
-                             notes=(*notes, f"stopped by the {limit.value} limit; the bound is "
-                                            f"the {2 ** self.n_rules}-levels bound"))
-
+        note = (f"pair scan: {res.scored} pairs scored, {res.nodes} trie nodes, "
+                f"{res.checked} partners checked, "
+                f"{res.boxes_done}/{table.n_boxes} first boxes in {res.seconds:.3g} s")
+        return self._scan_outcome(built, budget, res.boxes, res.gain, res.finished,
+                                  res.scored, "pair scan", note)
 
     def _search_triples(self, built: Any, budget: Budget, start: FloatArray | None,
                         threads: int | None,
@@ -312,23 +302,30 @@ class KBoxSearch:
                             start=s, budget=budget, callback=_progress(built, callback),
                             threads=threads if threads is not None else scan_threads(),
                             scheduler=current_workers()[1])
-        risk = built.risk_of_gain(res.gain)
-        x = np.array(res.boxes, dtype=float)
-        notes = (f"triple scan: {res.pair_scored} pairs scored by the pair search, "
-                 f"{res.pairs} pairs visited, {res.searched} searched for a third box, "
-                 f"{res.scored} triples scored, {res.nodes} trie "
-                 f"nodes, {res.checked} third boxes checked, "
-                 f"{res.boxes_done}/{table.n_boxes} first boxes in {res.seconds:.3g} s",)
-        if res.finished:
+        note = (f"triple scan: {res.pair_scored} pairs scored by the pair search, "
+                f"{res.pairs} pairs visited, {res.searched} searched for a third box, "
+                f"{res.scored} triples scored, {res.nodes} trie nodes, {res.checked} third "
+                f"boxes checked, {res.boxes_done}/{table.n_boxes} first boxes in "
+                f"{res.seconds:.3g} s")
+        return self._scan_outcome(built, budget, res.boxes, res.gain, res.finished,
+                                  res.scored, "triple scan", note)
+
+    def _scan_outcome(self, built: Any, budget: Budget, boxes: Sequence[int], gain: float,
+                      finished: bool, scored: int, method: str, note: str) -> SearchOutcome:
+        """A scan's result as the protocol's outcome: a finished scan proves its gain's
+        risk (less :data:`PROOF_SLACK`, relative) as the lower bound; a stopped one keeps
+        the 2^k-levels bound, which holds for every model."""
+        risk = built.risk_of_gain(gain)
+        x = np.array(boxes, dtype=float)
+        if finished:
             lower = risk - PROOF_SLACK * max(abs(risk), 1e-12)
-            return SearchOutcome(x=x, lower_bound=lower, finished=True,
-                                 method="triple scan", iterations=res.scored,
-                                 objective=risk, notes=notes)
+            return SearchOutcome(x=x, lower_bound=lower, finished=True, method=method,
+                                 iterations=scored, objective=risk, notes=(note,))
         limit = budget_limit(budget)
         return SearchOutcome(x=x, lower_bound=built.levels, finished=False, limit=limit,
-                             method="triple scan", iterations=res.scored, objective=risk,
-                             notes=(*notes, f"stopped by the {limit.value} limit; the bound "
-                                            "is the 8-levels bound"))
+                             method=method, iterations=scored, objective=risk,
+                             notes=(note, f"stopped by the {limit.value} limit; the bound is "
+                                          f"the {2 ** self.n_rules}-levels bound"))
 
 
 def _progress(built: KBoxModel, callback: Callable[[dict[str, Any]], Any] | None

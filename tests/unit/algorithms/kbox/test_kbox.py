@@ -22,19 +22,11 @@ from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import reduce_to_cells
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes
+from tests.unit.algorithms.kbox.random_tables import random_table
 
 
 def _data(seed: int, n: int = 14, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    rng = np.random.default_rng(seed)
-    X = rng.integers(0, 4, size=(n, d)).astype(float)
-    if seed % 3 == 0:
-        X[:, 1] = 1.0  # a constant feature
-    if seed % 4 == 1:
-        X[-3:] = X[:3]  # duplicate rows (cells of weight 2)
-    y = np.round(X[:, 0] * (X[:, -1] > 1.5) + rng.normal(scale=0.7, size=n), 1)
-    if seed % 5 == 2:
-        y[-2:] = y[:2]  # ties
-    return X, y
+    return random_table(seed, n, d)
 
 
 @pytest.mark.parametrize("seed", range(6))
