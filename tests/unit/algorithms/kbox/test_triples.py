@@ -23,7 +23,8 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.cells import reduce_to_cells
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
-from tests.unit.algorithms.kbox.random_tables import random_table
+
+from .random_tables import random_table
 
 
 def _data(seed: int, n: int = 12, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
