@@ -279,7 +279,8 @@ class _Scan:
     def __init__(self, n: int, gain0: float, margin: float, clock: Budget,
                  callback: Callable[[dict[str, Any]], Any] | None, *,
                  kernel: Callable[..., None] = kk.scan_pairs, width: int = 2,
-                 n_counts: int = 3, best: NDArray[np.int64] | None = None) -> None:
+                 n_counts: int = 3, best: NDArray[np.int64] | None = None,
+                 step: int = 16, cost: Callable[[int, int], int] | None = None) -> None:
         self.n = n
         self.gain = gain0
         self.margin = margin
@@ -289,7 +290,9 @@ class _Scan:
         self.kernel = kernel
         self.next = 0
         self.done = 0
-        self.step = 16
+        self.step = step
+        #: units of work of the first boxes at ranks r0..r1-1 (default: one each)
+        self.cost = cost
         self.finished = True
         self.counts = np.zeros(n_counts, dtype=np.int64)
         self.lock = threading.Lock()
@@ -303,7 +306,7 @@ class _Scan:
             r0 = self.next
             r1 = min(r0 + self.step, self.n)
             self.next = r1
-            self.clock.charge(r1 - r0)  # one unit of work per first box
+            self.clock.charge(r1 - r0 if self.cost is None else self.cost(r0, r1))
             return r0, r1
 
     def _merge(self, state: NDArray[np.float64], best: NDArray[np.int64],

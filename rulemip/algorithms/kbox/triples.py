@@ -13,7 +13,8 @@ those. The incumbent starts at the best of: one box three times, the best pair c
 its best third box, the warm start; then
 :func:`~rulemip.algorithms.kbox.triple_kernel.scan_triples` meets every multiset once, from
 its strongest box, in chunks of first boxes between which the fit's
-:class:`~rulemip.budget.Budget` is asked (one unit of work per first box).
+:class:`~rulemip.budget.Budget` is asked (one unit of work per pair a first box visits;
+chunks start at one first box and grow while they take under a quarter second).
 """
 
 from __future__ import annotations
@@ -150,17 +151,23 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     top = [int(p) for p in lay.a_order[:START_BOXES]]
     for i, p in enumerate(top):
         for q in top[i + 1:]:
+            if clock.expired():  # each is one pass over the boxes: ask between them
+                break
             g3, pc = tk.best_third(lay.bits, lay.N, lay.K, lay.z, p, q, lay.W, lay.centred,
                                    unit, weight)
             if pc >= 0:
                 cands.append((float(g3), (p, q, int(pc))))
-    cands = [_coordinate_ascent(lay, g, t) for g, t in cands]
+    cands = [_coordinate_ascent(lay, g, t, clock) for g, t in cands]
     gain0, trip0 = max(cands, key=lambda c: c[0])
     if incumbent_gain is not None and incumbent_gain > gain0:
         gain0 = float(incumbent_gain)
     best0 = np.array(sorted(int(lay.rank[p]) for p in trip0), dtype=np.int64)
     Tsl = _slab_matrix(lay, clock)
+    n = lay.n
+    # a first box visits every pair with a box of larger rank: the work it costs, and
+    # chunks that start at one first box (the strongest take seconds each)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback, kernel=tk.scan_triples,
+                 step=1, cost=lambda r0, r1: sum(n - 1 - r for r in range(r0, r1)),
                  width=3, n_counts=5, best=best0)
     if Tsl is not None:
         run_scan(scan, lay.args(), lay.tail(Tsl), threads, scheduler)
@@ -179,14 +186,16 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
                               time.perf_counter() - t0)
 
 
-def _coordinate_ascent(lay: Any, gain: float, triple: tuple[int, int, int],
+def _coordinate_ascent(lay: Any, gain: float, triple: tuple[int, int, int], clock: Budget,
                        rounds: int = 10) -> tuple[float, tuple[int, int, int]]:
     """A better first incumbent: each box of the triple (positions) in turn replaced by the
     best third box for the other two (:func:`~rulemip.algorithms.kbox.triple_kernel.
     best_third`), until no replacement gains (a local optimum under single swaps; the
-    scan's pruning grows with the incumbent)."""
+    scan's pruning grows with the incumbent); stops when ``clock`` is spent."""
     cur = list(triple)
     for _ in range(rounds):
+        if clock.expired():
+            break
         improved = False
         for slot in range(3):
             p, q = (cur[t] for t in range(3) if t != slot)
