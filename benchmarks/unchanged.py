@@ -8,7 +8,8 @@ odd r, branch then base for even r), ``runs`` times each:
 * ``exact_kfit.py --quick --work-limit 20000`` (rows read from its ``--jsonl`` file)
 * ``pruning.py table --quick --work-limit 20``
 
-each as its own process, from the checkout's root with ``PYTHONPATH`` set to it (so that
+each as its own process (after one ``rulemip.compile_kernels()`` per checkout, so that no
+timed run pays a first compile), from the checkout's root with ``PYTHONPATH`` set to it (so that
 the checkout's own ``rulemip`` and its own benchmark script are measured; a benchmark
 script run from a checkout otherwise imports the *installed* package). It then prints, per
 benchmark, every result row with its status, objective, bound and deterministic counts —
@@ -49,6 +50,10 @@ BENCHMARKS: dict[str, list[str]] = {
                    "--jsonl", "{jsonl}"],
     "pruning": ["benchmarks/pruning.py", "table", "--quick", "--work-limit", "20"],
 }
+
+#: run once per checkout before the rounds: every kernel group compiled (or loaded from
+#: numba's cache), so that no timed run pays a first compile
+WARM_UP = "import rulemip; rulemip.compile_kernels()"
 
 #: a column or field whose name contains one of these is a clock: not compared
 CLOCK_WORDS = ("second", "wall", "cpu", "time (s)", "verify s", "load", "elapsed",
@@ -181,12 +186,30 @@ def compare(name: str, base: list[dict[str, Any]], branch: list[dict[str, Any]]
             else:
                 same = False
                 parts.append(f"{col} {'/'.join(bv)} → {'/'.join(nv)}")
+        for col in [c for c in _union(r for r in (*b_runs, *n_runs) if r)
+                    if "cpu" in c.lower()]:
+            bc = _numbers(r.get(col) if r else None for r in b_runs)
+            nc = _numbers(r.get(col) if r else None for r in n_runs)
+            if bc and nc:
+                mb, mn = statistics.median(bc), statistics.median(nc)
+                ratio = f", ratio {mn / mb:.2f}" if mb > 0 else ""
+                parts.append(f"{col} (median) {mb:.2f} → {mn:.2f}{ratio}")
         compared += 1
         differing += not same
         mark = "same" if same else "DIFFERS"
         note = " (time-limited: status only)" if limited else ""
         lines.append(f"  [{mark}] {key}{note}: " + "; ".join(parts))
     return lines, compared, differing
+
+
+def _numbers(values: Iterable[str | None]) -> list[float]:
+    out: list[float] = []
+    for v in values:
+        try:
+            out.append(float(v))  # type: ignore[arg-type]
+        except (TypeError, ValueError):
+            continue
+    return out
 
 
 def _cells_of(run: dict[str, Any], key: str) -> dict[str, str] | None:
@@ -222,11 +245,21 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), default=None)
     p.add_argument("--json", help="write every run (rows, CPU, load) to this file")
+    p.add_argument("--report", help="print the comparison of the runs saved in this JSON "
+                                    "file (no run)")
     args = p.parse_args(argv)
+    if args.report:
+        with open(args.report) as fh:
+            report(json.load(fh))
+        return
     sides = {"base": args.base.resolve(), "branch": args.branch.resolve()}
     names = args.only or list(BENCHMARKS)
     print(f"# {os.cpu_count()} cores; load {os.getloadavg()}; base {sides['base']}, "
           f"branch {sides['branch']}; {args.runs} interleaved runs each", flush=True)
+    for side, checkout in sides.items():   # numba's cache filled before any timed run
+        env = {**os.environ, "PYTHONPATH": str(checkout)}
+        *_, cpu = _run_child([sys.executable, "-c", WARM_UP], checkout, env)
+        print(f"# warm-up {side}: compile_kernels, CPU {cpu:.1f} s", flush=True)
     runs: dict[str, dict[str, list[dict[str, Any]]]] = {
         n: {"base": [], "branch": []} for n in names}
     for r in range(args.runs):
@@ -241,16 +274,21 @@ def main(argv: list[str] | None = None) -> None:
                       f"{len(res['rows'])} rows", flush=True)
                 if res["returncode"]:
                     print(res["stderr_tail"], file=sys.stderr)
-    for name in names:
-        lines, compared, differing = compare(name, runs[name]["base"],
-                                             runs[name]["branch"])
-        print(f"\n## {' '.join(BENCHMARKS[name][:1] + BENCHMARKS[name][1:])}: "
-              f"{compared} rows compared, {differing} differ")
-        print("\n".join(lines))
-        print("\n".join(cpu_lines(runs[name]["base"], runs[name]["branch"])))
     if args.json:
         with open(args.json, "w") as fh:
             json.dump(runs, fh, indent=1)
+    report(runs)
+
+
+def report(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
+    """Per benchmark: every row side by side, then the processes' CPU seconds."""
+    for name, sides in runs.items():
+        lines, compared, differing = compare(name, sides["base"], sides["branch"])
+        command = " ".join(a for a in BENCHMARKS[name] if "jsonl" not in a)
+        print(f"\n## {command}: {compared} rows compared, "
+              f"{differing} differ")
+        print("\n".join(lines))
+        print("\n".join(cpu_lines(sides["base"], sides["branch"])))
 
 
 if __name__ == "__main__":
