@@ -26,6 +26,7 @@ from rulemip.algorithms.kbox.triple_bounds import (
 )
 from rulemip.algorithms.kbox.triple_strips import (
     N_STRIPS,
+    first_box_row,
     first_box_strips,
     linked_thirds,
     unlinked_thirds,
@@ -83,15 +84,15 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         Ka = K[a]
         Na = N[a]
         Sa = S[a]
-        first_box_strips(bits, N, K, z, rank, a_order, z_order, a, ra, W, centred, unit,
-                         weight, n_a, rho_a, suffix, cap, rank_linked, strip_start, strip_z,
-                         strip_box, strip_rng)
+        first_box_row(bits, N, K, rank, a_order, a, ra, W, centred, unit, weight, n_a,
+                      rho_a, suffix, cap, rank_linked)
+        strips_built = False
         for rb in range(ra + 1, n):
             b = a_order[rb]
             zb = z[b]
             Kb = K[b]
             n_pairs += 1
-            cab = _cross(_and_weight(bits[a], bits[b], unit, weight), Na, N[b], W, centred)
+            cab = _cross(n_a[b], Na, N[b], W, centred)
             # {a, a, b} and {a, b, b}: two copies of one box share its weight (ridge λ/2)
             if Ka - half > 0.0:
                 offer(pair_gain(Sa, Ka - half, S[b], Kb, cab), ra, ra, rb, state, best)
@@ -119,6 +120,10 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                     state[0] * (1.0 - 1e-9) - state[1]):
                 n_searched -= 1
                 continue
+            if not strips_built:
+                first_box_strips(N, K, z, z_order, a, n_a, rho_a, strip_start, strip_z,
+                                 strip_box, strip_rng)
+                strips_built = True
             unlinked_thirds(bits, N, K, rank, a, b, ra, rb, rab, det2, g2, u1, u2, zb_abs, W,
                             centred, unit, weight, n_a, rho_a, strip_start, strip_z,
                             strip_box, strip_rng, state, best, counts)

@@ -44,6 +44,7 @@ __all__ = [
     "N_STRIPS",
     "STRIPS_IN",
     "STRIPS_OUT",
+    "first_box_row",
     "first_box_strips",
     "linked_thirds",
     "rho_bc_range",
@@ -80,22 +81,16 @@ def strip_of(rho: float) -> int:
 
 
 @njit(cache=True, nogil=True)
-def first_box_strips(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarray,
-                     rank: np.ndarray, a_order: np.ndarray, z_order: np.ndarray, a: int,
-                     ra: int, W: float,
-                     centred: bool, unit: float, weight: np.ndarray, n_a: np.ndarray,
-                     rho_a: np.ndarray, suffix: np.ndarray, cap: np.ndarray,
-                     rank_linked: np.ndarray, strip_start: np.ndarray, strip_z: np.ndarray,
-                     strip_box: np.ndarray, strip_rng: np.ndarray) -> None:
+def first_box_row(bits: np.ndarray, N: np.ndarray, K: np.ndarray, rank: np.ndarray,
+                  a_order: np.ndarray, a: int, ra: int, W: float, centred: bool,
+                  unit: float, weight: np.ndarray, n_a: np.ndarray, rho_a: np.ndarray,
+                  suffix: np.ndarray, cap: np.ndarray, rank_linked: np.ndarray) -> None:
     r"""What a first box a (at rank ``ra``) reads for all its pairs: ``n_a[x]`` the
     weight of a ∩ x and ``rho_a[x]`` = :math:`\rho_{ax}` for every box (one intersection
     each); ``suffix[r]`` the range of :math:`\rho_{ax}` over the boxes of rank ≥ r unlinked
     to a (empty: lo > hi); ``cap[x]`` the bound on :math:`|\rho_{bx}|` a linked pair's
     third box x must respect (LINK if x ranks before a, else ∞) and ``rank_linked[x]`` x's
-    rank if x is linked to a, else ∞ (:func:`linked_thirds`); every box but a in its strip
-    (:func:`strip_of`): strip k is ``strip_box[strip_start[k]:strip_start[k+1]]``, by
-    increasing z (``strip_z``; ``z_order``: every box by increasing z), ``strip_rng[k]``
-    its ranges (module docstring)."""
+    rank if x is linked to a, else ∞ (:func:`linked_thirds`)."""
     n = bits.shape[0]
     Ka = K[a]
     for x in range(n):
@@ -113,6 +108,19 @@ def first_box_strips(bits: np.ndarray, N: np.ndarray, K: np.ndarray, z: np.ndarr
         if -LINK < v < LINK:
             suffix[r, 0] = min(suffix[r, 0], v)
             suffix[r, 1] = max(suffix[r, 1], v)
+
+
+@njit(cache=True, nogil=True)
+def first_box_strips(N: np.ndarray, K: np.ndarray, z: np.ndarray, z_order: np.ndarray,
+                     a: int, n_a: np.ndarray, rho_a: np.ndarray, strip_start: np.ndarray,
+                     strip_z: np.ndarray, strip_box: np.ndarray, strip_rng: np.ndarray
+                     ) -> None:
+    r"""Every box but a in its strip of :math:`\rho_{ax}` (:func:`strip_of`; ``n_a``,
+    ``rho_a`` from :func:`first_box_row`): strip k is
+    ``strip_box[strip_start[k]:strip_start[k+1]]``, by increasing z (``strip_z``;
+    ``z_order``: every box by increasing z), ``strip_rng[k]`` its ranges (module
+    docstring). Built at a first box's first unlinked pair that needs third boxes."""
+    n = N.shape[0]
     m = strip_rng.shape[0]
     for k in range(m + 1):
         strip_start[k] = 0

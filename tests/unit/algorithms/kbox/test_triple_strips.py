@@ -56,7 +56,7 @@ def test_unit_rows_keep_every_intersection_weight():
     out = unit_rows(bits, bits[:5], weight)
     assert out is not None
     rows, slabs, unit, row_weight = out
-    assert unit == 0.25 and len(row_weight) == int(round(weight.sum() / 0.25))
+    assert unit == 0.25 and len(row_weight) == round(weight.sum() / 0.25)
     np.testing.assert_array_equal(slabs, rows[:5])
     for i in range(30):
         for j in range(30):
@@ -101,11 +101,12 @@ def _strips(lay, a: int):
                strip_z=np.empty(n), strip_box=np.empty(n, dtype=np.int64),
                strip_rng=np.empty((ts.N_STRIPS, 10)))
     z_order = np.argsort(lay.z, kind="stable").astype(np.int64)
-    ts.first_box_strips(lay.bits, lay.N, lay.K, lay.z, lay.rank, lay.a_order, z_order, a,
-                        int(lay.rank[a]), lay.W, lay.centred, lay.unit, lay.weight,
-                        out["n_a"], out["rho_a"], out["suffix"], out["cap"],
-                        out["rank_linked"], out["strip_start"], out["strip_z"],
-                        out["strip_box"], out["strip_rng"])
+    ts.first_box_row(lay.bits, lay.N, lay.K, lay.rank, lay.a_order, a, int(lay.rank[a]),
+                     lay.W, lay.centred, lay.unit, lay.weight, out["n_a"], out["rho_a"],
+                     out["suffix"], out["cap"], out["rank_linked"])
+    ts.first_box_strips(lay.N, lay.K, lay.z, z_order, a, out["n_a"], out["rho_a"],
+                        out["strip_start"], out["strip_z"], out["strip_box"],
+                        out["strip_rng"])
     return out
 
 
