@@ -246,3 +246,30 @@ def test_a_spent_budget_stops_before_the_layout():
     with pytest.raises(BudgetExpired):
         KBoxSearch(3, max_rule_length=2).build_model(
             Dataset.from_arrays(X, y), budget=Budget.from_time_limit(0.0))
+
+
+def test_auto_proves_three_rules_by_the_three_box_search_on_small_languages():
+    """``engine="auto"`` takes the three-box search for k = 3 with a capped length while
+    its work (candidate boxes² × words) is within KBOX3_AUTO_MAX_WORK, and proves the
+    brute-force optimum; not beyond it (diabetes, 8 cut points) nor without a length cap."""
+    from sklearn.datasets import load_diabetes
+
+    from rulemip.algorithms.solve.registry import choose_engine
+
+    X, y = _data(3)
+    th = candidate_thresholds(X, 2)
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), 3, reg=1e-3, thresholds=th,
+                              max_rule_length=2)
+    assert choose_engine("auto", problem) == "kbox"
+    res = solve_exact(problem, engine="auto",
+                      budget=Budget.from_time_limit(None, work_limit=10**6))
+    bf = brute_force_optimum(X, y, 3, reg=1e-3, thresholds=th, max_rule_length=2)
+    assert res.engine == "kbox" and res.is_optimal
+    assert res.risk == pytest.approx(bf.risk, rel=1e-9)
+    Xd, yd = load_diabetes(return_X_y=True)
+    ds = Dataset.from_arrays(Xd, yd)
+    for t, length, k, expect in [(4, 2, 3, True), (8, 2, 3, False), (8, 2, 2, True),
+                                 (2, None, 3, False)]:
+        p = KRuleProblem.of(ds, k, reg=1e-3, thresholds=candidate_thresholds(Xd, t),
+                            max_rule_length=length)
+        assert (choose_engine("auto", p) == "kbox") is expect
