@@ -22,6 +22,7 @@ from rulemip.algorithms.kbox.triple_bounds import LINK, triple_gain
 from rulemip.algorithms.kbox.unit_rows import unit_rows
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.language import Language
 
 from .random_tables import random_table
 
@@ -35,7 +36,7 @@ def _layout(seed: int, fit_intercept: bool = True, reg: float = 1e-3, n_th: int 
     elif weights == "float":
         sw = np.random.default_rng(seed).uniform(0.2, 2.0, size=len(y))
     cells = reduce_to_cells(X, y, candidate_thresholds(X, n_th), "squared", sw)
-    table = build_box_table(cells, 2, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=2, fit_intercept=fit_intercept))
     w = cells.cell_weight
     unit = float(w[0]) if np.all(w == w[0]) else 0.0
     return scan_layout(table, reg, unit=unit, weight=w)

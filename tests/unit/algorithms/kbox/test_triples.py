@@ -21,6 +21,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
@@ -71,7 +72,7 @@ def test_three_boxes_equal_brute_force(seed, reg, fit_intercept, length, weighte
 def _table(seed: int, n: int, length: int | None, fit_intercept: bool, n_th: int = 3):
     X, y = _data(seed, n=n)
     cells = reduce_to_cells(X, y, candidate_thresholds(X, n_th), "squared", None)
-    table = build_box_table(cells, length, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=length, fit_intercept=fit_intercept))
     w = cells.cell_weight
     unit = float(w[0]) if np.all(w == w[0]) else 0.0
     return table, w, unit
@@ -133,7 +134,7 @@ def test_triple_gain_is_the_least_squares_gain_and_singular_triples_score_their_
     X = np.arange(12, dtype=float)[:, None]
     y = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8], dtype=float)
     cells = reduce_to_cells(X, y, [np.array([2.5, 6.5])], "squared", None)
-    table = build_box_table(cells, 1, True)
+    table = build_box_table(cells, Language(2, max_rule_length=1))
     w = cells.cell_weight  # 3, 4, 5 rows: cells of unequal weight (unit 0)
     lay = scan_layout(table, 0.0, unit=0.0, weight=w)
     # boxes by their group runs: A = [0, 0], B = [1, 1], C = A ⊔ B = [0, 1]
@@ -244,7 +245,7 @@ def test_a_spent_budget_stops_before_the_layout():
                                                   weight=w))
     X, y = _data(7, n=40)
     with pytest.raises(BudgetExpired):
-        KBoxSearch(3, max_rule_length=2).build_model(
+        KBoxSearch(Language(3, max_rule_length=2)).build_model(
             Dataset.from_arrays(X, y), budget=Budget.from_time_limit(0.0))
 
 
