@@ -19,6 +19,7 @@ from rulemip.algorithms.kbox.engine import KBoxSearch
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.algorithms.kbox.triples import triple_search
 from rulemip.budget import Budget
+from rulemip.parallel import resolve_n_jobs
 from rulemip.rules.problem import KRuleProblem
 
 __all__ = ["PairReplayResult", "replay_three_rules", "replay_two_rules"]
@@ -70,15 +71,16 @@ def _replay(problem: KRuleProblem, *, lower_bound: float, time_limit: float | No
     claim = built.base + built.cells.constant - W * lower_bound
     slack = GAIN_RTOL * max(abs(claim), built.base + built.cells.constant, 1e-300)
     budget = Budget.from_time_limit(time_limit)
+    threads = resolve_n_jobs(-1)  # one per core, as a fit's default n_jobs
     # the scans' first incumbents (the best box with two copies; for three boxes the
     # ascents of triple_search) count when they are above the claim
     if k == 2:
         res = pair_search(table, reg, unit=built.unit, weight=built.cells.cell_weight,
-                          budget=budget, incumbent_gain=claim - slack)
+                          budget=budget, incumbent_gain=claim - slack, threads=threads)
         gain, finished, scored, seconds = res.gain, res.finished, res.scored, res.seconds
     else:
         tri = triple_search(table, reg, unit=built.unit, weight=built.cells.cell_weight,
-                            budget=budget, incumbent_gain=claim - slack)
+                            budget=budget, incumbent_gain=claim - slack, threads=threads)
         gain, finished, scored, seconds = tri.gain, tri.finished, tri.scored, tri.seconds
     best_risk = built.risk_of_gain(gain)
     if gain > claim + slack:

@@ -57,8 +57,15 @@ def count_boxes(language: Language) -> int:
 #: fits the search's memory budget.
 KBOX_MAX_RULES = 2
 #: ``engine="kbox"`` itself proves k ≤ ``KBOX_ENGINE_MAX_RULES`` rules (three boxes:
-#: docs/explanation/kbox_search.md §6); ``"auto"`` picks it up to :data:`KBOX_MAX_RULES`
+#: docs/explanation/kbox_search.md §6); ``"auto"`` picks it up to :data:`KBOX_MAX_RULES`,
+#: and for three rules when the scan's work is at most :data:`KBOX3_AUTO_MAX_WORK`
 KBOX_ENGINE_MAX_RULES = 3
+#: ``engine="auto"`` picks the three-box search for k = 3 when the candidate boxes squared
+#: times the 64-bit words of a row bitset is at most this: diabetes with rules of two
+#: features and 4 cut points (7 437 candidates, 7 words: 3.9·10⁸) is proved in about 8 s
+#: of CPU, 8 cut points (62 367: 2.7·10¹⁰) is not proved in minutes
+#: (docs/explanation/kbox_search.md §6)
+KBOX3_AUTO_MAX_WORK = 4e8
 #: bytes per raw box while the k-box table is built (hash, flag, sort index, statistics and
 #: bookkeeping of a kept box), besides its bitset of ⌈cells/64⌉ words
 KBOX_BYTES_PER_BOX = 8 + 1 + 8 + 8 + 48
@@ -72,9 +79,13 @@ def kbox_table_bytes(n_raw_boxes: int, n_cells: int) -> int:
 
 
 def kbox_fits(language: Language, n_rows: int, max_bytes: int) -> bool:
-    """Whether the k-box search serves ``language``: k ≤ :data:`KBOX_MAX_RULES`, a rule
-    length cap, and a table (counted by :func:`count_boxes`, before anything is built)
-    within ``max_bytes``."""
-    if not 1 <= language.n_rules <= KBOX_MAX_RULES or language.max_rule_length is None:
+    """Whether the k-box search serves ``language``: k ≤ :data:`KBOX_MAX_RULES` (or k = 3
+    within :data:`KBOX3_AUTO_MAX_WORK`), a rule length cap, and a table (counted by
+    :func:`count_boxes`, before anything is built) within ``max_bytes``."""
+    k = language.n_rules
+    if language.max_rule_length is None or not 1 <= k <= KBOX_ENGINE_MAX_RULES:
         return False
-    return kbox_table_bytes(count_boxes(language), n_rows) <= max_bytes
+    boxes = count_boxes(language)
+    if k > KBOX_MAX_RULES and boxes ** 2 * ((n_rows + 63) // 64) > KBOX3_AUTO_MAX_WORK:
+        return False
+    return kbox_table_bytes(boxes, n_rows) <= max_bytes

@@ -303,7 +303,7 @@ class KBoxSearch:
                             scheduler=current_workers()[1])
         note = (f"triple scan: {res.pair_scored} pairs scored by the pair search, "
                 f"{res.pairs} pairs visited, {res.searched} searched for a third box, "
-                f"{res.scored} triples scored, {res.nodes} trie nodes, {res.checked} third "
+                f"{res.scored} triples scored, {res.strips} strips, {res.checked} third "
                 f"boxes checked, {res.boxes_done}/{table.n_boxes} first boxes in "
                 f"{res.seconds:.3g} s")
         return self._scan_outcome(built, budget, res.boxes, res.gain, res.finished,
