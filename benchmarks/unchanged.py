@@ -100,8 +100,8 @@ def measure(checkout: Path, name: str) -> dict[str, Any]:
         if os.path.exists(jsonl):
             with open(jsonl) as fh:
                 rows = [_json_row(json.loads(line)) for line in fh if line.strip()]
-    return {"rows": rows, "returncode": code, "stderr_tail": err[-2000:], "cpu": cpu,
-            "wall": wall, "load_before": load, "load_after": os.getloadavg()}
+    return {"rows": rows, "returncode": code, "stdout": out, "stderr_tail": err[-2000:],
+            "cpu": cpu, "wall": wall, "load_before": load, "load_after": os.getloadavg()}
 
 
 # ---------------------------------------------------------------------- parsing
@@ -111,11 +111,13 @@ def _cells(line: str) -> list[str]:
 
 def _rows_of(text: str) -> list[dict[str, Any]]:
     """Every row of every markdown table in ``text``: ``{"key": ..., "cells": {column:
-    value}}``, keyed by the table's header, the row's first cell and its repeat count."""
+    value}}``, keyed by the table's header, the row's first cell and its repeat count. A
+    row must follow its header in one block of table lines; a row printed while its part
+    runs and again in the part's table at the end is read once, from the table."""
     lines = text.splitlines()
     rows: list[dict[str, Any]] = []
     header: list[str] | None = None
-    seen: Counter[tuple[str, ...]] = Counter()
+    placed: list[tuple[int, list[str], str]] = []
     for i, line in enumerate(lines):
         if not line.startswith("|"):
             header = None
@@ -126,7 +128,12 @@ def _rows_of(text: str) -> list[dict[str, Any]]:
         if nxt.startswith("|---") or nxt.startswith("| ---"):
             header = _cells(line)
             continue
-        if header is None:
+        if header is not None and len(_cells(line)) == len(header):
+            placed.append((i, header, line))
+    last_of = {line: i for i, _, line in placed}
+    seen: Counter[tuple[str, ...]] = Counter()
+    for i, header, line in placed:
+        if last_of[line] != i:      # printed again further down: read it there
             continue
         cells = _cells(line)
         first = (header[0], cells[0])
@@ -171,8 +178,10 @@ def compare(name: str, base: list[dict[str, Any]], branch: list[dict[str, Any]]
             side = "branch" if not any(b_runs) else "base"
             lines.append(f"  {key}: only on the {side} side")
             continue
-        columns = [c for c in _union(r for r in (*b_runs, *n_runs) if r)
-                   if not _is_clock(c)]
+        b_cols = _union(r for r in b_runs if r)
+        n_cols = _union(r for r in n_runs if r)
+        columns = [c for c in b_cols if c in n_cols and not _is_clock(c)]
+        one_side = [c for c in (*b_cols, *n_cols) if (c in b_cols) != (c in n_cols)]
         limited = any(_time_limited(r) for r in (*b_runs, *n_runs) if r)
         if limited:
             columns = [c for c in columns if "status" in c.lower() or c == columns[0]]
@@ -194,6 +203,8 @@ def compare(name: str, base: list[dict[str, Any]], branch: list[dict[str, Any]]
                 mb, mn = statistics.median(bc), statistics.median(nc)
                 ratio = f", ratio {mn / mb:.2f}" if mb > 0 else ""
                 parts.append(f"{col} (median) {mb:.2f} → {mn:.2f}{ratio}")
+        if one_side:
+            parts.append(f"columns of one side only (its script): {', '.join(one_side)}")
         compared += 1
         differing += not same
         mark = "same" if same else "DIFFERS"
@@ -240,7 +251,7 @@ def cpu_lines(base: list[dict[str, Any]], branch: list[dict[str, Any]]) -> list[
 
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--base", type=Path, required=True, help="the base checkout")
+    p.add_argument("--base", type=Path, help="the base checkout (required unless --report)")
     p.add_argument("--branch", type=Path, default=Path("."), help="the branch checkout")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--only", nargs="*", choices=sorted(BENCHMARKS), default=None)
@@ -252,6 +263,8 @@ def main(argv: list[str] | None = None) -> None:
         with open(args.report) as fh:
             report(json.load(fh))
         return
+    if args.base is None:
+        p.error("--base is required (the checkout to compare with)")
     sides = {"base": args.base.resolve(), "branch": args.branch.resolve()}
     names = args.only or list(BENCHMARKS)
     print(f"# {os.cpu_count()} cores; load {os.getloadavg()}; base {sides['base']}, "
@@ -283,6 +296,9 @@ def main(argv: list[str] | None = None) -> None:
 def report(runs: dict[str, dict[str, list[dict[str, Any]]]]) -> None:
     """Per benchmark: every row side by side, then the processes' CPU seconds."""
     for name, sides in runs.items():
+        for run in (*sides["base"], *sides["branch"]):
+            if "stdout" in run and name != "exact_kfit":   # read again by this parser
+                run["rows"] = _rows_of(run["stdout"])
         lines, compared, differing = compare(name, sides["base"], sides["branch"])
         command = " ".join(a for a in BENCHMARKS[name] if "jsonl" not in a)
         print(f"\n## {command}: {compared} rows compared, "
