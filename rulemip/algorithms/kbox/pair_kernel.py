@@ -17,8 +17,8 @@ from numba import njit
 
 from rulemip.boosting.boxsearch.kernel import _cttz, _popcount
 
-__all__ = ["build_trie", "needed_overlaps", "pair_gain", "pair_value", "rho_range",
-           "scan_pairs", "slab_overlaps"]
+__all__ = ["build_trie", "child_index", "needed_overlaps", "pair_gain", "pair_value",
+           "rho_range", "scan_pairs", "slab_overlaps"]
 
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
@@ -129,43 +129,180 @@ def needed_overlaps(za: float, Gp: float, Na: float, Ka: float, W: float, lam: f
     Over :math:`|z_b| \le |z_a|` the gain h(ρ, z_b) is at most
     :math:`2 z_a^2/(1 - |\rho|)`, so :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p`. For
     ρ ≥ ρ_0: :math:`n_{ab} \ge f(N_b) = \alpha N_b + \rho_0\sqrt{K_a K(N_b)}` (α =
-    N_a/W, 0 without intercept) and :math:`n_{ab} \le N_b`; :math:`N - f(N)` is convex
-    and not positive at 0, so the feasible weights are :math:`[N_1, W]`, and the concave f
-    is least there at an end: :math:`\min(f(N_1), f(W)) \ge \min(N_1, N_a)`. For
-    ρ ≤ −ρ_0 (with intercept only) the same argument on :math:`N_b - n_{ab} \ge
-    (1-\alpha) N_b + \rho_0\sqrt{K_a K(N_b)}`, with :math:`n_{ab} \ge 0`, gives
-    :math:`\min(N_2, W - N_a)`. :math:`N_1, N_2` are found by bisection from below (a
-    smaller value is still a valid bound). Returns (0, 0) — no condition — when
-    :math:`\rho_0 \le 0` (docs/explanation/kbox_search.md §2)."""
+    N_a/W, 0 without intercept) and :math:`n_{ab} \le \min(N_a, N_b)`, so
+    :math:`N_b` lies in the interval :math:`[N_1, N_3]` of :func:`partner_weights`, at
+    whose ends the concave f is least: :math:`\min(f(N_1), f(N_3)) = \min(N_1, N_a)`.
+    For ρ ≤ −ρ_0 (with intercept only) the same argument on :math:`N_b - n_{ab} \ge
+    (1-\alpha) N_b + \rho_0\sqrt{K_a K(N_b)}` (:func:`weight_needs`). Returns (0, 0) —
+    no condition — when :math:`\rho_0 \le 0` (docs/explanation/kbox_search.md §2)."""
+    if 2.0 * za * za >= Gp or Gp <= 0.0:
+        return 0.0, 0.0
+    lo1, hi1, lo2, hi2 = partner_weights(za, Gp, Na, Ka, W, lam, centred, 0.0)
+    return weight_needs(za, Gp, Na, Ka, W, lam, centred, lo1, hi1, lo2, hi2)
+
+
+@njit(cache=True, nogil=True)
+def weight_needs(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
+                 centred: bool, lo1: float, hi1: float, lo2: float, hi2: float
+                 ) -> tuple[float, float]:
+    r""":func:`needed_overlaps` over partners of weights in the intervals of
+    :func:`partner_weights`: with ρ ≥ ρ_0, :math:`n_{ab} \ge f(N_b) = \alpha N_b +
+    \rho_0\sqrt{K_a K(N_b)}`, concave, so at least its least value at the interval's
+    ends; with ρ ≤ −ρ_0, :math:`N_b - n_{ab} \ge (1 - \alpha) N_b + \rho_0\sqrt{K_a
+    K(N_b)}`, likewise. An empty interval needs nothing possible (+inf)."""
     if 2.0 * za * za >= Gp or Gp <= 0.0:
         return 0.0, 0.0
     rho0 = 1.0 - 2.0 * za * za / Gp
     alpha = Na / W if centred else 0.0
-    n_need = math.inf
-    # ρ ≥ ρ0: smallest feasible weight N1 of (1 - α) N >= ρ0 sqrt(Ka K(N))
-    if (1.0 - alpha) * W - rho0 * math.sqrt(Ka * max(_norm(W, W, lam, centred), 0.0)) >= 0.0:
-        lo, hi = 0.0, W
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if (1.0 - alpha) * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
-                                                                 0.0)) >= 0.0:
-                hi = mid
-            else:
-                lo = mid
-        n_need = min(lo, Na)
-    m_need = math.inf
-    if centred and alpha * W - rho0 * math.sqrt(Ka * max(lam, 0.0)) >= 0.0:
-        lo, hi = 0.0, W
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if alpha * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
-                                                       0.0)) >= 0.0:
-                hi = mid
-            else:
-                lo = mid
-        m_need = min(lo, W - Na)
     slack = 1e-9 * W
-    return n_need - slack, m_need - slack
+    n_need = math.inf
+    if lo1 <= hi1:
+        n_need = min(_excess(0.0, alpha, -rho0, Ka, max(lo1, 0.0), W, lam, centred),
+                     _excess(0.0, alpha, -rho0, Ka, min(hi1, W), W, lam, centred)) - slack
+    m_need = math.inf
+    if centred and lo2 <= hi2:
+        m_need = min(_excess(0.0, 1.0 - alpha, -rho0, Ka, max(lo2, 0.0), W, lam, centred),
+                     _excess(0.0, 1.0 - alpha, -rho0, Ka, min(hi2, W), W, lam, centred)
+                     ) - slack
+    return n_need, m_need
+
+
+@njit(cache=True, inline="always")
+def _excess(A: float, B: float, rho0: float, Ka: float, n: float, W: float, lam: float,
+            centred: bool) -> float:
+    r""":math:`A + B n - \rho_0\sqrt{K_a K(n)}`: convex in n (K is concave)."""
+    return A + B * n - rho0 * math.sqrt(Ka * max(_norm(n, W, lam, centred), 0.0))
+
+
+@njit(cache=True)
+def _weight_end(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
+                centred: bool, upper: bool) -> float:
+    r"""For the convex :math:`e(n) =` :func:`_excess` on [0, W] with :math:`e(0) \le 0`
+    (``upper`` False) the least n with :math:`e(n) \ge 0` (its set is [that n, W]: a
+    convex function at most 0 at 0 stays at least 0 beyond a point where it is), from
+    below, or +inf when e(W) < 0; with :math:`e(W) \le 0` or e decreasing (``upper``)
+    the largest such n, from above, or −inf when e(0) < 0. Bisection: 50 halvings, the
+    bracket's outer end returned, so the interval is never too narrow."""
+    if not upper:
+        if _excess(A, B, rho0, Ka, W, W, lam, centred) < 0.0:
+            return math.inf
+        lo, hi = 0.0, W
+        for _ in range(50):
+            mid = 0.5 * (lo + hi)
+            if _excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0:
+                hi = mid
+            else:
+                lo = mid
+        return lo
+    if _excess(A, B, rho0, Ka, 0.0, W, lam, centred) < 0.0:
+        return -math.inf
+    if _excess(A, B, rho0, Ka, W, W, lam, centred) >= 0.0:
+        return W
+    lo, hi = 0.0, W
+    for _ in range(50):
+        mid = 0.5 * (lo + hi)
+        if _excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+@njit(cache=True, nogil=True)
+def partner_weights(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
+                    centred: bool, unit: float) -> tuple[float, float, float, float]:
+    r"""The weights a partner b of a (with :math:`|z_b| \le |z_a|`) can have if it gains
+    at least Gp: ``(lo1, hi1, lo2, hi2)`` with :math:`N_b \in [lo_1, hi_1]` when
+    ρ_ab > 0 and :math:`N_b \in [lo_2, hi_2]` when ρ_ab < 0 (an empty interval:
+    lo > hi; no condition: (−inf, inf, −inf, inf)).
+
+    Such a partner has :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p` (:func:`needed_overlaps`).
+    ρ ≥ ρ_0 needs :math:`n_{ab} - \alpha N_b \ge \rho_0\sqrt{K_a K(N_b)}` with
+    :math:`n_{ab} \le \min(N_a, N_b)`: both :math:`(1-\alpha) N_b` and
+    :math:`N_a - \alpha N_b` minus :math:`\rho_0\sqrt{K_a K(N_b)}` must be ≥ 0. Both are
+    convex in :math:`N_b`; the first is ≤ 0 at 0, so its feasible set is
+    :math:`[lo_1, W]`; the second is ≤ 0 at W with an intercept (and decreasing without),
+    so its set is :math:`[0, hi_1]`. ρ ≤ −ρ_0 (with an intercept) is the same with a's
+    complement: :math:`n_{ab} \ge \max(0, N_a + N_b - W)` makes :math:`\alpha N_b` and
+    :math:`(W - N_a) - (1-\alpha) N_b`, minus the same root, ≥ 0
+    When every cell weighs ``unit`` (> 0), weights are multiples of it and each end is
+    moved inwards past the multiples k at which the correlation cannot reach ρ_0 even with
+    the most (ρ > 0) or least (ρ < 0) common weight a box of weight k can have with a:
+    :math:`\min(N_a, k)`, less one cell at :math:`k = N_a` (a distinct cover of a's
+    weight misses a cell of a), and :math:`\max(0, N_a + k - W)`, plus one cell at
+    :math:`k = W - N_a` (a distinct cover of that weight other than a's complement meets
+    a; the complement itself gains what two copies of a gain, never more than the
+    incumbent, which starts at the best such gain). At most :data:`WEIGHT_STEPS`
+    multiples are tried per end (docs/explanation/kbox_search.md §2)."""
+    if 2.0 * za * za >= Gp or Gp <= 0.0:
+        return -math.inf, math.inf, -math.inf, math.inf
+    rho0 = 1.0 - 2.0 * za * za / Gp
+    alpha = Na / W if centred else 0.0
+    slack = 1e-9 * W
+    lo1 = _weight_end(0.0, 1.0 - alpha, rho0, Ka, W, lam, centred, False) - slack
+    hi1 = _weight_end(Na, -alpha, rho0, Ka, W, lam, centred, True) + slack
+    if unit > 0.0:
+        lo1, hi1 = _multiples(lo1, hi1, rho0, Na, Ka, W, lam, centred, unit, True)
+    if not centred:
+        return lo1, hi1, math.inf, -math.inf
+    lo2 = _weight_end(0.0, alpha, rho0, Ka, W, lam, centred, False) - slack
+    hi2 = _weight_end(W - Na, -(1.0 - alpha), rho0, Ka, W, lam, centred, True) + slack
+    if unit > 0.0:
+        lo2, hi2 = _multiples(lo2, hi2, rho0, Na, Ka, W, lam, centred, unit, False)
+    return lo1, hi1, lo2, hi2
+
+
+#: multiples of the cell weight tried from each end of a partner-weight interval
+WEIGHT_STEPS = 64
+
+
+@njit(cache=True, inline="always")
+def _reaches(k: float, rho0: float, Na: float, Ka: float, W: float, lam: float,
+             centred: bool, unit: float, positive: bool) -> bool:
+    """Whether a box of weight k (a multiple of ``unit``) can have ρ ≥ ρ_0 (``positive``)
+    or ρ ≤ −ρ_0 with a (:func:`partner_weights`), up to round-off."""
+    kb = _norm(k, W, lam, centred)
+    if kb <= 0.0:
+        return False  # not a box of the scan (zero norm)
+    root = math.sqrt(Ka * kb)
+    if positive:
+        n = min(Na, k) - (unit if abs(k - Na) < 0.5 * unit else 0.0)
+        return _cross(n, Na, k, W, centred) >= (rho0 - 1e-9) * root
+    n = max(0.0, Na + k - W) + (unit if abs(k - (W - Na)) < 0.5 * unit else 0.0)
+    return _cross(n, Na, k, W, centred) <= -(rho0 - 1e-9) * root
+
+
+@njit(cache=True)
+def _multiples(lo: float, hi: float, rho0: float, Na: float, Ka: float, W: float,
+               lam: float, centred: bool, unit: float, positive: bool
+               ) -> tuple[float, float]:
+    """The interval [lo, hi] of partner weights shrunk to its outermost multiples of
+    ``unit`` that :func:`_reaches` allows (empty: lo > hi)."""
+    k0 = max(math.ceil(lo / unit - 1e-9), 1.0)
+    k1 = min(math.floor(hi / unit + 1e-9), math.floor(W / unit + 1e-9))
+    if k0 > k1:
+        return math.inf, -math.inf
+    # the least multiple allowed, if one of the first WEIGHT_STEPS is
+    new_lo = (k0 + WEIGHT_STEPS) * unit  # (none of those: no conclusion beyond them)
+    for t in range(WEIGHT_STEPS):
+        k = k0 + t
+        if k > k1:
+            return math.inf, -math.inf  # none allowed
+        if _reaches(k * unit, rho0, Na, Ka, W, lam, centred, unit, positive):
+            new_lo = k * unit
+            break
+    new_hi = (k1 - WEIGHT_STEPS + 1) * unit
+    for t in range(WEIGHT_STEPS):
+        k = k1 - t
+        if k * unit <= new_lo:
+            new_hi = new_lo
+            break
+        if _reaches(k * unit, rho0, Na, Ka, W, lam, centred, unit, positive):
+            new_hi = k * unit
+            break
+    new_hi = max(new_hi, new_lo)
+    slack = 1e-9 * W
+    return new_lo - slack, new_hi + slack
 
 
 @njit(cache=True, inline="always")
@@ -276,14 +413,31 @@ def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S:
         best[1] = hi
 
 
+@njit(cache=True)
+def child_index(node_iv: np.ndarray, node_depth: np.ndarray, n_slabs: int) -> np.ndarray:
+    """The trie's first two levels looked up by slab: row 0 holds the depth-one node of
+    each slab (−1: none), row 1 + s the depth-two node below slab s's node of each slab."""
+    child = np.full((n_slabs + 1, n_slabs), -1, dtype=np.int64)
+    s1 = -1
+    for i in range(node_iv.shape[0]):
+        d = node_depth[i]
+        if d == 1:
+            s1 = node_iv[i]
+            child[0, s1] = i
+        elif d == 2:
+            child[1 + s1, node_iv[i]] = i
+    return child
+
+
 @njit(cache=True, nogil=True)
 def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                z: np.ndarray, rank: np.ndarray, last_slab: np.ndarray, a_order: np.ndarray,
                r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,
                node_skip: np.ndarray, node_box: np.ndarray, node_run: np.ndarray,
-               node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray, W: float,
-               lam: float, centred: bool, unit: float, weight: np.ndarray,
-               state: np.ndarray, best: np.ndarray, counts: np.ndarray) -> None:
+               node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray,
+               child: np.ndarray, W: float, lam: float, centred: bool, unit: float,
+               weight: np.ndarray, state: np.ndarray, best: np.ndarray,
+               counts: np.ndarray) -> None:
     r"""Scan the pairs (a, b) for the boxes a at ranks ``r0..r1-1`` of ``a_order`` and
     every partner b of larger rank (each unordered pair once).
 
@@ -311,6 +465,14 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     at (docs/explanation/kbox_search.md §2). Survivors are scored exactly from their
     intersection weight.
 
+    A weak first box needs a near-copy (:func:`needed_overlaps`): a node whose slab holds
+    too little of a and of its complement is skipped by its slab alone, so only the
+    *open* slabs (those that may hold a near-copy) can start a surviving node. ``child``
+    (:func:`child_index`; shape (0, 0): none) finds the trie's first two levels by slab:
+    when a has fewer open slabs than a node has nodes below it, the node's children are
+    looked up among the open slabs instead of walked — the same nodes survive, in the
+    same order.
+
     ``state = [G*, margin]``: the incumbent's gain and an absolute slack: a partner stays a
     candidate while its bound reaches :math:`G^*(1 - 10^{-9}) - \mathrm{margin}` (round-off
     never prunes a pair that beats the incumbent); updated in place with ``best = [a, b]``
@@ -318,15 +480,18 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     slabs]``.
     """
     n_nodes = node_iv.shape[0]
+    n_slabs = slabs.shape[0]
     max_depth = 0
     for i in range(n_nodes):
         if node_depth[i] > max_depth:
             max_depth = node_depth[i]
-    T = np.empty(slabs.shape[0])
+    T = np.empty(n_slabs)
+    open_slabs = np.empty(n_slabs, dtype=np.int64)
     Tp = np.empty(max_depth + 2)
     Dp = np.empty(max_depth + 2)
     region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
     region[0, :] = ~_ZERO
+    has_index = child.shape[0] == n_slabs + 1
     n_visited = 0
     n_checked = 0
     for ra in range(r0, r1):
@@ -336,50 +501,104 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         Na = N[a]
         Sa = S[a]
         za_abs = abs(za)
+        # a weak box helps only a partner nearly equal to it or to its complement: of
+        # nearly its weight, holding nearly all of a or of a's complement
+        Gp = state[0] * (1.0 - 1e-9) - state[1]
+        lo1, hi1, lo2, hi2 = partner_weights(za, Gp, Na, Ka, W, lam, centred, unit)
+        if lo1 > hi1 and lo2 > hi2:
+            continue  # no box of any weight can be its partner
+        n_need, m_need = weight_needs(za, Gp, Na, Ka, W, lam, centred, lo1, hi1, lo2, hi2)
         slab_overlaps(bits, a, slabs, unit, weight, T)
-        # a weak box helps only a partner nearly equal to it or to its complement
-        n_need, m_need = needed_overlaps(za, state[0] * (1.0 - 1e-9) - state[1], Na, Ka,
-                                         W, lam, centred)
         Tp[0] = Na
         Dp[0] = W - Na
+        n_open = 0
+        if has_index:
+            for s in range(n_slabs):
+                if T[s] >= n_need or slab_w[s] - T[s] >= m_need:
+                    open_slabs[n_open] = s
+                    n_open += 1
+        indexed = has_index and n_open < n_slabs
+        # the nodes go by segments [i, end) of the depth-first order: the whole trie, or
+        # (indexed) the root, each depth-one node of an open slab, and below it either
+        # its whole subtree or the subtrees of its children of open slabs
         i = 0
-        while i < n_nodes:
+        end = 1 if indexed else n_nodes
+        g1 = 0  # next open slab for a depth-one node
+        g2 = -1  # next open slab for a child of the depth-one node of slab s1 (-1: none)
+        s1 = -1
+        while True:
+            if i >= end:
+                if not indexed:
+                    break
+                found = False
+                while 0 <= g2 < n_open:
+                    j = child[1 + s1, open_slabs[g2]]
+                    g2 += 1
+                    if j >= 0:
+                        i = j
+                        end = node_skip[j]
+                        found = True
+                        break
+                if found:
+                    continue
+                g2 = -1
+                while g1 < n_open:
+                    s = open_slabs[g1]
+                    g1 += 1
+                    if child[0, s] >= 0:
+                        i = child[0, s]
+                        end = i + 1
+                        s1 = s
+                        found = True
+                        break
+                if found:
+                    continue
+                break
             d = node_depth[i]
             n_visited += 1
-            if d > 0:
-                sl = node_iv[i]
-                # cheap first: the parent's region and the new slab, each an upper end
-                if min(Tp[d - 1], T[sl]) < n_need and \
-                        min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
-                    i = node_skip[i]
-                    continue
+            keep = True
+            sl = node_iv[i]
+            # cheap first: the parent's region and the new slab, each an upper end
+            if d > 0 and min(Tp[d - 1], T[sl]) < n_need and \
+                    min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
+                keep = False
+            n0 = node_rng[i, 0]
+            n1 = node_rng[i, 1]
+            if (n1 < lo1 or n0 > hi1) and (n1 < lo2 or n0 > hi2):
+                keep = False
             zlo = max(node_rng[i, 2], -za_abs)
             zhi = min(node_rng[i, 3], za_abs)
-            if zlo > zhi:
-                i = node_skip[i]
-                continue
-            if d > 0:
+            if keep and zlo > zhi:
+                keep = False
+            if keep and d > 0:
                 # the node's region (its slabs' intersection): a's exact weight in it
                 for w in range(region.shape[1]):
                     region[d, w] = region[d - 1, w] & slabs[sl, w]
                 Tp[d] = _and_weight(region[d], bits[a], unit, weight)
                 Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
                 if Tp[d] < n_need and Dp[d] < m_need:
-                    i = node_skip[i]
-                    continue
+                    keep = False
             Gp = state[0] * (1.0 - 1e-9) - state[1]
-            if za * za < Gp:
+            if keep and za * za < Gp:
                 r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
                                        W, lam, centred)
                 if not _may_beat(za, zlo, zhi, r_lo, r_hi, Gp):
-                    i = node_skip[i]
-                    continue
+                    keep = False
+            if not keep:
+                if i == 0:
+                    break  # no partner anywhere
+                i = node_skip[i]
+                continue
             b = node_box[i]
             if b >= 0 and rank[b] > ra:
                 _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Tp[d], 1, W,
                        centred, unit, weight, Gp, state, best, counts)
             lo = node_run[i, 0]
             hi = node_run[i, 1]
+            n0 = node_rng[i, 4]
+            n1 = node_rng[i, 5]
+            if (n1 < lo1 or n0 > hi1) and (n1 < lo2 or n0 > hi2):
+                hi = lo  # no run member has a partner's weight
             if hi > lo:
                 Gp = state[0] * (1.0 - 1e-9) - state[1]
                 t_lo = za_abs  # candidates: z_b <= t_lo or z_b >= t_hi, |z_b| <= |z_a|
@@ -397,10 +616,13 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 u = _first_ge(z, q, hi, t_hi)
                 v = _first_gt(z, u, hi, za_abs)
                 for part in range(2):
-                    s0 = p if part == 0 else u
-                    s1 = q if part == 0 else v
-                    for bb in range(s0, s1):
+                    c0 = p if part == 0 else u
+                    c1 = q if part == 0 else v
+                    for bb in range(c0, c1):
                         if rank[bb] <= ra:
+                            continue
+                        nb = N[bb]
+                        if (nb < lo1 or nb > hi1) and (nb < lo2 or nb > hi2):
                             continue
                         sl = last_slab[bb]
                         if min(Tp[d], T[sl]) < n_need and \
@@ -411,6 +633,16 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                                min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
                                Tp[d] + T[sl], 2, W, centred, unit, weight,
                                state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
+            if indexed and d == 1:
+                # below a depth-one node: its subtree walked, or its children looked up
+                # among the open slabs after s1, whichever visits fewer nodes
+                if node_skip[i] - i - 1 <= n_open - g1:
+                    end = node_skip[i]
+                    i += 1
+                else:
+                    g2 = g1
+                    i = end
+                continue
             i += 1
     counts[1] += n_visited
     counts[2] += n_checked
