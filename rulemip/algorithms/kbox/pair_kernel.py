@@ -15,6 +15,17 @@ import math
 import numpy as np
 from numba import njit
 
+from rulemip.algorithms.kbox.pair_bounds import (
+    _cross,
+    _may_beat,
+    _node_needs,
+    _norm,
+    _tails,
+    needed_overlaps,
+    partner_weights,
+    rho_range,
+    weight_needs,
+)
 from rulemip.boosting.boxsearch.kernel import _cttz, _popcount
 
 __all__ = ["build_trie", "child_index", "needed_overlaps", "pair_gain", "pair_value",
@@ -55,272 +66,6 @@ def pair_value(bits: np.ndarray, S: np.ndarray, K: np.ndarray, N: np.ndarray, a:
     return pair_gain(S[a], K[a], S[b], K[b], _cross(nab, N[a], N[b], W, centred))
 
 
-@njit(cache=True, inline="always")
-def _cross(nab: float, Na: float, Nb: float, W: float, centred: bool) -> float:
-    return nab - Na * Nb / W if centred else nab
-
-
-@njit(cache=True, inline="always")
-def _h(za: float, zb: float, rho: float) -> float:
-    """:math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)`, the gain of two columns with
-    normalized sums z and correlation ρ."""
-    return (za * za - 2.0 * rho * za * zb + zb * zb) / (1.0 - rho * rho)
-
-
-@njit(cache=True, inline="always")
-def _norm(n: float, W: float, lam: float, centred: bool) -> float:
-    r""":math:`K(N) = V(N) + \lambda`: the squared norm of a box's (centred) indicator of
-    weight N, plus the ridge."""
-    return (n * (W - n) / W if centred else n) + lam
-
-
-@njit(cache=True, nogil=True)
-def rho_range(Na: float, Ka: float, n0: float, n1: float, T: float, D: float, W: float,
-              lam: float, centred: bool) -> tuple[float, float]:
-    r"""Bounds :math:`[\rho_{lo}, \rho_{hi}]` on the correlation
-    :math:`c/\sqrt{K_a K(N_b)}` of box a with every box b of weight
-    :math:`N_b \in [n_0, n_1]` whose common weight with a satisfies
-    :math:`\max(0, N_a + N_b - W, N_b - D) \le n_{ab} \le \min(N_a, N_b, T)`.
-
-    The cross term is piecewise linear in :math:`N_b`; on each piece its ratio to
-    :math:`\sqrt{K(N_b)}` is either monotone (the pieces through the origin, since
-    :math:`N^2/K(N)` increases) or bounded by the piece's extreme cross term over the
-    piece's least K (K is concave in N, so least at an end) — docs/explanation/
-    kbox_search.md §2."""
-    if _norm(n0, W, lam, centred) <= 0.0 or _norm(n1, W, lam, centred) <= 0.0:
-        return -1.0, 1.0  # a zero-norm partner (collinear with the intercept): no bound
-    M = min(Na, T)
-    alpha = Na / W if centred else 0.0
-    # the high side: (min(N, M) - αN) / sqrt(Ka K(N))
-    hi = -math.inf
-    if n0 <= M:
-        n = min(n1, M)
-        hi = (1.0 - alpha) * n / math.sqrt(Ka * _norm(n, W, lam, centred))
-    if n1 >= M:
-        left = max(n0, M)
-        num = M - alpha * left
-        k_left = _norm(left, W, lam, centred)
-        k_right = _norm(n1, W, lam, centred)
-        k = min(k_left, k_right) if num > 0.0 else max(k_left, k_right)
-        hi = max(hi, num / math.sqrt(Ka * k))
-    # the low side: (max(0, Na + N - W, N - D) - αN) / sqrt(Ka K(N))
-    kappa = min(W - Na, D)
-    lo = math.inf
-    if n0 <= kappa:
-        n = min(n1, kappa)
-        lo = -alpha * n / math.sqrt(Ka * _norm(n, W, lam, centred))
-    if n1 >= kappa:
-        left = max(n0, kappa)
-        num = max(0.0, Na + left - W, left - D) - alpha * left
-        k_left = _norm(left, W, lam, centred)
-        k_right = _norm(n1, W, lam, centred)
-        k = min(k_left, k_right) if num < 0.0 else max(k_left, k_right)
-        lo = min(lo, num / math.sqrt(Ka * k))
-    return lo, hi
-
-
-@njit(cache=True, nogil=True)
-def needed_overlaps(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
-                    centred: bool) -> tuple[float, float]:
-    r"""What a partner b of a (with :math:`|z_b| \le |z_a|`) must share with a, or with
-    a's complement, to gain at least Gp: ``(n_need, m_need)`` such that every such b has
-    :math:`n_{ab} \ge` n_need or :math:`N_b - n_{ab} \ge` m_need.
-
-    Over :math:`|z_b| \le |z_a|` the gain h(ρ, z_b) is at most
-    :math:`2 z_a^2/(1 - |\rho|)`, so :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p`. For
-    ρ ≥ ρ_0: :math:`n_{ab} \ge f(N_b) = \alpha N_b + \rho_0\sqrt{K_a K(N_b)}` (α =
-    N_a/W, 0 without intercept) and :math:`n_{ab} \le \min(N_a, N_b)`, so
-    :math:`N_b` lies in the interval :math:`[N_1, N_3]` of :func:`partner_weights`, at
-    whose ends the concave f is least: :math:`\min(f(N_1), f(N_3)) = \min(N_1, N_a)`.
-    For ρ ≤ −ρ_0 (with intercept only) the same argument on :math:`N_b - n_{ab} \ge
-    (1-\alpha) N_b + \rho_0\sqrt{K_a K(N_b)}` (:func:`weight_needs`). Returns (0, 0) —
-    no condition — when :math:`\rho_0 \le 0` (docs/explanation/kbox_search.md §2)."""
-    if 2.0 * za * za >= Gp or Gp <= 0.0:
-        return 0.0, 0.0
-    lo1, hi1, lo2, hi2 = partner_weights(za, Gp, Na, Ka, W, lam, centred, 0.0)
-    return weight_needs(za, Gp, Na, Ka, W, lam, centred, lo1, hi1, lo2, hi2)
-
-
-@njit(cache=True, nogil=True)
-def weight_needs(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
-                 centred: bool, lo1: float, hi1: float, lo2: float, hi2: float
-                 ) -> tuple[float, float]:
-    r""":func:`needed_overlaps` over partners of weights in the intervals of
-    :func:`partner_weights`: with ρ ≥ ρ_0, :math:`n_{ab} \ge f(N_b) = \alpha N_b +
-    \rho_0\sqrt{K_a K(N_b)}`, concave, so at least its least value at the interval's
-    ends; with ρ ≤ −ρ_0, :math:`N_b - n_{ab} \ge (1 - \alpha) N_b + \rho_0\sqrt{K_a
-    K(N_b)}`, likewise. An empty interval needs nothing possible (+inf)."""
-    if 2.0 * za * za >= Gp or Gp <= 0.0:
-        return 0.0, 0.0
-    rho0 = 1.0 - 2.0 * za * za / Gp
-    alpha = Na / W if centred else 0.0
-    slack = 1e-9 * W
-    n_need = math.inf
-    if lo1 <= hi1:
-        n_need = min(_excess(0.0, alpha, -rho0, Ka, max(lo1, 0.0), W, lam, centred),
-                     _excess(0.0, alpha, -rho0, Ka, min(hi1, W), W, lam, centred)) - slack
-    m_need = math.inf
-    if centred and lo2 <= hi2:
-        m_need = min(_excess(0.0, 1.0 - alpha, -rho0, Ka, max(lo2, 0.0), W, lam, centred),
-                     _excess(0.0, 1.0 - alpha, -rho0, Ka, min(hi2, W), W, lam, centred)
-                     ) - slack
-    return n_need, m_need
-
-
-@njit(cache=True, inline="always")
-def _excess(A: float, B: float, rho0: float, Ka: float, n: float, W: float, lam: float,
-            centred: bool) -> float:
-    r""":math:`A + B n - \rho_0\sqrt{K_a K(n)}`: convex in n (K is concave)."""
-    return A + B * n - rho0 * math.sqrt(Ka * max(_norm(n, W, lam, centred), 0.0))
-
-
-@njit(cache=True)
-def _weight_end(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
-                centred: bool, upper: bool) -> float:
-    r"""For the convex :math:`e(n) =` :func:`_excess` on [0, W] with :math:`e(0) \le 0`
-    (``upper`` False) the least n with :math:`e(n) \ge 0` (its set is [that n, W]: a
-    convex function at most 0 at 0 stays at least 0 beyond a point where it is), from
-    below, or +inf when e(W) < 0; with :math:`e(W) \le 0` or e decreasing (``upper``)
-    the largest such n, from above, or −inf when e(0) < 0. Bisection: 50 halvings, the
-    bracket's outer end returned, so the interval is never too narrow."""
-    if not upper:
-        if _excess(A, B, rho0, Ka, W, W, lam, centred) < 0.0:
-            return math.inf
-        lo, hi = 0.0, W
-        for _ in range(50):
-            mid = 0.5 * (lo + hi)
-            if _excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0:
-                hi = mid
-            else:
-                lo = mid
-        return lo
-    if _excess(A, B, rho0, Ka, 0.0, W, lam, centred) < 0.0:
-        return -math.inf
-    if _excess(A, B, rho0, Ka, W, W, lam, centred) >= 0.0:
-        return W
-    lo, hi = 0.0, W
-    for _ in range(50):
-        mid = 0.5 * (lo + hi)
-        if _excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0:
-            lo = mid
-        else:
-            hi = mid
-    return hi
-
-
-@njit(cache=True, nogil=True)
-def partner_weights(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
-                    centred: bool, unit: float) -> tuple[float, float, float, float]:
-    r"""The weights a partner b of a (with :math:`|z_b| \le |z_a|`) can have if it gains
-    at least Gp: ``(lo1, hi1, lo2, hi2)`` with :math:`N_b \in [lo_1, hi_1]` when
-    ρ_ab > 0 and :math:`N_b \in [lo_2, hi_2]` when ρ_ab < 0 (an empty interval:
-    lo > hi; no condition: (−inf, inf, −inf, inf)).
-
-    Such a partner has :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p` (:func:`needed_overlaps`).
-    ρ ≥ ρ_0 needs :math:`n_{ab} - \alpha N_b \ge \rho_0\sqrt{K_a K(N_b)}` with
-    :math:`n_{ab} \le \min(N_a, N_b)`: both :math:`(1-\alpha) N_b` and
-    :math:`N_a - \alpha N_b` minus :math:`\rho_0\sqrt{K_a K(N_b)}` must be ≥ 0. Both are
-    convex in :math:`N_b`; the first is ≤ 0 at 0, so its feasible set is
-    :math:`[lo_1, W]`; the second is ≤ 0 at W with an intercept (and decreasing without),
-    so its set is :math:`[0, hi_1]`. ρ ≤ −ρ_0 (with an intercept) is the same with a's
-    complement: :math:`n_{ab} \ge \max(0, N_a + N_b - W)` makes :math:`\alpha N_b` and
-    :math:`(W - N_a) - (1-\alpha) N_b`, minus the same root, ≥ 0
-    When every cell weighs ``unit`` (> 0), weights are multiples of it and each end is
-    moved inwards past the multiples k at which the correlation cannot reach ρ_0 even with
-    the most (ρ > 0) or least (ρ < 0) common weight a box of weight k can have with a:
-    :math:`\min(N_a, k)`, less one cell at :math:`k = N_a` (a distinct cover of a's
-    weight misses a cell of a), and :math:`\max(0, N_a + k - W)`, plus one cell at
-    :math:`k = W - N_a` (a distinct cover of that weight other than a's complement meets
-    a; the complement itself gains what two copies of a gain, never more than the
-    incumbent, which starts at the best such gain). At most :data:`WEIGHT_STEPS`
-    multiples are tried per end (docs/explanation/kbox_search.md §2)."""
-    if 2.0 * za * za >= Gp or Gp <= 0.0:
-        return -math.inf, math.inf, -math.inf, math.inf
-    rho0 = 1.0 - 2.0 * za * za / Gp
-    alpha = Na / W if centred else 0.0
-    slack = 1e-9 * W
-    lo1 = _weight_end(0.0, 1.0 - alpha, rho0, Ka, W, lam, centred, False) - slack
-    hi1 = _weight_end(Na, -alpha, rho0, Ka, W, lam, centred, True) + slack
-    if unit > 0.0:
-        lo1, hi1 = _multiples(lo1, hi1, rho0, Na, Ka, W, lam, centred, unit, True)
-    if not centred:
-        return lo1, hi1, math.inf, -math.inf
-    lo2 = _weight_end(0.0, alpha, rho0, Ka, W, lam, centred, False) - slack
-    hi2 = _weight_end(W - Na, -(1.0 - alpha), rho0, Ka, W, lam, centred, True) + slack
-    if unit > 0.0:
-        lo2, hi2 = _multiples(lo2, hi2, rho0, Na, Ka, W, lam, centred, unit, False)
-    return lo1, hi1, lo2, hi2
-
-
-#: multiples of the cell weight tried from each end of a partner-weight interval
-WEIGHT_STEPS = 64
-
-
-@njit(cache=True, inline="always")
-def _reaches(k: float, rho0: float, Na: float, Ka: float, W: float, lam: float,
-             centred: bool, unit: float, positive: bool) -> bool:
-    """Whether a box of weight k (a multiple of ``unit``) can have ρ ≥ ρ_0 (``positive``)
-    or ρ ≤ −ρ_0 with a (:func:`partner_weights`), up to round-off."""
-    kb = _norm(k, W, lam, centred)
-    if kb <= 0.0:
-        return False  # not a box of the scan (zero norm)
-    root = math.sqrt(Ka * kb)
-    if positive:
-        n = min(Na, k) - (unit if abs(k - Na) < 0.5 * unit else 0.0)
-        return _cross(n, Na, k, W, centred) >= (rho0 - 1e-9) * root
-    n = max(0.0, Na + k - W) + (unit if abs(k - (W - Na)) < 0.5 * unit else 0.0)
-    return _cross(n, Na, k, W, centred) <= -(rho0 - 1e-9) * root
-
-
-@njit(cache=True)
-def _multiples(lo: float, hi: float, rho0: float, Na: float, Ka: float, W: float,
-               lam: float, centred: bool, unit: float, positive: bool
-               ) -> tuple[float, float]:
-    """The interval [lo, hi] of partner weights shrunk to its outermost multiples of
-    ``unit`` that :func:`_reaches` allows (empty: lo > hi)."""
-    k0 = max(math.ceil(lo / unit - 1e-9), 1.0)
-    k1 = min(math.floor(hi / unit + 1e-9), math.floor(W / unit + 1e-9))
-    if k0 > k1:
-        return math.inf, -math.inf
-    # the least multiple allowed, if one of the first WEIGHT_STEPS is
-    new_lo = (k0 + WEIGHT_STEPS) * unit  # (none of those: no conclusion beyond them)
-    for t in range(WEIGHT_STEPS):
-        k = k0 + t
-        if k > k1:
-            return math.inf, -math.inf  # none allowed
-        if _reaches(k * unit, rho0, Na, Ka, W, lam, centred, unit, positive):
-            new_lo = k * unit
-            break
-    new_hi = (k1 - WEIGHT_STEPS + 1) * unit
-    for t in range(WEIGHT_STEPS):
-        k = k1 - t
-        if k * unit <= new_lo:
-            new_hi = new_lo
-            break
-        if _reaches(k * unit, rho0, Na, Ka, W, lam, centred, unit, positive):
-            new_hi = k * unit
-            break
-    new_hi = max(new_hi, new_lo)
-    slack = 1e-9 * W
-    return new_lo - slack, new_hi + slack
-
-
-@njit(cache=True, inline="always")
-def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
-              Gp: float) -> bool:
-    r"""Whether some partner with :math:`z_b \in [z_{lo}, z_{hi}]` and correlation in
-    [ρ_lo, ρ_hi] may gain at least Gp: the gain is convex in ρ and in :math:`z_b`, so its
-    maximum over the rectangle is at a corner."""
-    if zlo > zhi:
-        return False
-    if rho_hi >= 1.0 - 1e-12 or rho_lo <= -1.0 + 1e-12 or rho_lo > rho_hi:
-        return True  # (an empty range only from round-off: no conclusion)
-    for zb in (zlo, zhi):  # noqa: SIM110  (compiled: no generators)
-        if _h(za, zb, rho_lo) >= Gp or _h(za, zb, rho_hi) >= Gp:
-            return True
-    return False
-
-
 @njit(cache=True, nogil=True)
 def slab_overlaps(bits: np.ndarray, a: int, slabs: np.ndarray, unit: float,
                   weight: np.ndarray, out: np.ndarray) -> None:
@@ -346,15 +91,6 @@ def _and_weight(x: np.ndarray, y: np.ndarray, unit: float, weight: np.ndarray) -
             s += weight[w * 64 + int(_cttz(v))]
             v &= v - _ONE
     return s
-
-
-@njit(cache=True, inline="always")
-def _tails(za: float, rho: float, G: float) -> tuple[float, float]:
-    """Roots of :math:`z_b^2 - 2\\rho z_a z_b + z_a^2 = G(1-\\rho^2)` in :math:`z_b`:
-    a partner strictly between them gains less than G at correlation ρ."""
-    d = (1.0 - rho * rho) * (G - za * za)
-    r = math.sqrt(d) if d > 0.0 else 0.0
-    return rho * za - r, rho * za + r
 
 
 @njit(cache=True, nogil=True)
@@ -435,9 +171,9 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,
                node_skip: np.ndarray, node_box: np.ndarray, node_run: np.ndarray,
                node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray,
-               child: np.ndarray, W: float, lam: float, centred: bool, unit: float,
-               weight: np.ndarray, state: np.ndarray, best: np.ndarray,
-               counts: np.ndarray) -> None:
+               child: np.ndarray, node_sk: np.ndarray, W: float, lam: float,
+               centred: bool, unit: float, weight: np.ndarray, state: np.ndarray,
+               best: np.ndarray, counts: np.ndarray) -> None:
     r"""Scan the pairs (a, b) for the boxes a at ranks ``r0..r1-1`` of ``a_order`` and
     every partner b of larger rank (each unordered pair once).
 
@@ -508,6 +244,15 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         if lo1 > hi1 and lo2 > hi2:
             continue  # no box of any weight can be its partner
         n_need, m_need = weight_needs(za, Gp, Na, Ka, W, lam, centred, lo1, hi1, lo2, hi2)
+        # per node: what a partner below it must share with a (or with a's complement)
+        # to reach the incumbent (_node_needs); the roots sqrt(K) at the node's weight
+        # ends are the node's (node_sk), at the ends of [lo1, hi1] and [lo2, hi2] here
+        alpha = Na / W if centred else 0.0
+        ska = math.sqrt(Ka)
+        sk_lo1 = math.sqrt(max(_norm(max(lo1, 0.0), W, lam, centred), 0.0))
+        sk_hi1 = math.sqrt(max(_norm(min(hi1, W), W, lam, centred), 0.0))
+        sk_lo2 = math.sqrt(max(_norm(max(lo2, 0.0), W, lam, centred), 0.0))
+        sk_hi2 = math.sqrt(max(_norm(min(hi2, W), W, lam, centred), 0.0))
         slab_overlaps(bits, a, slabs, unit, weight, T)
         Tp[0] = Na
         Dp[0] = W - Na
@@ -562,12 +307,19 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
             if d > 0 and min(Tp[d - 1], T[sl]) < n_need and \
                     min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
                 keep = False
-            n0 = node_rng[i, 0]
-            n1 = node_rng[i, 1]
-            if (n1 < lo1 or n0 > hi1) and (n1 < lo2 or n0 > hi2):
-                keep = False
             zlo = max(node_rng[i, 2], -za_abs)
             zhi = min(node_rng[i, 3], za_abs)
+            need1 = 0.0
+            need2 = 0.0
+            Gp = state[0] * (1.0 - 1e-9) - state[1]
+            if keep and zlo <= zhi and za * za < Gp:
+                need1, need2 = _node_needs(za, zlo, zhi, Gp, node_rng[i, 0],
+                                           node_rng[i, 1], node_sk[i, 0], node_sk[i, 1],
+                                           lo1, hi1, lo2, hi2, sk_lo1, sk_hi1, sk_lo2,
+                                           sk_hi2, alpha, ska, centred, W)
+                if d > 0 and min(Tp[d - 1], T[sl]) < need1 and \
+                        min(Dp[d - 1], slab_w[sl] - T[sl]) < need2:
+                    keep = False
             if keep and zlo > zhi:
                 keep = False
             if keep and d > 0:
@@ -576,9 +328,8 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                     region[d, w] = region[d - 1, w] & slabs[sl, w]
                 Tp[d] = _and_weight(region[d], bits[a], unit, weight)
                 Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
-                if Tp[d] < n_need and Dp[d] < m_need:
+                if Tp[d] < need1 and Dp[d] < need2:
                     keep = False
-            Gp = state[0] * (1.0 - 1e-9) - state[1]
             if keep and za * za < Gp:
                 r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
                                        W, lam, centred)
@@ -616,9 +367,9 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 u = _first_ge(z, q, hi, t_hi)
                 v = _first_gt(z, u, hi, za_abs)
                 for part in range(2):
-                    c0 = p if part == 0 else u
-                    c1 = q if part == 0 else v
-                    for bb in range(c0, c1):
+                    t0 = p if part == 0 else u
+                    t1 = q if part == 0 else v
+                    for bb in range(t0, t1):
                         if rank[bb] <= ra:
                             continue
                         nb = N[bb]

@@ -224,6 +224,16 @@ def child_index(lay: ScanLayout) -> IntArray:
     return kk.child_index(lay.trie.iv, lay.trie.depth, n_slabs)
 
 
+def pair_extras(lay: ScanLayout) -> tuple[IntArray, FloatArray]:
+    r"""The pair kernel's arguments beyond the layout's: :func:`child_index` and each trie
+    node's :math:`\sqrt{K}` at the least and the largest weight below it."""
+    rng = lay.trie.rng
+    k = np.stack([rng[:, 0], rng[:, 1]], axis=1)
+    k = k * (lay.W - k) / lay.W if lay.centred else k
+    node_sk = np.sqrt(np.maximum(k + lay.reg, 0.0))
+    return child_index(lay), np.ascontiguousarray(node_sk)
+
+
 def run_scan(scan: _Scan, args: tuple[Any, ...], tail: tuple[Any, ...],
              threads: int | None, scheduler: Any) -> None:
     """Hand the scan's chunks to one worker, ``threads`` threads or a Dask ``scheduler``."""
@@ -272,7 +282,7 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                                 time.perf_counter() - t0)
     lay = scan_layout(table, reg, unit=unit, weight=weight)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback)
-    run_scan(scan, lay.args(), lay.tail(child_index(lay)), threads, scheduler)
+    run_scan(scan, lay.args(), lay.tail(*pair_extras(lay)), threads, scheduler)
     gain, best = scan.result()
     counts = scan.counts
     found = pair0 if best[0] < 0 else (int(lay.perm[best[0]]), int(lay.perm[best[1]]))
