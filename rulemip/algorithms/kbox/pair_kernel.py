@@ -150,6 +150,27 @@ def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S:
 
 
 @njit(cache=True)
+def region_weights(node_iv: np.ndarray, node_depth: np.ndarray, slabs: np.ndarray,
+                   unit: float, weight: np.ndarray) -> np.ndarray:
+    """The weight of each trie node's region (the intersection of the slabs on its path;
+    the root's: every cell)."""
+    n = node_iv.shape[0]
+    out = np.empty(n)
+    max_depth = 0
+    for i in range(n):
+        max_depth = max(max_depth, node_depth[i])
+    region = np.empty((max_depth + 1, slabs.shape[1]), dtype=np.uint64)
+    region[0, :] = ~_ZERO
+    for i in range(n):
+        d = node_depth[i]
+        if d > 0:
+            for w in range(slabs.shape[1]):
+                region[d, w] = region[d - 1, w] & slabs[node_iv[i], w]
+        out[i] = _and_weight(region[d], region[d], unit, weight)
+    return out
+
+
+@njit(cache=True)
 def child_index(node_iv: np.ndarray, node_depth: np.ndarray, n_slabs: int) -> np.ndarray:
     """The trie's first two levels looked up by slab: row 0 holds the depth-one node of
     each slab (−1: none), row 1 + s the depth-two node below slab s's node of each slab."""
@@ -171,7 +192,8 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,
                node_skip: np.ndarray, node_box: np.ndarray, node_run: np.ndarray,
                node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray,
-               child: np.ndarray, node_sk: np.ndarray, W: float, lam: float,
+               child: np.ndarray, node_sk: np.ndarray, node_w: np.ndarray, W: float,
+               lam: float,
                centred: bool, unit: float, weight: np.ndarray, state: np.ndarray,
                best: np.ndarray, counts: np.ndarray) -> None:
     r"""Scan the pairs (a, b) for the boxes a at ranks ``r0..r1-1`` of ``a_order`` and
@@ -317,9 +339,13 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                                            node_rng[i, 1], node_sk[i, 0], node_sk[i, 1],
                                            lo1, hi1, lo2, hi2, sk_lo1, sk_hi1, sk_lo2,
                                            sk_hi2, alpha, ska, centred, W)
-                if d > 0 and min(Tp[d - 1], T[sl]) < need1 and \
-                        min(Dp[d - 1], slab_w[sl] - T[sl]) < need2:
-                    keep = False
+                if d > 0:
+                    # upper ends of a's weight in the region and of the region's outside
+                    # a: a ∩ R is a's part in the parent's region and in the slab
+                    t_lo = max(0.0, Tp[d - 1] + T[sl] - Na)
+                    if min(Tp[d - 1], T[sl], node_w[i]) < need1 and \
+                            min(Dp[d - 1], slab_w[sl] - T[sl], node_w[i] - t_lo) < need2:
+                        keep = False
             if keep and zlo > zhi:
                 keep = False
             if keep and d > 0:
@@ -327,7 +353,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 for w in range(region.shape[1]):
                     region[d, w] = region[d - 1, w] & slabs[sl, w]
                 Tp[d] = _and_weight(region[d], bits[a], unit, weight)
-                Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
+                Dp[d] = node_w[i] - Tp[d]
                 if Tp[d] < need1 and Dp[d] < need2:
                     keep = False
             if keep and za * za < Gp:

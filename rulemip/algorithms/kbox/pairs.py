@@ -224,14 +224,16 @@ def child_index(lay: ScanLayout) -> IntArray:
     return kk.child_index(lay.trie.iv, lay.trie.depth, n_slabs)
 
 
-def pair_extras(lay: ScanLayout) -> tuple[IntArray, FloatArray]:
-    r"""The pair kernel's arguments beyond the layout's: :func:`child_index` and each trie
-    node's :math:`\sqrt{K}` at the least and the largest weight below it."""
+def pair_extras(lay: ScanLayout) -> tuple[IntArray, FloatArray, FloatArray]:
+    r"""The pair kernel's arguments beyond the layout's: :func:`child_index`, each trie
+    node's :math:`\sqrt{K}` at the least and the largest weight below it, and the weight
+    of its region (:func:`rulemip.algorithms.kbox.pair_kernel.region_weights`)."""
     rng = lay.trie.rng
     k = np.stack([rng[:, 0], rng[:, 1]], axis=1)
     k = k * (lay.W - k) / lay.W if lay.centred else k
     node_sk = np.sqrt(np.maximum(k + lay.reg, 0.0))
-    return child_index(lay), np.ascontiguousarray(node_sk)
+    node_w = kk.region_weights(lay.trie.iv, lay.trie.depth, lay.slabs, lay.unit, lay.weight)
+    return child_index(lay), np.ascontiguousarray(node_sk), node_w
 
 
 def run_scan(scan: _Scan, args: tuple[Any, ...], tail: tuple[Any, ...],

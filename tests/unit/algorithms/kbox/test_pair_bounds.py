@@ -157,7 +157,7 @@ def test_the_scan_from_one_first_box_finds_its_best_partner(seed, reg, fit_inter
     cw = cells.cell_weight
     unit = float(cw[0]) if np.all(cw == cw[0]) else 0.0
     lay = scan_layout(table, reg, unit=unit, weight=cw)
-    child, node_sk = pair_extras(lay)
+    child, node_sk, node_w = pair_extras(lay)
     no_child = np.zeros((0, 0), dtype=np.int64)
     # every pair's gain by brute force (positions), from the exact intersections
     Q = np.unpackbits(lay.bits.view(np.uint8), axis=1, bitorder="little")[:, :len(cw)]
@@ -184,7 +184,8 @@ def test_the_scan_from_one_first_box_finds_its_best_partner(seed, reg, fit_inter
                 state = np.array([G0, lay.margin])
                 best = np.full(2, -1, dtype=np.int64)
                 counts = np.zeros(3, dtype=np.int64)
-                scan_pairs(*lay.args(), ra, ra + 1, *lay.tail(ch, node_sk), state, best,
+                scan_pairs(*lay.args(), ra, ra + 1, *lay.tail(ch, node_sk, node_w),
+                           state, best,
                            counts)
                 if len(expect) == 0 or top < G0:
                     assert best[0] < 0 or state[0] >= G0 * (1 - 1e-9)
