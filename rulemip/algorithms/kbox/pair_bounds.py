@@ -135,18 +135,43 @@ def _excess(A: float, B: float, rho0: float, Ka: float, n: float, W: float, lam:
     return A + B * n - rho0 * math.sqrt(Ka * max(_norm(n, W, lam, centred), 0.0))
 
 
+@njit(cache=True, inline="always")
+def _crossing(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
+              centred: bool, larger: bool) -> float:
+    r"""A root of :math:`(A + Bn)^2 = \rho_0^2 K_a K(n)` — where :func:`_excess` may
+    vanish —, the larger or the smaller (numerically stable form); K is quadratic in n
+    with an intercept and linear without."""
+    c = rho0 * rho0 * Ka
+    a2 = B * B + (c / W if centred else 0.0)
+    b1 = 2.0 * A * B - c
+    c0 = A * A - c * lam
+    if a2 <= 0.0:
+        return -c0 / b1 if b1 != 0.0 else 0.0
+    sd = math.sqrt(max(b1 * b1 - 4.0 * a2 * c0, 0.0))
+    q = -0.5 * (b1 + (sd if b1 >= 0.0 else -sd))
+    r1 = q / a2
+    r2 = c0 / q if q != 0.0 else r1
+    return max(r1, r2) if larger else min(r1, r2)
+
+
 @njit(cache=True)
 def _weight_end(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
                 centred: bool, upper: bool) -> float:
     r"""For the convex :math:`e(n) =` :func:`_excess` on [0, W] with :math:`e(0) \le 0`
     (``upper`` False) the least n with :math:`e(n) \ge 0` (its set is [that n, W]: a
-    convex function at most 0 at 0 stays at least 0 beyond a point where it is), from
-    below, or +inf when e(W) < 0; with :math:`e(W) \le 0` or e decreasing (``upper``)
-    the largest such n, from above, or −inf when e(0) < 0. Bisection: 50 halvings, the
-    bracket's outer end returned, so the interval is never too narrow."""
+    convex function at most 0 at 0 stays at least 0 beyond a point where it is), or
+    +inf when e(W) < 0; with :math:`e(W) \le 0` or e decreasing (``upper``) the largest
+    such n, or −inf when e(0) < 0. That n is a root of the quadratic (:func:`_crossing`),
+    widened by :math:`10^{-7} W` and checked: an end where e does not have the sign that
+    puts it outside the set (round-off) is found by bisection instead (50 halvings, the
+    bracket's outer end), so the interval is never too narrow."""
+    widen = 1e-7 * W
     if not upper:
         if _excess(A, B, rho0, Ka, W, W, lam, centred) < 0.0:
             return math.inf
+        end = max(_crossing(A, B, rho0, Ka, W, lam, centred, True) - widen, 0.0)
+        if end == 0.0 or _excess(A, B, rho0, Ka, end, W, lam, centred) < 0.0:
+            return end
         lo, hi = 0.0, W
         for _ in range(50):
             mid = 0.5 * (lo + hi)
@@ -159,6 +184,9 @@ def _weight_end(A: float, B: float, rho0: float, Ka: float, W: float, lam: float
         return -math.inf
     if _excess(A, B, rho0, Ka, W, W, lam, centred) >= 0.0:
         return W
+    end = min(_crossing(A, B, rho0, Ka, W, lam, centred, False) + widen, W)
+    if end >= 0.0 and _excess(A, B, rho0, Ka, end, W, lam, centred) < 0.0:
+        return end
     lo, hi = 0.0, W
     for _ in range(50):
         mid = 0.5 * (lo + hi)
@@ -283,7 +311,8 @@ def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
 
 
 @njit(cache=True, inline="always")
-def _node_needs(za: float, zlo: float, zhi: float, Gp: float, n0: float, n1: float,
+def _node_needs(za: float, zlo: float, zhi: float, Gp: float, sga: float, edge: float,
+                n0: float, n1: float,
                 sk0: float, sk1: float, lo1: float, hi1: float, lo2: float, hi2: float,
                 sk_lo1: float, sk_hi1: float, sk_lo2: float, sk_hi2: float, alpha: float,
                 ska: float, centred: bool, W: float) -> tuple[float, float]:
@@ -301,12 +330,19 @@ def _node_needs(za: float, zlo: float, zhi: float, Gp: float, n0: float, n1: flo
     :math:`[n_0, n_1]` within :math:`[lo_1, hi_1]` (:func:`partner_weights`; sk: the
     roots :math:`\sqrt{K}` there); ρ ≤ ρ_− < 0 likewise on :math:`N_b - n_{ab}` with
     :math:`(1 - \alpha) N_b`. Without an intercept ρ ≥ 0, so ρ ≤ ρ_− < 0 is
-    impossible (docs/explanation/kbox_search.md §2)."""
-    sga = math.sqrt(Gp - za * za)
+    impossible. ``sga`` is :math:`\sqrt{G_p - z_a^2}` and ``edge`` the roots' value
+    :math:`\pm(1 - 2 z_a^2/G_p)` at the ends ∓z_a of the range, taken without a root
+    (docs/explanation/kbox_search.md §2)."""
     zp = zlo if za > 0.0 else zhi
     zm = zhi if za > 0.0 else zlo
-    rp = (za * zp + sga * math.sqrt(max(Gp - zp * zp, 0.0))) / Gp - 1e-9
-    rm = (za * zm - sga * math.sqrt(max(Gp - zm * zm, 0.0))) / Gp + 1e-9
+    if zp == -za:
+        rp = edge - 1e-9
+    else:
+        rp = (za * zp + sga * math.sqrt(max(Gp - zp * zp, 0.0))) / Gp - 1e-9
+    if zm == za:
+        rm = -edge + 1e-9
+    else:
+        rm = (za * zm - sga * math.sqrt(max(Gp - zm * zm, 0.0))) / Gp + 1e-9
     slack = 1e-9 * W
     need1 = 0.0
     if rp > 0.0:

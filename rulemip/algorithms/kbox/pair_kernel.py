@@ -271,6 +271,10 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         # ends are the node's (node_sk), at the ends of [lo1, hi1] and [lo2, hi2] here
         alpha = Na / W if centred else 0.0
         ska = math.sqrt(Ka)
+        Ga = Gp  # the incumbent when a starts: its needs stay valid as it grows
+        below = za * za < Ga
+        sga = math.sqrt(Ga - za * za) if below else 0.0
+        edge = 1.0 - 2.0 * za * za / Ga if below else 0.0
         sk_lo1 = math.sqrt(max(_norm(max(lo1, 0.0), W, lam, centred), 0.0))
         sk_hi1 = math.sqrt(max(_norm(min(hi1, W), W, lam, centred), 0.0))
         sk_lo2 = math.sqrt(max(_norm(max(lo2, 0.0), W, lam, centred), 0.0))
@@ -333,9 +337,11 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
             zhi = min(node_rng[i, 3], za_abs)
             need1 = 0.0
             need2 = 0.0
-            Gp = state[0] * (1.0 - 1e-9) - state[1]
-            if keep and zlo <= zhi and za * za < Gp:
-                need1, need2 = _node_needs(za, zlo, zhi, Gp, node_rng[i, 0],
+            if keep and (node_rng[i, 1] < lo1 or node_rng[i, 0] > hi1) and \
+                    (node_rng[i, 1] < lo2 or node_rng[i, 0] > hi2):
+                keep = False  # no partner's weight below
+            if keep and zlo <= zhi and below:
+                need1, need2 = _node_needs(za, zlo, zhi, Ga, sga, edge, node_rng[i, 0],
                                            node_rng[i, 1], node_sk[i, 0], node_sk[i, 1],
                                            lo1, hi1, lo2, hi2, sk_lo1, sk_hi1, sk_lo2,
                                            sk_hi2, alpha, ska, centred, W)
@@ -356,6 +362,7 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 Dp[d] = node_w[i] - Tp[d]
                 if Tp[d] < need1 and Dp[d] < need2:
                     keep = False
+            Gp = state[0] * (1.0 - 1e-9) - state[1]
             if keep and za * za < Gp:
                 r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
                                        W, lam, centred)

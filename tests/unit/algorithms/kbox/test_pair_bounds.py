@@ -119,7 +119,10 @@ def test_node_needs_hold_for_every_partner_below_a_node():
             return math.sqrt(max((n * (W - n) / W if centred else n) + lam, 0.0))
 
         alpha = Na / W if centred else 0.0
-        need1, need2 = _node_needs(za, zlo, zhi, Gp, n0, n1, sk(n0), sk(n1), lo1, hi1,
+        if rng.integers(3) == 0:  # a range reaching ±|z_a|: the roots' edge values
+            zlo, zhi = -abs(za), abs(za)
+        need1, need2 = _node_needs(za, zlo, zhi, Gp, math.sqrt(Gp - za * za),
+                                   1 - 2 * za * za / Gp, n0, n1, sk(n0), sk(n1), lo1, hi1,
                                    lo2, hi2, sk(max(lo1, 0.0)), sk(min(hi1, W)),
                                    sk(max(lo2, 0.0)), sk(min(hi2, W)), alpha,
                                    math.sqrt(Ka), centred, W)
