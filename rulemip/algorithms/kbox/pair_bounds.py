@@ -242,7 +242,7 @@ def partner_weights(za: float, Gp: float, Na: float, Ka: float, W: float, lam: f
 
 
 #: multiples of the cell weight tried from each end of a partner-weight interval
-WEIGHT_STEPS = 64
+WEIGHT_STEPS = 16
 
 
 @njit(cache=True, inline="always")
