@@ -22,6 +22,7 @@ from rulemip.algorithms.kbox.pairs import pair_extras, scan_layout
 from rulemip.algorithms.kbox.table import build_box_table
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.language import Language
 
 from .random_tables import random_table
 
@@ -156,15 +157,18 @@ def test_the_scan_from_one_first_box_finds_its_best_partner(seed, reg, fit_inter
         X, y = np.vstack([X, X]), np.concatenate([y, y])
     th = candidate_thresholds(X, 3)
     cells = reduce_to_cells(X, y, th, "squared", w)
-    table = build_box_table(cells, length, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=length,
+                                            fit_intercept=fit_intercept))
     cw = cells.cell_weight
     unit = float(cw[0]) if np.all(cw == cw[0]) else 0.0
     lay = scan_layout(table, reg, unit=unit, weight=cw)
     child, node_sk, node_w = pair_extras(lay)
     no_child = np.zeros((0, 0), dtype=np.int64)
     # every pair's gain by brute force (positions), from the exact intersections
-    Q = np.unpackbits(lay.bits.view(np.uint8), axis=1, bitorder="little")[:, :len(cw)]
-    inter = (Q * cw) @ Q.T.astype(float)
+    # (the layout's bits are over its rows: the cells, or rows of one weight)
+    Q = np.unpackbits(lay.bits.view(np.uint8), axis=1,
+                      bitorder="little")[:, :len(lay.weight)]
+    inter = (Q * lay.weight) @ Q.T.astype(float)
     n = lay.n
     gains = np.full((n, n), -np.inf)
     for a in range(n):
