@@ -158,8 +158,9 @@ def _crossing(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
 def _weight_end(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
                 centred: bool, upper: bool) -> float:
     r"""For the convex :math:`e(n) =` :func:`_excess` on [0, W] with :math:`e(0) \le 0`
-    (``upper`` False) the least n with :math:`e(n) \ge 0` (its set is [that n, W]: a
-    convex function at most 0 at 0 stays at least 0 beyond a point where it is), or
+    (``upper`` False) the least box weight n (K(n) > 0) with :math:`e(n) \ge 0` (its set
+    is [that n, W]: a convex function at most 0 at 0 stays at least 0 beyond a point where
+    it is; at λ = 0, e(0) = 0 itself, and 0 is no box's weight), or
     +inf when e(W) < 0; with :math:`e(W) \le 0` or e decreasing (``upper``) the largest
     such n, or −inf when e(0) < 0. That n is a root of the quadratic (:func:`_crossing`),
     widened by :math:`10^{-7} W` and checked: an end where e does not have the sign that
@@ -172,29 +173,30 @@ def _weight_end(A: float, B: float, rho0: float, Ka: float, W: float, lam: float
         end = max(_crossing(A, B, rho0, Ka, W, lam, centred, True) - widen, 0.0)
         if end == 0.0 or _excess(A, B, rho0, Ka, end, W, lam, centred) < 0.0:
             return end
-        lo, hi = 0.0, W
-        for _ in range(50):
-            mid = 0.5 * (lo + hi)
-            if _excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0:
-                hi = mid
-            else:
-                lo = mid
-        return lo
+        return _bisect(A, B, rho0, Ka, W, lam, centred, upper)
     if _excess(A, B, rho0, Ka, 0.0, W, lam, centred) < 0.0:
         return -math.inf
-    if _excess(A, B, rho0, Ka, W, W, lam, centred) >= 0.0:
-        return W
+    if _norm(W, W, lam, centred) > 0.0 and _excess(A, B, rho0, Ka, W, W, lam, centred) >= 0.0:
+        return W  # (at λ = 0 with an intercept e(W) = 0, and W is no box's weight)
     end = min(_crossing(A, B, rho0, Ka, W, lam, centred, False) + widen, W)
     if end >= 0.0 and _excess(A, B, rho0, Ka, end, W, lam, centred) < 0.0:
         return end
+    return _bisect(A, B, rho0, Ka, W, lam, centred, upper)
+
+
+@njit(cache=True)
+def _bisect(A: float, B: float, rho0: float, Ka: float, W: float, lam: float,
+            centred: bool, upper: bool) -> float:
+    """:func:`_weight_end` by 50 halvings of [0, W], the bracket's outer end returned
+    (below the crossing for a lower end, above it for an upper one)."""
     lo, hi = 0.0, W
     for _ in range(50):
         mid = 0.5 * (lo + hi)
-        if _excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0:
-            lo = mid
-        else:
+        if (_excess(A, B, rho0, Ka, mid, W, lam, centred) >= 0.0) != upper:
             hi = mid
-    return hi
+        else:
+            lo = mid
+    return hi if upper else lo
 
 
 @njit(cache=True, nogil=True)

@@ -13,7 +13,10 @@ import numpy as np
 import pytest
 
 from rulemip.algorithms.kbox.pair_bounds import (
+    _bisect,
+    _excess,
     _node_needs,
+    _weight_end,
     partner_weights,
     weight_needs,
 )
@@ -84,6 +87,35 @@ def test_partner_weights_and_needs_hold_for_every_partner_that_reaches_the_incum
             at_end += min(abs(Nb - lo1), abs(Nb - hi1), abs(Nb - lo2), abs(Nb - hi2)) < 1e-6
     assert active > 300  # the conditions bite in many cases
     assert at_end > 50  # and are tight: one cell narrower would exclude a real partner
+
+
+def test_weight_ends_contain_every_weight_where_the_excess_is_not_negative():
+    """The quadratics' roots (and the bisection they fall back on) never cut a weight at
+    which a partner could still reach the correlation: every box weight n on a fine grid
+    with e(n) >= 0 lies inside [lower end, W] and [0, upper end]; both ways agree."""
+    rng = np.random.default_rng(6)
+    for _ in range(400):
+        W = float(rng.integers(2, 500))
+        centred = bool(rng.integers(2))
+        lam = float(rng.choice([0.0, 1e-3, 1.0, 10.0]))
+        Na = float(rng.uniform(0.5, W - 0.5))
+        Ka = (Na * (W - Na) / W if centred else Na) + lam
+        rho0 = float(rng.uniform(0.01, 0.999))
+        alpha = Na / W if centred else 0.0
+        grid = np.linspace(0.0, W, 2001)
+        # the weights of boxes (K > 0; at λ = 0 not 0, nor W with an intercept, where
+        # e vanishes too)
+        grid = grid[((grid * (W - grid) / W) if centred else grid) + lam > 0]
+        for A, B, upper in ((0.0, 1.0 - alpha, False), (Na, -alpha, True),
+                            (0.0, alpha, False), (W - Na, -(1.0 - alpha), True)):
+            if not centred and A == 0.0 and B == 0.0:
+                continue
+            end = _weight_end(A, B, rho0, Ka, W, lam, centred, upper)
+            ok = np.array([_excess(A, B, rho0, Ka, n, W, lam, centred) >= 0 for n in grid])
+            if ok.any():
+                assert (grid[ok] <= end).all() if upper else (grid[ok] >= end).all()
+                assert end == pytest.approx(_bisect(A, B, rho0, Ka, W, lam, centred, upper),
+                                            abs=1e-6 * W)
 
 
 def test_a_complement_pair_gains_what_two_copies_gain():
