@@ -173,7 +173,7 @@ def test_node_needs_hold_for_every_partner_below_a_node():
 @pytest.mark.parametrize(("seed", "reg", "fit_intercept", "length", "weighted"), [
     (0, 1e-3, True, 3, False), (1, 0.0, True, 2, False), (2, 1.0, False, 3, False),
     (3, 10.0, True, None, False), (4, 1e-3, True, 3, True), (5, 0.1, False, 2, True),
-    (6, 1e-3, True, 3, "twice"),
+    (6, 1e-3, True, 3, "twice"), (7, 0.0, False, 1, False), (8, 1.0, True, 1, "twice"),
 ])
 def test_the_scan_from_one_first_box_finds_its_best_partner(seed, reg, fit_intercept,
                                                             length, weighted):
