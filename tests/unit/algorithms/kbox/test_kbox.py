@@ -13,7 +13,7 @@ import pytest
 
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.kbox.engine import KBoxSearch
-from rulemip.algorithms.kbox.pair_kernel import needed_overlaps, rho_range
+from rulemip.algorithms.kbox.pair_bounds import needed_overlaps, rho_range
 from rulemip.algorithms.kbox.table import build_box_table
 from rulemip.budget import Budget
 from rulemip.data import Dataset
