@@ -15,7 +15,10 @@ order (e.g. the training data are fitted exactly, or no feature has two distinct
 or when ``max_complexity`` is reached. The fit has one time/node budget (``time_limit``,
 ``node_limit``) shared by its rounds; a search stopped by its share (or by its memory
 budget) contributes the best rule it found, with a valid bound, and the fit ends with a
-``SolveLimitWarning``.
+``SolveLimitWarning``. Once the time (or work) budget is spent no further round starts:
+the model holds the rounds finished — at least the first, whose search always scans one
+window of features (:func:`rulemip.boosting.space.expand_in_windows`) or, on the
+compiled search, every single proposition.
 """
 
 from __future__ import annotations
@@ -153,9 +156,11 @@ class RuleBooster:
         search gets an equal share of what is left. A search stopped by its share keeps
         the best rule it found (with a valid bound), and a
         :class:`~rulemip.exceptions.SolveLimitWarning` is issued at the end. Once the
-        budget is spent, each remaining round still gets the best rule of one
-        proposition (one expansion of the root, O(n·d)), so the model has ``n_rules``
-        rules.
+        budget is spent no further round starts: the model has the rules of the rounds
+        finished, at least one (the first round always runs; its search returns at
+        least the best proposition of the first window of features it scanned, about
+        0.2 s of CPU on 100 000 rows with every midpoint) — fewer than ``n_rules``
+        rules, so that the fit ends within about one such step of its limit.
     node_limit : int or None
         Node expansions of the rule searches for the whole fit (None = unlimited), shared
         like ``time_limit`` (at least one expansion per round).
@@ -182,7 +187,10 @@ class RuleBooster:
         bound equals its value, see :class:`~rulemip.boosting.space.SearchResult`).
     limit_reached_ : str or None
         ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped at
-        least one rule search (the first such limit), else None.
+        least one rule search or kept a round from starting (the first such limit), else
+        None.
+    rounds_skipped_ : int
+        Rounds that did not start because the time (or work) budget was spent.
     search_time_ : float
         Wall seconds spent in the rule searches.
     """
@@ -291,7 +299,13 @@ class RuleBooster:
         rounds_budget = _RoundBudget(Budget.coerce(budget, self.time_limit), self.node_limit)
         limit: str | None = None
         n_limited = 0
+        n_skipped = 0
         for t in range(int(self.n_rules)):
+            if t > 0 and rounds_budget.clock.expired():
+                # a spent budget starts no round (each costs a scan of every feature)
+                limit = limit or f"{rounds_budget.clock.stop_reason()}_limit"
+                n_skipped = int(self.n_rules) - t
+                break
             g = lo.gradient(f, y)
             h = lo.hessian(f, y) if self.objective == "xgb" else None
             obj = make_objective(self.objective, g, h, weights=w, reg=reg,
@@ -301,6 +315,7 @@ class RuleBooster:
                             max_propositions=self.max_propositions,
                             allow_empty=not self.fit_intercept,
                             budget=rounds_budget.for_round(int(self.n_rules) - t),
+                            scan_budget=rounds_budget.clock,
                             node_limit=rounds_budget.nodes_for(int(self.n_rules) - t),
                             max_memory=self.max_memory,
                             progress=_printer(t + 1) if self.verbose else None)
@@ -336,13 +351,17 @@ class RuleBooster:
                     ensembles[-1].complexity >= self.max_complexity:
                 break
         if limit is not None:
+            skipped = (f"; {n_skipped} of {int(self.n_rules)} rounds did not start, the "
+                       f"model has {len(rounds)} rules") if n_skipped else ""
             warnings.warn(
                 f"the {limit.replace('_', ' ')} stopped {n_limited} of {len(rounds)} rule "
-                f"searches ({rounds_budget.describe()}); each of those rules is the best its "
-                "search found, with a valid bound in `rounds_[t].search.bound`. Raise "
-                "`time_limit`/`node_limit`/`max_memory` for proved rules.",
+                f"searches ({rounds_budget.describe()}){skipped}; each of those rules is "
+                "the best its search found, with a valid bound in "
+                "`rounds_[t].search.bound`. Raise `time_limit`/`node_limit`/`max_memory` "
+                "for proved rules.",
                 SolveLimitWarning, stacklevel=2)
         self.limit_reached_ = limit
+        self.rounds_skipped_ = n_skipped
         self.search_time_ = rounds_budget.elapsed
         self.space_ = space
         self.ensembles_ = ensembles
