@@ -209,12 +209,13 @@ class PerspectivePruning:
         def improve(S: Any) -> Any:
             z, _ = local_search_prune(built.nodes, built.y, built.max_cost,
                                       attribute=built.attribute, gamma=built.gamma,
-                                      z=built.point(S))
+                                      z=built.point(S), budget=budget)
             return np.flatnonzero(z > 0.5)
 
         with threadpool_limits(limits=1, user_api="blas"):
             z0, _ = local_search_prune(built.nodes, built.y, built.max_cost,
-                                       attribute=built.attribute, gamma=built.gamma)
+                                       attribute=built.attribute, gamma=built.gamma,
+                                       budget=budget)
             res = perspective_bnb(built.nodes, built.y, built.max_cost,
                                   attribute=built.attribute, gamma=built.gamma,
                                   budget=budget, mip_gap=float(mip_gap),
