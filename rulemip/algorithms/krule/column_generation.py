@@ -460,7 +460,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
     # the search's bound is the proof: the combinatorial bounds (the levels DP costs
     # seconds on thousands of cells) only when it did not finish
     prob = cip.problem_over(dataset, cells, one.candidate_boxes(),
-                            combinatorial=found is None or not found.certified)
+                            combinatorial=found is None or not found.certified, budget=budget)
     z = np.ones(1) if admissible else np.zeros(prob.n_boxes)
     if found is None:
         lb = prob.decode(z)[1]
