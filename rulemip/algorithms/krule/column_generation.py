@@ -161,6 +161,8 @@ class ColumnGeneration:
     """
 
     engine = "cg"
+    #: :meth:`build_model` takes the fit's budget (rulemip.algorithms.solve.driver)
+    budgeted_build = True
 
     def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
                  fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
@@ -184,15 +186,20 @@ class ColumnGeneration:
         return set(PERSISTENT_MASTER_NEEDS)
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
-                    native: bool = True, warm_start: RuleEnsemble | None = None
-                    ) -> ColumnGenerationModel:
+                    native: bool = True, warm_start: RuleEnsemble | None = None,
+                    budget: Budget | None = None) -> ColumnGenerationModel:
         """Cells, the working set (seeded with the warm start's rules) and the search
-        space of the pricing."""
+        space of the pricing; :class:`~rulemip.budget.BudgetExpired` between these steps
+        once ``budget`` is spent (each is O(n d) to O(n d log n): 0.5 s on 100 000 × 20)."""
+        clock = Budget.coerce(budget, None)
+        clock.check("building the column-generation model (before the cell reduction)")
         cells = self.cip.reduce(dataset)
+        clock.check("building the column-generation model (after the cell reduction)")
         work = WorkingSet(cells, self.max_rule_length, self.fit_intercept)
         if warm_start is not None:
             for rule in warm_start.rules:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
+        clock.check("building the column-generation model (before the search space)")
         space = SearchSpace.build(dataset.X, thresholds=cells.thresholds)
         return ColumnGenerationModel(self.cip, dataset, cells, work, space)
 
