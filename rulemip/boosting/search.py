@@ -339,7 +339,8 @@ def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[
     live = [nd for nd in chunk if not pruned(nd, best0)]
     if not live:
         return None
-    ch, complete = expand_in_windows(space, obj, kernel, live, max_len, True, clock.expired)
+    ch, complete = expand_in_windows(space, obj, kernel, live, max_len, True,
+                                     clock.past_deadline)
     state.cut = state.cut or not complete
     counts = np.bincount(ch.parent, minlength=len(live))
     ends = np.cumsum(counts)

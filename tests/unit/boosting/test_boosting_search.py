@@ -361,3 +361,22 @@ def test_greedy_on_a_spent_budget_returns_the_best_proposition_of_its_first_wind
     assert res.value == pytest.approx(max(best[0], best[1]), rel=1e-12)
     assert res.bound >= max(best.values()) * (1 - 1e-12)
     assert res.bound >= find_rule(space, obj, search="bnb").value * (1 - 1e-12)
+
+
+def test_a_spent_work_limit_does_not_cut_the_scan_of_the_first_level(monkeypatch):
+    """The windows stop at the *deadline* only: under a spent work limit the first level
+    is scanned whole (a cut there would depend on the clock), so the rule is the best
+    single proposition of every feature."""
+    from rulemip.budget import Budget
+
+    rng = np.random.default_rng(5)
+    X = np.round(rng.normal(size=(60, 4)), 1)
+    space = SearchSpace.build(X)
+    obj = make_objective("gb", rng.normal(size=60))
+    monkeypatch.setattr(S, "WINDOW_ELEMENTS", 60)             # one feature a window
+    spent = Budget.from_time_limit(None, work_limit=1)
+    spent.charge(1)
+    cut = find_rule(space, obj, search="greedy", budget=spent)
+    whole = find_rule(space, obj, search="greedy", max_propositions=1)
+    assert cut is not None and whole is not None and cut.status == "work_limit"
+    assert cut.value == whole.value
