@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from numba.core import event
 
+from rulemip.rules.language import Language
+
 __all__ = ["GROUPS", "CompileReport", "compile_kernels", "ensure_compiled", "groups_for_fit"]
 
 #: kernel groups in the order they are prepared
@@ -67,12 +69,14 @@ class CompileReport:
         return f"compiling kernels, first run only: {self.seconds:.1f} s"
 
 
-def groups_for_fit(*, n_rules: int, loss: str, reg: float = 1.0,
+def groups_for_fit(language: Language, *, loss: str, reg: float = 1.0,
                    box_search: bool = True) -> tuple[str, ...]:
-    """The kernel groups an exact fit of ``n_rules`` rules under ``loss`` may call: the
-    box search (boosting warm starts, rule swaps, pricing), the levels bound (the
-    box-selection CIP), for two squared-loss rules at ``reg > 0`` the two-rule branch
-    and bound, and for two squared-loss rules the k-box search (any ``reg``)."""
+    """The kernel groups an exact fit over ``language`` (its rule count; known before the
+    data, so its thresholds may be None) under ``loss`` may call: the box search
+    (boosting warm starts, rule swaps, pricing), the levels bound (the box-selection
+    CIP), for two squared-loss rules at ``reg > 0`` the two-rule branch and bound, and for
+    two squared-loss rules the k-box search (any ``reg``)."""
+    n_rules = language.n_rules
     groups = ["box"] if box_search else []
     groups.append("levels")
     if n_rules == 2 and loss == "squared" and reg > 0:
@@ -117,7 +121,7 @@ def _warm_two_rule() -> None:
     X, y = _tiny_data()
     ds = Dataset.from_arrays(X, y)
     thresholds = candidate_thresholds(ds.X, 3)
-    cells = BoxSelectionCIP(2, reg=1.0, fit_intercept=True, thresholds=thresholds).reduce(ds)
+    cells = BoxSelectionCIP(Language(2, thresholds, fit_intercept=True), reg=1.0).reduce(ds)
     trb.two_rule_bound(cells, 1.0, True, upper=float(np.var(y)) + 1.0, max_memory=1 << 16)
 
 
@@ -129,7 +133,7 @@ def _warm_kbox() -> None:
     from rulemip.data import Dataset
 
     X, y = _tiny_data()
-    search = KBoxSearch(2, reg=1.0, max_thresholds=3, max_rule_length=2)
+    search = KBoxSearch(Language(2, max_rule_length=2), reg=1.0, max_thresholds=3)
     built = search.build_model(Dataset.from_arrays(X, y))
     search.search(built, budget=Budget.unlimited(), threads=1, start=np.array([0.0, 1.0]))
 

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms.kbox import pair_kernel as kk
 from rulemip.algorithms.kbox.table import BoxTable
+from rulemip.algorithms.kbox.unit_rows import unit_rows
 from rulemip.boosting.boxsearch.split_search import dask_client
 from rulemip.budget import Budget
 
@@ -144,7 +145,10 @@ class ScanLayout:
     by position (``perm[t]``: the table's box at position t; only boxes with K > 0), their
     cover bits and sums at those positions, the order by decreasing :math:`|z|`
     (``a_order``; ``rank`` its inverse), the trie of their restrictions over the slabs
-    relabelled narrowest first, and the round-off slack ``margin`` of the bounds."""
+    relabelled narrowest first, and the round-off slack ``margin`` of the bounds. The bits
+    (and slabs) are over rows of one weight ``unit`` whenever the cells weigh whole
+    multiples of one (:func:`~rulemip.algorithms.kbox.unit_rows.unit_rows`; ``weight``
+    then lists those rows), else over the cells with their ``weight`` (``unit`` 0)."""
 
     perm: IntArray
     bits: NDArray[np.uint64]
@@ -207,6 +211,10 @@ def scan_layout(table: BoxTable, reg: float, *, unit: float, weight: FloatArray
     rank = np.empty(len(zp), dtype=np.int64)
     rank[a_order] = np.arange(len(a_order))
     margin = 1e-12 * max(float(np.sum(zp ** 2)), 1.0)
+    if unit <= 0.0:  # cells of whole multiples of one weight: popcounts (unit_rows)
+        rows = unit_rows(bits, slabs, weight)
+        if rows is not None:
+            bits, slabs, unit, weight = rows
     return ScanLayout(perm.astype(np.int64), bits, Np, Sp, Kp, zp, a_order, rank, trie,
                       slabs, slab_weight, margin, W, float(reg), table.centred, unit, weight)
 

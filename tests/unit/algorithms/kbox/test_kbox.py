@@ -20,6 +20,7 @@ from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes
 
@@ -37,7 +38,7 @@ def test_box_table_is_the_brute_force_language(seed, length, fit_intercept):
     X, y = _data(seed)
     th = candidate_thresholds(X, 3)
     cells = reduce_to_cells(X, y, th, "squared", None)
-    table = build_box_table(cells, length, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=length, fit_intercept=fit_intercept))
     boxes, Q = distinct_boxes(X, th, fit_intercept, length)
     assert table.n_boxes == len(boxes)
     # every table box is a distinct cover in the language, and its sums are right
@@ -173,12 +174,13 @@ def test_kbox_warm_start_and_a_spent_budget():
 def test_kbox_refuses_what_it_cannot_prove():
     X, y = _data(0)
     with pytest.raises(InvalidParameterError, match="at most 3"):
-        KBoxSearch(4, max_rule_length=2)
+        KBoxSearch(Language(4, max_rule_length=2))
     with pytest.raises(InvalidParameterError, match="squared"):
-        KBoxSearch(2, loss="logistic", max_rule_length=2)
+        KBoxSearch(Language(2, max_rule_length=2), loss="logistic")
     ds = Dataset.from_arrays(X, y)
     with pytest.raises(InvalidParameterError, match="GiB"):
-        KBoxSearch(2, max_rule_length=3, max_thresholds=3, max_memory=1000).build_model(ds)
+        KBoxSearch(Language(2, max_rule_length=3), max_thresholds=3,
+                   max_memory=1000).build_model(ds)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -190,7 +192,7 @@ def test_threads_find_the_same_optimum(fit_intercept):
     X = rng.integers(0, 5, size=(60, 4)).astype(float)
     y = np.round(X[:, 0] - X[:, 2] * (X[:, 1] > 2) + rng.normal(size=60), 0)  # many ties
     cells = reduce_to_cells(X, y, candidate_thresholds(X, 4), "squared", None)
-    table = build_box_table(cells, 2, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=2, fit_intercept=fit_intercept))
     w = cells.cell_weight
     runs = [pair_search(table, 1e-3, unit=0.0 if len(set(w)) > 1 else float(w[0]),
                         weight=w, threads=t) for t in (1, 3, 3)]
@@ -210,7 +212,7 @@ def test_a_dask_cluster_finds_the_same_optimum():
     X = rng.integers(0, 5, size=(60, 4)).astype(float)
     y = np.round(X[:, 0] - X[:, 2] * (X[:, 1] > 2) + rng.normal(size=60), 0)
     cells = reduce_to_cells(X, y, candidate_thresholds(X, 4), "squared", None)
-    table = build_box_table(cells, 2, True)
+    table = build_box_table(cells, Language(2, max_rule_length=2))
     w = cells.cell_weight
     unit = 0.0 if len(set(w)) > 1 else float(w[0])
     serial = pair_search(table, 1e-3, unit=unit, weight=w, threads=1)
