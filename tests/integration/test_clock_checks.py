@@ -82,6 +82,22 @@ def _boosting() -> Any:
     return RuleBoostingRegressor(n_rules=3, time_limit=LIMIT).fit(X, y)
 
 
+def _boosting_windows() -> Any:
+    """Greedy rounds whose first level is scanned one feature at a time (the windows of
+    ``expand_in_windows``, which a 40-row table never needs), the deadline asked between
+    the windows and before each round past the grace."""
+    from rulemip import RuleBoostingRegressor
+    from rulemip.boosting import space
+
+    X, y = _regression()
+    old = space.WINDOW_ELEMENTS
+    space.WINDOW_ELEMENTS = len(y)
+    try:
+        return RuleBoostingRegressor(n_rules=3, search="greedy", time_limit=LIMIT).fit(X, y)
+    finally:
+        space.WINDOW_ELEMENTS = old
+
+
 def _rgb() -> Any:
     from rulemip import RGBRegressor
 
@@ -123,6 +139,7 @@ CASES: dict[str, Callable[[], Any]] = {
     "kbox": _exact("kbox"),
     "classifier": _classifier,
     "boosting": _boosting,
+    "boosting-windows": _boosting_windows,
     "rgb": _rgb,
     "trees": _trees,
     "gap_study": _gap_study,
