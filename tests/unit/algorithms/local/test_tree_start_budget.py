@@ -69,8 +69,8 @@ def test_the_first_split_is_the_scan_over_every_threshold() -> None:
         problem = KRuleProblem.of(Dataset.from_arrays(X, y, sample_weight=w), 1,
                                   thresholds=ths)
         rules = threshold_tree_rules(problem, 2)
-        gain, j, t = _reference_split(X, y, problem.dataset.weights, np.ones(n, bool),
-                                      np.full(d, -np.inf), np.full(d, np.inf), ths)
+        _, j, t = _reference_split(X, y, problem.dataset.weights, np.ones(n, bool),
+                                   np.full(d, -np.inf), np.full(d, np.inf), ths)
         if j < 0:
             assert rules == []
             continue
