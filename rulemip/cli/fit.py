@@ -118,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", SolveLimitWarning)
         # compiled before the fit's clock starts (a first run prints what a second does)
         progress.phase("loading compiled kernels (compiling on a first run)")
-        kernels = ensure_compiled(*groups_for_fit(Language(args.n_rules), loss=args.loss,
-                                                   reg=args.reg))
+        kernels = ensure_compiled(*groups_for_fit(
+            Language(args.n_rules, max_rule_length=args.max_rule_length), loss=args.loss,
+            reg=args.reg))
         if kernels.message:
             progress.phase(kernels.message)
         progress.phase(first)

@@ -158,8 +158,9 @@ class _ExactBase(BaseEstimator):
         """validate → Dataset (done by ``fit``) → the exact fit's plan → certificate."""
         # the kernels are compiled (or loaded from numba's cache) before the budget
         # starts: a first run proves what a second does
-        kernels = ensure_compiled(*groups_for_fit(Language(self.n_rules), loss=self.loss,
-                                                   reg=self.reg))
+        kernels = ensure_compiled(*groups_for_fit(
+            Language(self.n_rules, max_rule_length=self.max_rule_length), loss=self.loss,
+            reg=self.reg))
         if kernels.message:
             say(self.verbose, kernels.message)
         budget = Budget.from_time_limit(self.time_limit, work_limit=self.work_limit)

@@ -331,15 +331,20 @@ def _progress(built: KBoxModel, callback: Callable[[dict[str, Any]], Any] | None
               ) -> Callable[[dict[str, Any]], Any] | None:
     """The scan's reports (first boxes done, pairs scored, incumbent gain) as the progress
     lines of every search: seconds, first boxes done as the iteration, the incumbent's
-    risk and the bound that holds while the scan runs (the levels bound)."""
+    risk and the bound that holds while the scan runs (the levels bound), and a detail
+    naming the first boxes done and the pairs or triples scored."""
     if callback is None:
         return None
     t0 = time.perf_counter()
 
+    what = "triples" if built.problem.n_rules == 3 else "pairs"
+
     def report(info: dict[str, Any]) -> Any:
         return callback({**info, "time": time.perf_counter() - t0,
                          "iteration": int(info["boxes_done"]),
-                         "ub": built.risk_of_gain(float(info["gain"])), "lb": built.levels})
+                         "ub": built.risk_of_gain(float(info["gain"])), "lb": built.levels,
+                         "detail": f"{info['boxes_done']}/{info['boxes']} first boxes, "
+                                   f"{info['scored']} {what} scored"})
 
     return report
 

@@ -44,6 +44,9 @@ IntArray = NDArray[np.int64]
 
 #: seconds of scanning between two looks at the budget (and progress reports)
 CHUNK_SECONDS = 0.25
+#: the pair scan looks the trie's first two levels up by slab (a slabs × slabs table of
+#: node numbers) up to this many slabs, and walks them beyond
+CHILD_INDEX_MAX_SLABS = 2048
 
 
 @dataclass(frozen=True)
@@ -219,6 +222,28 @@ def scan_layout(table: BoxTable, reg: float, *, unit: float, weight: FloatArray
                       slabs, slab_weight, margin, W, float(reg), table.centred, unit, weight)
 
 
+def child_index(lay: ScanLayout) -> IntArray:
+    """The pair scan's lookup of the trie's first two levels by slab
+    (:func:`rulemip.algorithms.kbox.pair_kernel.child_index`), or an empty table beyond
+    :data:`CHILD_INDEX_MAX_SLABS` slabs (the scan then walks every node)."""
+    n_slabs = lay.slabs.shape[0]
+    if n_slabs > CHILD_INDEX_MAX_SLABS:
+        return np.zeros((0, 0), dtype=np.int64)
+    return kk.child_index(lay.trie.iv, lay.trie.depth, n_slabs)
+
+
+def pair_extras(lay: ScanLayout) -> tuple[IntArray, FloatArray, FloatArray]:
+    r"""The pair kernel's arguments beyond the layout's: :func:`child_index`, each trie
+    node's :math:`\sqrt{K}` at the least and the largest weight below it, and the weight
+    of its region (:func:`rulemip.algorithms.kbox.pair_kernel.region_weights`)."""
+    rng = lay.trie.rng
+    k = np.stack([rng[:, 0], rng[:, 1]], axis=1)
+    k = k * (lay.W - k) / lay.W if lay.centred else k
+    node_sk = np.sqrt(np.maximum(k + lay.reg, 0.0))
+    node_w = kk.region_weights(lay.trie.iv, lay.trie.depth, lay.slabs, lay.unit, lay.weight)
+    return child_index(lay), np.ascontiguousarray(node_sk), node_w
+
+
 def run_scan(scan: _Scan, args: tuple[Any, ...], tail: tuple[Any, ...],
              threads: int | None, scheduler: Any) -> None:
     """Hand the scan's chunks to one worker, ``threads`` threads or a Dask ``scheduler``."""
@@ -267,7 +292,7 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                                 time.perf_counter() - t0)
     lay = scan_layout(table, reg, unit=unit, weight=weight)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback)
-    run_scan(scan, lay.args(), lay.tail(), threads, scheduler)
+    run_scan(scan, lay.args(), lay.tail(*pair_extras(lay)), threads, scheduler)
     gain, best = scan.result()
     counts = scan.counts
     found = pair0 if best[0] < 0 else (int(lay.perm[best[0]]), int(lay.perm[best[1]]))

@@ -51,10 +51,11 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     strongest boxes (a, b): over :math:`|\rho_{ac}|, |\rho_{bc}| \le` LINK and
     :math:`|z_c| \le |z_b|` the Schur form is convex (every corner has s > 0 because
     LINK < 1/2), so one :func:`may_complete` test decides whether the pair needs its third
-    boxes at all. A triple with a linked pair (:math:`|\rho| \ge` LINK) is met from its
-    smallest linked pair in the order of ranks, which takes third boxes of every rank.
-    Either kind searches a's strips (:func:`~rulemip.algorithms.kbox.triple_strips.
-    third_boxes`). Collinear pairs (a, b) are skipped: every triple through them
+    boxes at all; those are searched in a's strips (:func:`~rulemip.algorithms.kbox.
+    triple_strips.unlinked_thirds`). A triple with a linked pair (:math:`|\rho| \ge`
+    LINK) is met from its smallest linked pair in the order of ranks, which tests third
+    boxes of every rank in one vectorized pass (:func:`~rulemip.algorithms.kbox.
+    triple_strips.linked_thirds`). Collinear pairs (a, b) are skipped: every triple through them
     gains what one of its pairs gains, and the caller starts the incumbent at least at the
     proved best pair. ``z_order``: every position by increasing z.
 
@@ -121,8 +122,8 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 n_searched -= 1
                 continue
             if not strips_built:
-                first_box_strips(N, K, z, z_order, a, n_a, rho_a, strip_start, strip_z,
-                                 strip_box, strip_rng)
+                first_box_strips(N, K, z, rank, z_order, ra, n_a, rho_a, strip_start,
+                                 strip_z, strip_box, strip_rng)
                 strips_built = True
             unlinked_thirds(bits, N, K, rank, a, b, ra, rb, rab, det2, g2, u1, u2, zb_abs, W,
                             centred, unit, weight, n_a, rho_a, strip_start, strip_z,

@@ -13,7 +13,7 @@ import pytest
 
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.kbox.engine import KBoxSearch
-from rulemip.algorithms.kbox.pair_kernel import needed_overlaps, rho_range
+from rulemip.algorithms.kbox.pair_bounds import needed_overlaps, rho_range
 from rulemip.algorithms.kbox.table import build_box_table
 from rulemip.budget import Budget
 from rulemip.data import Dataset
@@ -264,17 +264,20 @@ def test_a_work_limited_scan_names_the_work_limit_and_repeats():
     assert runs[0].risk == runs[1].risk
 
 
-def test_verbose_progress_shows_the_incumbent_risk(capsys):
+@pytest.mark.parametrize(("k", "what"), [(2, "pairs"), (3, "triples")])
+def test_verbose_progress_shows_the_incumbent_risk(capsys, k, what):
     """``verbose=True`` on the k-box search prints progress lines with the incumbent's
-    risk and a finite bound (the scan's reports translated), never ``incumbent inf``."""
+    risk and a finite bound (the scan's reports translated), never ``incumbent inf``, and
+    the first boxes done with the pairs or triples scored."""
     from rulemip import ExactRuleEnsembleRegressor
 
     X, y = _data(4, n=40)
-    ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=3, engine="kbox",
+    ExactRuleEnsembleRegressor(k, max_rule_length=2, max_thresholds=3, engine="kbox",
                                verbose=True).fit(X, y)
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "incumbent" in ln]
     assert lines
     assert not any("incumbent inf" in ln for ln in lines)
+    assert any(f"{what} scored" in ln and "first boxes" in ln for ln in lines)
 
 
 _ISSUE38_X = np.array([[-0.8, 0.38, -0.69], [-0.51, -0.2, -1.83], [-0.27, -1.8, -1.21],
