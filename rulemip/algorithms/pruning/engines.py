@@ -203,16 +203,12 @@ class PerspectivePruning:
                callback: Callback | None) -> SearchOutcome:
         from threadpoolctl import threadpool_limits
 
-        from rulemip.algorithms.pruning.exact import local_search_prune
+        from rulemip.algorithms.pruning.exact import local_search_improver, local_search_prune
         from rulemip.algorithms.pruning.perspective_bnb import perspective_bnb
 
-        def improve(S: Any) -> Any:
-            z, _ = local_search_prune(built.nodes, built.y, built.max_cost,
-                                      attribute=built.attribute, gamma=built.gamma,
-                                      z=built.point(S))
-            return np.flatnonzero(z > 0.5)
-
         with threadpool_limits(limits=1, user_api="blas"):
+            improve = local_search_improver(built.nodes, built.y, built.max_cost,
+                                            attribute=built.attribute, gamma=built.gamma)
             z0, _ = local_search_prune(built.nodes, built.y, built.max_cost,
                                        attribute=built.attribute, gamma=built.gamma)
             res = perspective_bnb(built.nodes, built.y, built.max_cost,

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 from numpy.typing import NDArray
 
@@ -274,8 +275,15 @@ class PerspectiveProblem:
                     math.floor(float(max_cost) + 1e-9), np.asarray(nodes.parent, np.int64))
 
     def _setup(self, cip: TreePruningCIP, cost: IntArray, capacity: int,
-               parent: IntArray) -> None:
+               parent: IntArray, offset: float = 0.0) -> None:
         self.cip = cip
+        #: q of this problem = ``cip``'s q + offset (a :meth:`restricted` problem's rows
+        #: are compressed)
+        self.offset = float(offset)
+        #: Q of the compression (n × K), or None: a dual vector α of the original problem
+        #: is ``Qᵀα`` here, with a bound at least as high (the part of α outside Q's
+        #: range is best at ``y − QQᵀy``, which the offset accounts for)
+        self.row_basis: FloatArray | None = None
         self.cost = cost
         self.capacity = int(capacity)
         self.parent = parent
@@ -283,12 +291,21 @@ class PerspectiveProblem:
         self.gamma = cip.gamma
         self.m = int(parent.shape[0])
 
+    def value(self, z: FloatArray) -> float:
+        """q(z) (the offset included)."""
+        return self.cip.value(z) + self.offset
+
     def restricted(self, keep: NDArray[np.bool_]) -> PerspectiveProblem:
         """The problem over the nodes ``keep`` only (the others fixed out for good): the
         columns and costs of those nodes, each node's parent its nearest kept ancestor —
-        so two kept nodes conflict exactly when they did — and the same y, γ, capacity.
+        so two kept nodes conflict exactly when they did — and the same γ and capacity.
         Its selections are the original ones that avoid the dropped nodes, with the same q
-        (node i of the restricted problem is ``np.flatnonzero(keep)[i]``)."""
+        (node i of the restricted problem is ``np.flatnonzero(keep)[i]``). When fewer
+        nodes than rows are kept, the rows are compressed: with ``M_K = QR`` (thin QR),
+        ``½‖y − M_K w‖² = ½‖Qᵀy − Rw‖² + ½‖y − QQᵀy‖²`` for every w, so the problem
+        with columns R, response Qᵀy and :attr:`offset` ``½‖y − QQᵀy‖²`` has the same
+        q at every z ∈ [0, 1]^K (the ridge and perspective terms do not involve the rows),
+        hence the same relaxation and bounds, at a cost in K instead of n rows."""
         idx = np.flatnonzero(keep)
         new_of = np.full(self.m, -1, dtype=np.int64)
         new_of[idx] = np.arange(idx.shape[0])
@@ -300,9 +317,21 @@ class PerspectiveProblem:
             parent[k] = new_of[a] if a >= 0 else -1
         sub = object.__new__(PerspectiveProblem)
         sub.nodes = None
-        sub._setup(TreePruningCIP(self.cip.M[:, idx], self.cip.y, self.gamma),
-                   self.cost[idx], self.capacity, parent)
+        M, y, offset = self.cip.M[:, idx], self.cip.y, self.offset
+        if idx.shape[0] < M.shape[0]:
+            Q, R = np.linalg.qr(M.toarray())
+            yq = Q.T @ y
+            M, y, offset = sp.csc_matrix(R), yq, offset + 0.5 * float(np.sum((y - Q @ yq) ** 2))
+        sub._setup(TreePruningCIP(M, y, self.gamma), self.cost[idx], self.capacity, parent,
+                   offset)
+        if M.shape[0] < self.cip.M.shape[0]:
+            sub.row_basis = Q
         return sub
+
+    def dual_of(self, alpha: FloatArray) -> FloatArray:
+        """A dual vector of the problem this one was restricted from, in this one's rows
+        (:attr:`row_basis`)."""
+        return alpha if self.row_basis is None else self.row_basis.T @ alpha
 
     def dual_bound(self, alpha: FloatArray, status: NDArray[np.int8] | None = None
                    ) -> tuple[float, NDArray[np.bool_]]:
@@ -318,7 +347,8 @@ class PerspectiveProblem:
         best, s = knapsack_dp(c, self.cost, self.capacity, self.forest, status)
         if best == -np.inf:
             return math.inf, s, c
-        value = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha) - 0.5 * self.gamma * best
+        value = (float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha)
+                 - 0.5 * self.gamma * best + self.offset)
         return value - BOUND_MARGIN * max(1.0, abs(value)), s, c
 
     def fix_by_bound(self, alpha: FloatArray, status: NDArray[np.int8], threshold: float
@@ -337,7 +367,7 @@ class PerspectiveProblem:
         selection obeying ``status`` but not the result is below it."""
         c = np.asarray(self.cip.Mt @ alpha).ravel() ** 2
         best = knapsack_with_each(c, self.cost, self.capacity, self.forest, status)
-        base = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha)
+        base = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha) + self.offset
 
         def bound(total: FloatArray) -> FloatArray:
             value = base - 0.5 * self.gamma * total  # +inf where there is no selection
@@ -436,7 +466,7 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
     r = RidgeSegment(cip, z, np.zeros(m), 0.0).Ay
     best_alpha = r if alpha is None else alpha
     it, stop = 0, "max_iter"
-    value = 0.5 * float(cip.y @ r)
+    value = 0.5 * float(cip.y @ r) + problem.offset
     while True:
         bound, s, c = problem.dual_bound_and_gains(r, status)
         if bound > lower_bound:
@@ -469,7 +499,7 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
             stop = "stalled"
             break
         r = seg.residual(x)
-        value = 0.5 * float(cip.y @ r)
+        value = 0.5 * float(cip.y @ r) + problem.offset
         w[k] -= t
         if S_new.shape[0] > P.shape[1]:
             P = np.hstack([P, np.full((P.shape[0], S_new.shape[0] - P.shape[1]), m)])

@@ -224,6 +224,7 @@ class _Search:
         self.notes.append(f"restricted to {int(keep.sum())} of {self.p.m} nodes by the "
                           "root's fixings")
         self.p = self.p.restricted(keep)
+        rel.alpha = self.p.dual_of(rel.alpha)
         self.index = self.index[keep]
         root.status = root.status[keep]
         rel.atoms = [new_of[S] for S in rel.atoms]

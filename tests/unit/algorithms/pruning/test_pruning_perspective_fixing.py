@@ -120,7 +120,20 @@ def test_restricted_problem_keeps_conflicts_and_values():
         for S in list(_selections(sub, 3))[:40]:
             z_sub = np.isin(np.arange(sub.m), S).astype(float)
             z = np.isin(np.arange(p.m), idx[S]).astype(float)
-            assert sub.cip.value(z_sub) == pytest.approx(p.cip.value(z), rel=1e-12)
+            assert sub.value(z_sub) == pytest.approx(p.value(z), rel=1e-12)
+        # the same relaxation (rows compressed: 40 rows, fewer kept nodes), and a dual
+        # vector carried over bounds at least as well
+        assert sub.row_basis is not None and sub.row_basis.shape == (p.cip.M.shape[0], sub.m)
+        out = np.where(keep, np.int8(FREE), np.int8(OUT))
+        full_rel, sub_rel = (
+            node_relaxation(q, st, [np.zeros(0, dtype=np.int64)], np.ones(1),
+                            threshold=math.inf, rel_tol=1e-10, max_iter=3000,
+                            budget=Budget.unlimited())
+            for q, st in ((p, out), (sub, np.zeros(sub.m, dtype=np.int8))))
+        assert sub_rel.lower_bound == pytest.approx(full_rel.lower_bound, rel=1e-6)
+        for alpha in (y, rng.normal(size=y.shape)):
+            assert (sub.dual_bound(sub.dual_of(alpha))[0]
+                    >= p.dual_bound(alpha, out)[0] - 1e-9 * abs(p.dual_bound(alpha, out)[0]))
 
 
 @pytest.mark.parametrize("seed,trees,reg", [(0, 4, 100.0), (1, 4, 10.0), (2, 4, 10.0)])
