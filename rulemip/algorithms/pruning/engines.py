@@ -196,7 +196,7 @@ class PerspectivePruning:
 
     engine = "perspective"
 
-    def __init__(self, node_iterations: int = 60, **settings: Any) -> None:
+    def __init__(self, node_iterations: int = 300, **settings: Any) -> None:
         self.node_iterations = int(node_iterations)
 
     def search(self, built: PruningProblem, *, solver: Any, budget: Budget, mip_gap: float,

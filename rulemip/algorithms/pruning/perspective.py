@@ -442,7 +442,7 @@ def _mix(P: IntArray, w: FloatArray, m: int) -> FloatArray:
 
 def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
                     atoms: list[IntArray], weights: FloatArray, *, threshold: float,
-                    rel_tol: float, max_iter: int, budget: Budget,
+                    rel_tol: float, max_iter: int, budget: Budget, gap_share: float = 0.0,
                     lower_bound: float = -math.inf, alpha: FloatArray | None = None
                     ) -> NodeRelaxation:
     r"""Maximize :math:`L_Z(\alpha)` for Z = the selections obeying ``status`` by pairwise
@@ -450,7 +450,9 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
     one) with ``weights``.
 
     Stops once the bound reaches ``threshold`` (the node is pruned), when the relative
-    Frank–Wolfe gap ``(q(z) − bound)/q(z)`` is at most ``rel_tol`` and q(z) — an upper
+    Frank–Wolfe gap ``q(z) − bound`` is at most ``rel_tol·q(z)`` or ``gap_share`` times
+    the distance ``threshold − bound`` (a bound that cannot prune the node need not be
+    more accurate than a share of what separates it from pruning) and q(z) — an upper
     bound of the relaxation's value, z being in conv Z — is below ``threshold`` (more
     iterations cannot prune the node; while q(z) ≥ threshold they may, whatever the gap),
     after ``max_iter`` iterations, or when ``budget`` runs out (every iteration charges one
@@ -474,7 +476,8 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
         if lower_bound >= threshold:
             stop = "pruned"
             break
-        if value < threshold and value - lower_bound <= rel_tol * max(abs(value), 1e-12):
+        if value < threshold and value - lower_bound <= max(
+                rel_tol * max(abs(value), 1e-12), gap_share * (threshold - lower_bound)):
             stop = "converged"
             break
         if it >= max_iter:

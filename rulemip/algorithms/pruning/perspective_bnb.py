@@ -261,8 +261,9 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
                     budget: Budget | None = None, mip_gap: float = 1e-4,
                     warm_starts: list[IntArray] | None = None,
                     improve: Callable[[IntArray], IntArray] | None = None, callback: Any = None,
-                    root_iterations: int = 3000, node_iterations: int = 60,
-                    root_tol: float = 1e-4, node_tol: float = 1e-3
+                    root_iterations: int = 3000, node_iterations: int = 300,
+                    root_tol: float = 1e-4, node_tol: float = 1e-5,
+                    node_gap_share: float = 0.1
                     ) -> PerspectiveBnBResult:
     r"""Best-first branch and bound for CIP (2) with the perspective bound (module
     docstring).
@@ -279,6 +280,10 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
         rounding of a node's relaxed point (at the root: relax-and-round, App. D).
     root_iterations, node_iterations : Frank–Wolfe iterations at the root / at a node.
     root_tol, node_tol : relative Frank–Wolfe gap at which a relaxation stops.
+    node_gap_share : a node's relaxation also stops once its Frank–Wolfe gap is this
+        share of the distance from its bound to the pruning threshold (100 / 5 trees at
+        γn = 1, 20 CPU s: bound 271.90 against 271.77 with a fixed 1e-3 tolerance and 60
+        iterations).
     """
     clock = budget if budget is not None else Budget.unlimited()
     p = PerspectiveProblem(nodes, y, max_cost, attribute, gamma)
@@ -325,6 +330,7 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
             atoms, weights = [np.flatnonzero(s)], np.ones(1)
         rel = node_relaxation(p, node.status, atoms, weights, threshold=search.threshold(),
                               rel_tol=node_tol, max_iter=node_iterations, budget=clock,
+                              gap_share=node_gap_share,
                               lower_bound=bound, alpha=node.alpha)
         search.iterations += rel.iterations
         search.explored += 1
