@@ -60,6 +60,7 @@ from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
+from rulemip.rules.language import Language
 from rulemip.solvers import Capability, available_backends, get_backend
 
 FEATURES = [2, 3, 8]  # bmi, bp, s5 of sklearn's diabetes
@@ -114,8 +115,7 @@ def solve(engine: str, ds: Dataset, k: int, reg: float, thresholds: Sequence[np.
     kind, _, backend = engine.partition(":")
     ths = [np.asarray(t, dtype=float) for t in thresholds]
     if kind in ("cip-enum", "cip-oa", "cip-auto", "cip-bnb"):
-        cip = BoxSelectionCIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                              thresholds=ths)
+        cip = BoxSelectionCIP(Language(k, ths, fit_intercept=fit_intercept), loss=loss, reg=reg)
         method = {"cip-enum": "enumerate", "cip-oa": "oa", "cip-auto": "auto",
                   "cip-bnb": "bnb"}[kind]
         return solve_box_selection(cip, ds, method=method, solver=backend or "highs",
@@ -125,8 +125,7 @@ def solve(engine: str, ds: Dataset, k: int, reg: float, thresholds: Sequence[np.
         return solve_conic_scip(ds, k, reg, ths, time_limit, threads=threads,
                                 mip_gap=mip_gap)
     if kind == "mip":
-        mip = IntervalCoverMIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                               thresholds=ths)
+        mip = IntervalCoverMIP(Language(k, ths, fit_intercept=fit_intercept), loss=loss, reg=reg)
         return solve_formulation(mip, ds, solver=backend,
                                  budget=Budget.from_time_limit(time_limit), threads=threads,
                                  mip_gap=mip_gap)
@@ -160,7 +159,7 @@ def solve_conic_scip(ds: Dataset, k: int, reg: float, thresholds: Sequence[np.nd
     from rulemip.solvers.result import Limit, TerminationReason, relative_gap
 
     t0 = time.perf_counter()
-    prob = BoxSelectionCIP(k, reg=reg, thresholds=list(thresholds)).build(ds)
+    prob = BoxSelectionCIP(Language(k, list(thresholds)), reg=reg).build(ds)
     oracle = prob.oracle
     assert hasattr(oracle, "col_mean")
     Qc = prob.Q - oracle.col_mean

@@ -23,12 +23,13 @@ from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 
 
 def run(ds: Dataset, k: int, reg: float, time_limit: float, **kw: Any) -> dict[str, Any]:
     t = time.perf_counter()
-    cip = BoxSelectionCIP(k, reg=reg, max_thresholds=kw.pop("max_thresholds", 5),
-                          max_rule_length=kw.pop("max_rule_length", None))
+    cip = BoxSelectionCIP(Language(k, max_rule_length=kw.pop("max_rule_length", None)), reg=reg,
+                          max_thresholds=kw.pop("max_thresholds", 5))
     res = solve_box_selection(cip, ds, budget=Budget.from_time_limit(time_limit),
                               threads=kw.pop("threads", 2), **kw)
     return {"status": res.termination.value, "time": time.perf_counter() - t,

@@ -28,6 +28,7 @@ from rulemip.algorithms.solve.driver import solve
 from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating, candidate_thresholds
 from rulemip.formulations.interval_cover import IntervalCoverMIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 
@@ -48,7 +49,7 @@ def alternating_runs(backends: list[str], ks: list[int], time_limit: float) -> N
             _line(f"D({k},{delta:.4f})", backend, "mip-boosting", rounds[-1].status.value,
                   f"{rounds[-1].risk:.6g}", f"{time.perf_counter() - t0:.2f}s")
             t0 = time.perf_counter()
-            res = solve(IntervalCoverMIP(k, fit_intercept=False), ds, solver=backend,
+            res = solve(IntervalCoverMIP(Language(k, fit_intercept=False)), ds, solver=backend,
                         budget=Budget.from_time_limit(time_limit))
             _line(f"D({k},{delta:.4f})", backend, "exact", res.termination.value,
                   f"{res.risk:.6g}", f"lb {res.lower_bound:.6g}",
@@ -72,7 +73,8 @@ def sine_runs(backends: list[str], ks: list[int], time_limit: float) -> None:
         for backend in backends:
             for warm in (None, start) if start is not None else (None,):
                 t0 = time.perf_counter()
-                res = solve(IntervalCoverMIP(k, reg=0.0), ds, solver=backend, warm_start=warm,
+                res = solve(IntervalCoverMIP(Language(k), reg=0.0), ds, solver=backend,
+                            warm_start=warm,
                             budget=Budget.from_time_limit(time_limit))
                 _line(f"sine20 k={k}", backend, "warm" if warm is not None else "cold",
                       res.termination.value, f"{res.risk:.6g}", f"lb {res.lower_bound:.6g}",

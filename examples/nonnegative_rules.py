@@ -21,7 +21,14 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy.optimize import lsq_linear
 
-from rulemip import Dataset, KRuleProblem, RuleEnsemble, get_loss, register_formulation
+from rulemip import (
+    Dataset,
+    KRuleProblem,
+    Language,
+    RuleEnsemble,
+    get_loss,
+    register_formulation,
+)
 from rulemip.algorithms.fit_plan import ENGINES, solve_exact
 from rulemip.budget import Budget
 from rulemip.formulations.interval_cover import IntervalCoverMIP
@@ -43,15 +50,12 @@ class NonnegativeRulesMIP:
 
     engine = "mip-nonneg"
 
-    def __init__(self, n_rules: int, *, loss: str = "squared", reg: float = 0.01,
-                 fit_intercept: bool = True, thresholds: list[FloatArray] | None = None,
-                 max_rule_length: int | None = None) -> None:
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 0.01
+                 ) -> None:
         if reg <= 0:
             raise ValueError(f"`reg` must be > 0 for nonnegative rules; got {reg!r}.")
-        self.loss, self.reg, self.fit_intercept = loss, reg, fit_intercept
-        self.base = IntervalCoverMIP(n_rules, loss=loss, reg=reg,
-                                     fit_intercept=fit_intercept, thresholds=thresholds,
-                                     max_rule_length=max_rule_length)
+        self.loss, self.reg, self.fit_intercept = loss, reg, language.fit_intercept
+        self.base = IntervalCoverMIP(language, loss=loss, reg=reg)
 
     # -- the protocol ------------------------------------------------------------------
     def needs(self) -> set[Capability]:
@@ -126,7 +130,7 @@ def brute_force_nonnegative(problem: KRuleProblem) -> float | None:
 
 def nonnegative_rules(problem: KRuleProblem) -> NonnegativeRulesMIP:
     """The formulation of one problem: the registry's factory."""
-    return NonnegativeRulesMIP(problem.n_rules, **problem.keywords())
+    return NonnegativeRulesMIP(problem.language, **problem.keywords())
 
 
 # one call makes it an engine of solve_exact (and so of the estimators)

@@ -45,6 +45,7 @@ _EXPORTS: dict[str, str] = {
     "OracleFormulation": "rulemip.formulations.protocol",
     "SearchOutcome": "rulemip.formulations.protocol",
     "KRuleProblem": "rulemip.rules.problem",
+    "Language": "rulemip.rules.language",
     "register_formulation": "rulemip.algorithms.solve.registry",
     "solve": "rulemip.algorithms.solve.driver",
     "register_backend": "rulemip.solvers.base:register",

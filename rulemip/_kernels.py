@@ -33,6 +33,8 @@ from typing import Any
 import numpy as np
 from numba.core import event
 
+from rulemip.rules.language import Language
+
 __all__ = ["GROUPS", "CompileReport", "compile_kernels", "ensure_compiled", "groups_for_fit"]
 
 #: kernel groups in the order they are prepared
@@ -67,17 +69,20 @@ class CompileReport:
         return f"compiling kernels, first run only: {self.seconds:.1f} s"
 
 
-def groups_for_fit(*, n_rules: int, loss: str, reg: float = 1.0,
+def groups_for_fit(language: Language, *, loss: str, reg: float = 1.0,
                    box_search: bool = True) -> tuple[str, ...]:
-    """The kernel groups an exact fit of ``n_rules`` rules under ``loss`` may call: the
-    box search (boosting warm starts, rule swaps, pricing), the levels bound (the
-    box-selection CIP), for two squared-loss rules at ``reg > 0`` the two-rule branch
-    and bound, and for two squared-loss rules the k-box search (any ``reg``)."""
+    """The kernel groups an exact fit over ``language`` (its rule count; known before the
+    data, so its thresholds may be None) under ``loss`` may call: the box search
+    (boosting warm starts, rule swaps, pricing), the levels bound (the box-selection
+    CIP), for two squared-loss rules at ``reg > 0`` the two-rule branch and bound, and for
+    two squared-loss rules, or three of a capped length, the k-box search (any ``reg``)."""
+    n_rules = language.n_rules
     groups = ["box"] if box_search else []
     groups.append("levels")
     if n_rules == 2 and loss == "squared" and reg > 0:
         groups.append("two_rule")
-    if n_rules == 2 and loss == "squared":
+    if loss == "squared" and (n_rules == 2 or (
+            n_rules == 3 and language.max_rule_length is not None)):
         groups.append("kbox")
     return tuple(groups)
 
@@ -117,21 +122,26 @@ def _warm_two_rule() -> None:
     X, y = _tiny_data()
     ds = Dataset.from_arrays(X, y)
     thresholds = candidate_thresholds(ds.X, 3)
-    cells = BoxSelectionCIP(2, reg=1.0, fit_intercept=True, thresholds=thresholds).reduce(ds)
+    cells = BoxSelectionCIP(Language(2, thresholds, fit_intercept=True), reg=1.0).reduce(ds)
     trb.two_rule_bound(cells, 1.0, True, upper=float(np.var(y)) + 1.0, max_memory=1 << 16)
 
 
 def _warm_kbox() -> None:
     """The k-box table (enumeration, duplicates, sums), a start pair's gain and the pair
-    scan, one thread."""
+    scan, then the three-box scan on cells of unequal weight (the equal-weight rows of
+    :mod:`~rulemip.algorithms.kbox.unit_rows`), one thread."""
     from rulemip.algorithms.kbox.engine import KBoxSearch
     from rulemip.budget import Budget
     from rulemip.data import Dataset
 
     X, y = _tiny_data()
-    search = KBoxSearch(2, reg=1.0, max_thresholds=3, max_rule_length=2)
+    search = KBoxSearch(Language(2, max_rule_length=2), reg=1.0, max_thresholds=3)
     built = search.build_model(Dataset.from_arrays(X, y))
     search.search(built, budget=Budget.unlimited(), threads=1, start=np.array([0.0, 1.0]))
+    twice = Dataset.from_arrays(np.vstack([X, X[:3]]), np.r_[y, y[:3]])  # cells of weight 2
+    search = KBoxSearch(Language(3, max_rule_length=1), reg=1.0, max_thresholds=2)
+    built = search.build_model(twice)
+    search.search(built, budget=Budget.unlimited(), threads=1)
 
 
 def _warm_pruning() -> None:

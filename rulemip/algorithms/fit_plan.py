@@ -89,6 +89,9 @@ class FitShares:
     two_rule_engine : the engine's share at two squared-loss rules (its relaxation bound
         is the levels bound there; the two-rule branch and bound's is higher,
         docs/benchmarks/exact.md §11).
+    kbox_engine : the k-box search's share (two or three rules): a complete scan that
+        proves the optimum when it ends, so it gets nearly all of the time; stopped, it
+        leaves the levels bound, and what is left goes to the phases after it.
     two_rule_kicks : two squared-loss rules: swaps and kicks after the engine; the rest
         goes to the two-rule branch and bound.
     descents : swaps and kicks: the swap descents from the engine's model and the start
@@ -102,6 +105,7 @@ class FitShares:
     local_start: float = 0.25
     engine: float = 0.8
     two_rule_engine: float = 0.4
+    kbox_engine: float = 0.85
     two_rule_kicks: float = 0.3
     descents: float = 0.5
     heuristic_kicks: float = 0.5
@@ -287,6 +291,8 @@ class EnginePhase:
     def share(self, options: FitOptions, state: FitState) -> float:
         if self.alone or not state.problem.squared:
             return 1.0
+        if options.engine == "kbox":
+            return options.shares.kbox_engine
         return options.shares.two_rule_engine if _two_rules(state.problem) \
             else options.shares.engine
 

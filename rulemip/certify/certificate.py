@@ -56,6 +56,7 @@ import numpy as np
 from rulemip._io import write_text_atomic
 from rulemip.certify import schema
 from rulemip.data import candidate_thresholds
+from rulemip.data.dataset import Dataset
 from rulemip.exceptions import CertificateError, InvalidDataError
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.problem import KRuleProblem
@@ -152,6 +153,16 @@ class Certificate:
                               fit_intercept=self.fit_intercept, n_rules=self.n_rules,
                               max_rule_length=self.max_rule_length,
                               thresholds=self.thresholds, threshold_rule=self.threshold_rule)
+
+    def problem_on(self, dataset: Dataset) -> KRuleProblem:
+        """The problem this certificate states (its loss, ridge and language: rule count,
+        recorded thresholds, rule length, intercept), on ``dataset`` — what a replay of
+        its bound re-solves."""
+        return KRuleProblem.of(dataset, self.n_rules, loss=self.loss, reg=self.reg,
+                               fit_intercept=self.fit_intercept,
+                               thresholds=[np.asarray(t, dtype=float)
+                                           for t in self.thresholds],
+                               max_rule_length=self.max_rule_length)
 
     # ------------------------------------------------------------------ JSON
     def to_dict(self) -> dict[str, Any]:

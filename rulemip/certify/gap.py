@@ -334,6 +334,7 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
                          mip_gap=mip_gap, seed=seed)
     from rulemip._kernels import groups_for_fit
     from rulemip.budget import check_work_limit
+    from rulemip.rules.language import Language
 
     check_work_limit(work_limit)
     # checked as given (messages show the user's value); numpy scalars (np.int64(2)) then
@@ -345,7 +346,8 @@ def gap_study(X: Any, y: Any, k_max: int, variants: Sequence[str] = VARIANTS, *,
     seed = seed_int(seed, "seed")
     # compiled (first run) before the study's clock starts
     ensure_compiled(*sorted({g for k in range(1, k_max + 1)
-                             for g in groups_for_fit(n_rules=k, loss=loss, reg=reg)}))
+                             for g in groups_for_fit(Language(k, max_rule_length=max_rule_length),
+                                                     loss=loss, reg=reg)}))
     budget = Budget.from_time_limit(None if time_limit is None else float(time_limit) * k_max,
                                     work_limit=work_limit)
     ds = Dataset.from_arrays(X, y, loss=loss)

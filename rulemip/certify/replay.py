@@ -12,16 +12,15 @@ node bound is recomputed, and a box that beats the claim refutes it.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
-from numpy.typing import NDArray
 
 from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.space import SearchSpace
 from rulemip.budget import Budget
+from rulemip.rules.problem import KRuleProblem
 
 __all__ = ["ReplayResult", "replay_one_rule"]
 
@@ -46,22 +45,22 @@ class ReplayResult:
     seconds: float
 
 
-def replay_one_rule(X: NDArray[np.float64], y: NDArray[np.float64], weights: NDArray[np.float64],
-                    thresholds: Sequence[Sequence[float]], *, reg: float, fit_intercept: bool,
-                    max_rule_length: int | None, lower_bound: float,
+def replay_one_rule(problem: KRuleProblem, *, lower_bound: float,
                     time_limit: float | None = None) -> ReplayResult:
-    """Re-derive (or refute) ``lower_bound`` on the one-rule squared-loss risk."""
-    w = np.asarray(weights, dtype=float)
-    y = np.asarray(y, dtype=float)
+    """Re-derive (or refute) ``lower_bound`` on the one-rule squared-loss risk of
+    ``problem`` (its data, ridge and language: thresholds, rule length, intercept)."""
+    ds, fit_intercept = problem.dataset, problem.fit_intercept
+    w = np.asarray(ds.weights, dtype=float)
+    y = np.asarray(ds.y, dtype=float)
     W = float(w.sum())
     r = y - (float(w @ y) / W if fit_intercept else 0.0)
     sst = float(w @ (r * r))
     claim = math.sqrt(max(sst - W * lower_bound, 0.0))
     rounding = GAIN_RTOL * max(claim, math.sqrt(max(sst, 0.0)))
-    space = SearchSpace.build(X, thresholds=[np.asarray(t, dtype=float) for t in thresholds])
-    obj = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
+    space = SearchSpace.build(ds.X, thresholds=problem.thresholds)
+    obj = ridge_gain_objective(r, weights=w, reg=problem.reg, fit_intercept=fit_intercept)
     res = box_search(space, obj, allow_empty=not fit_intercept,
-                     max_rule_length=max_rule_length, length_counts="features",
+                     max_rule_length=problem.max_rule_length, length_counts="features",
                      budget=Budget.from_time_limit(time_limit),
                      incumbent=claim - rounding)
     if res is None:      # no box at all: the intercept-only model is the only model

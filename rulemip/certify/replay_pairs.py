@@ -13,16 +13,14 @@ Everything is recomputed from the data and the recorded thresholds.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
-
-import numpy as np
 
 from rulemip.algorithms.kbox.engine import KBoxSearch
 from rulemip.algorithms.kbox.pairs import pair_search
 from rulemip.algorithms.kbox.triples import triple_search
 from rulemip.budget import Budget
-from rulemip.data.dataset import Dataset
+from rulemip.parallel import resolve_n_jobs
+from rulemip.rules.problem import KRuleProblem
 
 __all__ = ["PairReplayResult", "replay_three_rules", "replay_two_rules"]
 
@@ -45,49 +43,44 @@ class PairReplayResult:
     seconds: float
 
 
-def replay_two_rules(dataset: Dataset, thresholds: Sequence[Sequence[float]], *, reg: float,
-                     fit_intercept: bool, max_rule_length: int | None, lower_bound: float,
+def replay_two_rules(problem: KRuleProblem, *, lower_bound: float,
                      time_limit: float | None = None) -> PairReplayResult:
-    """Re-derive (or refute) ``lower_bound`` on the best two-rule squared-loss risk over
-    the boxes of at most ``max_rule_length`` features on ``thresholds``."""
-    return _replay(2, dataset, thresholds, reg=reg, fit_intercept=fit_intercept,
-                   max_rule_length=max_rule_length, lower_bound=lower_bound,
-                   time_limit=time_limit)
+    """Re-derive (or refute) ``lower_bound`` on the best two-rule squared-loss risk of
+    ``problem`` (the boxes of at most its ``max_rule_length`` features on its
+    thresholds)."""
+    return _replay(problem.with_rules(2), lower_bound=lower_bound, time_limit=time_limit)
 
 
-def replay_three_rules(dataset: Dataset, thresholds: Sequence[Sequence[float]], *,
-                       reg: float, fit_intercept: bool, max_rule_length: int | None,
-                       lower_bound: float, time_limit: float | None = None
-                       ) -> PairReplayResult:
-    """Re-derive (or refute) ``lower_bound`` on the best three-rule squared-loss risk:
-    the three-box scan (:func:`~rulemip.algorithms.kbox.triples.triple_search`, the pair
-    search first) with the claimed gain as its incumbent; ``scored`` counts triples."""
-    return _replay(3, dataset, thresholds, reg=reg, fit_intercept=fit_intercept,
-                   max_rule_length=max_rule_length, lower_bound=lower_bound,
-                   time_limit=time_limit)
+def replay_three_rules(problem: KRuleProblem, *, lower_bound: float,
+                       time_limit: float | None = None) -> PairReplayResult:
+    """Re-derive (or refute) ``lower_bound`` on the best three-rule squared-loss risk of
+    ``problem``: the three-box scan (:func:`~rulemip.algorithms.kbox.triples.triple_search`,
+    the pair search first) with the claimed gain as its incumbent; ``scored`` counts
+    triples."""
+    return _replay(problem.with_rules(3), lower_bound=lower_bound, time_limit=time_limit)
 
 
-def _replay(k: int, dataset: Dataset, thresholds: Sequence[Sequence[float]], *, reg: float,
-            fit_intercept: bool, max_rule_length: int | None, lower_bound: float,
-            time_limit: float | None) -> PairReplayResult:
-    search = KBoxSearch(k, reg=reg, fit_intercept=fit_intercept,
-                        thresholds=[np.asarray(t, dtype=float) for t in thresholds],
-                        max_rule_length=max_rule_length)
+def _replay(problem: KRuleProblem, *, lower_bound: float, time_limit: float | None
+            ) -> PairReplayResult:
+    k, reg = problem.n_rules, problem.reg
+    search = KBoxSearch(problem.language, **problem.keywords())
+    dataset = problem.dataset
     built = search.build_model(dataset)
     table = built.table
     W = built.cells.total_weight
     claim = built.base + built.cells.constant - W * lower_bound
     slack = GAIN_RTOL * max(abs(claim), built.base + built.cells.constant, 1e-300)
     budget = Budget.from_time_limit(time_limit)
+    threads = resolve_n_jobs(-1)  # one per core, as a fit's default n_jobs
     # the scans' first incumbents (the best box with two copies; for three boxes the
     # ascents of triple_search) count when they are above the claim
     if k == 2:
         res = pair_search(table, reg, unit=built.unit, weight=built.cells.cell_weight,
-                          budget=budget, incumbent_gain=claim - slack)
+                          budget=budget, incumbent_gain=claim - slack, threads=threads)
         gain, finished, scored, seconds = res.gain, res.finished, res.scored, res.seconds
     else:
         tri = triple_search(table, reg, unit=built.unit, weight=built.cells.cell_weight,
-                            budget=budget, incumbent_gain=claim - slack)
+                            budget=budget, incumbent_gain=claim - slack, threads=threads)
         gain, finished, scored, seconds = tri.gain, tri.finished, tri.scored, tri.seconds
     best_risk = built.risk_of_gain(gain)
     if gain > claim + slack:

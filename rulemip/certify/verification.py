@@ -20,7 +20,6 @@ from rulemip.certify.model_checks import data_check, model_checks
 from rulemip.data import Dataset, candidate_thresholds, check_thresholds
 from rulemip.exceptions import CertificateError, InvalidParameterError
 from rulemip.refit import fit_weights
-from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import relative_gap
 
 
@@ -399,10 +398,7 @@ def local_optimality_checks(cert: Certificate, ds: Dataset
             f"joint optimum of its rules: refitting them lowers the risk by "
             f"{risk - refit_risk:.6g} > {atol:.3g} (re-weighting one rule and the "
             "intercept is a swap that gains)")], refuted
-    problem = KRuleProblem.of(ds, cert.n_rules, reg=cert.reg,
-                              fit_intercept=cert.fit_intercept,
-                              thresholds=[np.asarray(t) for t in cert.thresholds],
-                              max_rule_length=cert.max_rule_length)
+    problem = cert.problem_on(ds)
     ok, checks = check_one_swap(problem, refitted, atol=atol)
     if ok:
         capped = "" if claimed_tol <= SWAP_TOL else \

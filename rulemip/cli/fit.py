@@ -81,6 +81,7 @@ def run(args: argparse.Namespace) -> int:
     from rulemip.data import load_bundled
     from rulemip.estimators.exact import ExactRuleEnsembleClassifier, ExactRuleEnsembleRegressor
     from rulemip.exceptions import InvalidParameterError, SolveLimitWarning
+    from rulemip.rules.language import Language
 
     if (args.data is None) != (args.target is None):
         raise InvalidParameterError("give both --data and --target, or neither (bundled data).")
@@ -117,8 +118,9 @@ def run(args: argparse.Namespace) -> int:
         warnings.simplefilter("always", SolveLimitWarning)
         # compiled before the fit's clock starts (a first run prints what a second does)
         progress.phase("loading compiled kernels (compiling on a first run)")
-        kernels = ensure_compiled(*groups_for_fit(n_rules=args.n_rules, loss=args.loss,
-                                                   reg=args.reg))
+        kernels = ensure_compiled(*groups_for_fit(
+            Language(args.n_rules, max_rule_length=args.max_rule_length), loss=args.loss,
+            reg=args.reg))
         if kernels.message:
             progress.phase(kernels.message)
         progress.phase(first)

@@ -14,7 +14,7 @@ __all__ = ["progress_printer", "say"]
 def progress_printer() -> Callable[[dict[str, Any]], None]:
     """A callback for search loops (outer approximation, branch and bound) that prints
     ``time, iteration, incumbent, bound, gap`` at most once a second (and every entry
-    marked ``final``)."""
+    marked ``final``), then the search's own ``detail`` if it gives one."""
     last = [0.0]
 
     def show(info: dict[str, Any]) -> None:
@@ -24,8 +24,9 @@ def progress_printer() -> Callable[[dict[str, Any]], None]:
         last[0] = now
         ub, lb = info.get("ub", math.inf), info.get("lb", -math.inf)
         gap = info.get("gap", math.inf)
+        detail = f"  ({info['detail']})" if info.get("detail") else ""
         print(f"  [{info.get('time', 0.0):7.1f}s] it {info.get('iteration', 0):5d}  "
-              f"incumbent {ub:.6g}  bound {lb:.6g}  gap {gap:.3%}", file=sys.stderr,
+              f"incumbent {ub:.6g}  bound {lb:.6g}  gap {gap:.3%}{detail}", file=sys.stderr,
               flush=True)
 
     return show

@@ -52,6 +52,7 @@ from rulemip.losses import get_loss
 from rulemip.parallel import resolve_n_jobs, search_workers
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.canonical import canonical_ensemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 #: values of ``preset``: no first incumbent, or a boosting preset (docs/explanation/boosting.md)
@@ -157,8 +158,9 @@ class _ExactBase(BaseEstimator):
         """validate → Dataset (done by ``fit``) → the exact fit's plan → certificate."""
         # the kernels are compiled (or loaded from numba's cache) before the budget
         # starts: a first run proves what a second does
-        kernels = ensure_compiled(*groups_for_fit(n_rules=self.n_rules, loss=self.loss,
-                                                   reg=self.reg))
+        kernels = ensure_compiled(*groups_for_fit(
+            Language(self.n_rules, max_rule_length=self.max_rule_length), loss=self.loss,
+            reg=self.reg))
         if kernels.message:
             say(self.verbose, kernels.message)
         budget = Budget.from_time_limit(self.time_limit, work_limit=self.work_limit)
@@ -186,10 +188,7 @@ class _ExactBase(BaseEstimator):
                 f"({result.termination.value}); raise `time_limit` or try another `solver`.")
         # one representative among rules tied by covering the same rows (rulemip.rules.
         # canonical): weighted and repeated data, or shuffled rows, give the same model
-        self.rules_ = canonical_ensemble(_with_encoder(result.ensemble, ds), ds.X,
-                                         thresholds, ds.sample_weight,
-                                         fit_intercept=self.fit_intercept,
-                                         max_rule_length=self.max_rule_length)
+        self.rules_ = canonical_ensemble(_with_encoder(result.ensemble, ds), problem)
         if not result.is_optimal:
             warnings.warn(
                 f"solve stopped before proving optimality ({result.termination.value}, "

@@ -32,7 +32,6 @@ with :func:`rulemip.refit.fit_weights`, so the reported risk is recomputed, not 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -56,6 +55,7 @@ from rulemip.losses import get_loss
 from rulemip.model.mip_model import MIPModel
 from rulemip.refit import fit_weights
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
+from rulemip.rules.language import Language, checked_language
 from rulemip.rules.rule import Rule
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 
@@ -185,24 +185,24 @@ class BoxSelectionCIP:
 
     Parameters
     ----------
-    n_rules : k, the number of rules (*k* in [GAP]); the intercept is not counted.
+    language : the models searched (:class:`~rulemip.rules.language.Language`): k rules
+        (*k* in [GAP]; the intercept is not counted), the cut points per feature (None:
+        :func:`rulemip.data.candidate_thresholds` with ``max_thresholds``), at most
+        ``max_rule_length`` restricted features per rule, and the intercept
+        (an unpenalized background rule; without it the all-covering box is a rule).
     loss : ``"squared"``, ``"logistic"`` or ``"poisson"``.
     reg : ridge :math:`\\lambda > 0` of :math:`R_\\lambda` (``γ = 1/λ`` of
         docs/explanation/box_selection.md).
-    fit_intercept : unpenalized background rule; without it the all-covering box is a rule.
-    thresholds : cut points per feature; default :func:`rulemip.data.candidate_thresholds`
-        with ``max_thresholds``.
-    max_thresholds : at most this many quantile cut points per feature.
-    max_rule_length : at most this many restricted features per rule.
+    max_thresholds : at most this many quantile cut points per feature (language without
+        thresholds).
     """
 
-    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
-                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None
-                 ) -> None:
-        k = check_positive_int(n_rules, "n_rules")
-        assert k is not None
-        self.n_rules: int = k
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 1e-3,
+                 max_thresholds: int | None = None) -> None:
+        lang = checked_language(language)
+        #: the models searched (its parts also as the attributes below)
+        self.language = lang
+        self.n_rules: int = lang.n_rules
         self.loss = get_loss(loss).name
         r = check_nonneg_float(reg, "reg")
         assert r is not None
@@ -212,13 +212,11 @@ class BoxSelectionCIP:
                 f"perspective λβ²/z); got {reg!r}. Use a tiny ridge such as 1e-6, or the "
                 "interval-cover MIP for λ = 0.")
         self.reg = r
-        self.fit_intercept = bool(fit_intercept)
-        self.thresholds = None if thresholds is None else [np.asarray(t, dtype=float)
-                                                           for t in thresholds]
+        self.fit_intercept = lang.fit_intercept
+        self.thresholds = None if lang.thresholds is None else list(lang.thresholds)
         self.max_thresholds = check_positive_int(max_thresholds, "max_thresholds",
                                                  allow_none=True)
-        self.max_rule_length = check_positive_int(max_rule_length, "max_rule_length",
-                                                  allow_none=True)
+        self.max_rule_length = lang.max_rule_length
 
     engine = "cip"
 

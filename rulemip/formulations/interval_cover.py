@@ -43,7 +43,6 @@ back and recomputes the risk on the original data.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -64,6 +63,7 @@ from rulemip.formulations.interval_cover_codec import BuiltIntervalCover, Interv
 from rulemip.losses import get_loss
 from rulemip.model import MIPModel
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.language import Language, checked_language
 from rulemip.solvers.base import Capability, SolverBackend
 
 FloatArray = NDArray[np.float64]
@@ -115,19 +115,17 @@ class IntervalCoverMIP(IntervalCoverCodec):
 
     Parameters
     ----------
-    n_rules : int
-        Number of rules *k* (the intercept is not counted).
+    language : Language
+        The models searched (:class:`~rulemip.rules.language.Language`): *k* rules (the
+        intercept is not counted), the cut points per feature (None:
+        ``candidate_thresholds(X, max_thresholds)``), at most ``max_rule_length``
+        restricted features per rule, and a free, unpenalized :math:`\\beta_0` or none.
     loss : {"squared", "logistic", "poisson"}
     reg : float
         Ridge :math:`\\lambda \\ge 0` of :math:`R_\\lambda`.
-    fit_intercept : bool
-        Free, unpenalized :math:`\\beta_0`.
-    thresholds : list of arrays, optional
-        Cut points per feature; default ``candidate_thresholds(X, max_thresholds)``.
     max_thresholds : int or None
-        Quantile bins per feature when ``thresholds`` is not given (None: all midpoints).
-    max_rule_length : int or None
-        At most this many restricted features per rule.
+        Quantile bins per feature when the language has no thresholds (None: all
+        midpoints).
     linearization : {"auto", "indicator", "bigm"}
         ``w = zβ`` by indicator constraints (backends with ``INDICATOR``) or big-M;
         ``"auto"`` picks per backend and bound (:meth:`build_for`).
@@ -143,22 +141,22 @@ class IntervalCoverMIP(IntervalCoverCodec):
         Run on the occupied cells (docs/explanation/box_selection.md §1) instead of the rows.
     """
 
-    def __init__(self, n_rules: int, *, loss: str = "squared", reg: float = 0.0,
-                 fit_intercept: bool = True, thresholds: Sequence[Any] | None = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None,
-                 linearization: str = "auto", weight_bound: float | None = None,
-                 symmetry_breaking: bool = True, contiguity_cuts: bool = False,
-                 cell_reduction: bool = True) -> None:
-        self.n_rules = int(check_positive_int(n_rules, "n_rules") or 1)
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 0.0,
+                 max_thresholds: int | None = None, linearization: str = "auto",
+                 weight_bound: float | None = None, symmetry_breaking: bool = True,
+                 contiguity_cuts: bool = False, cell_reduction: bool = True) -> None:
+        lang = checked_language(language)
+        #: the models searched (its parts also as the attributes below)
+        self.language = lang
+        self.n_rules = lang.n_rules
         self.loss = get_loss(loss).name
         self.reg = float(check_nonneg_float(reg, "reg") or 0.0)
-        self.fit_intercept = bool(fit_intercept)
-        self.thresholds = None if thresholds is None else [
-            np.unique(np.asarray(t, dtype=float)) for t in thresholds]
+        self.fit_intercept = lang.fit_intercept
+        self.thresholds = None if lang.thresholds is None else [
+            np.unique(t) for t in lang.thresholds]
         self.max_thresholds = check_positive_int(max_thresholds, "max_thresholds",
                                                  allow_none=True)
-        self.max_rule_length = check_positive_int(max_rule_length, "max_rule_length",
-                                                  allow_none=True)
+        self.max_rule_length = lang.max_rule_length
         self.linearization = check_choice(linearization, "linearization", LINEARIZATIONS)
         self.weight_bound = check_nonneg_float(weight_bound, "weight_bound", allow_none=True,
                                                strictly_positive=True)
@@ -245,8 +243,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
 
         notes: list[str] = []
         bounds = prove_bounds(red, occupied, local, offsets, fixed, reference_risk, notes,
-                              n_rules=k, loss=self.loss, reg=self.reg,
-                              fit_intercept=self.fit_intercept,
+                              language=self.language, loss=self.loss, reg=self.reg,
                               weight_bound=None if self.weight_bound is None
                               else self.weight_bound / unit, unit=unit)
         Bt, (b0_lo, b0_hi), (f_lo, f_hi), bound_valid, R_ref = bounds

@@ -23,6 +23,7 @@ from rulemip.exceptions import FormulationError
 from rulemip.formulations.cells import CellReduction
 from rulemip.losses import get_loss
 from rulemip.refit import fit_weights
+from rulemip.rules.language import Language
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -123,20 +124,23 @@ class FixedRules:
 
 def prove_bounds(red: CellReduction, occupied: tuple[IntArray, ...], local: IntArray,
                  offsets: IntArray, fixed: FixedRules | None, reference_risk: float | None,
-                 notes: list[str], *, n_rules: int, loss: str, reg: float,
-                 fit_intercept: bool, weight_bound: float | None, unit: float = 1.0
+                 notes: list[str], *, language: Language, loss: str, reg: float,
+                 weight_bound: float | None, unit: float = 1.0
                  ) -> tuple[FloatArray, tuple[float, float], tuple[FloatArray, FloatArray],
                             bool, float]:
     """Bounds on the weights, intercept and cell predictions that keep an optimum.
 
     Returns ``(B_t per rule, (β0 lower, β0 upper), (f lower, f upper), bound_valid,
-    reference risk)``; the proofs are in ``docs/explanation/interval_cover.md`` §3.
+    reference risk)`` for the models of ``language`` (its rule count k and intercept)
+    under ``loss`` and the ridge ``reg``; the proofs are in
+    ``docs/explanation/interval_cover.md`` §3.
     ``bound_valid`` is ``False`` when the weight box is not proved (then it is
     ``weight_bound`` or :data:`DEFAULT_WEIGHT_BOX`, and ``notes`` says so). Everything is
     in the units of ``red``'s labels; ``unit`` (their scale, ``y = unit · red.y``) only
     writes the notes in the units of the data.
     """
-    k, m, lam = n_rules, red.n_cells, reg
+    k, m, lam = language.n_rules, red.n_cells, reg
+    fit_intercept = language.fit_intercept
     W = red.total_weight
     kf = 0 if fixed is None else fixed.n_rules
     # reference: a feasible solution (free rules at weight 0)

@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.rules.ensemble import RuleEnsemble, conditions_from_box
+from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 
 #: most feature sets step 3 tries per rule before it keeps the rule unchanged
@@ -142,13 +143,10 @@ def _drop_bounds(weight: float, X: NDArray[np.float64], covered: NDArray[np.bool
     return Rule(conditions_from_box(lo, hi, encoder), weight)
 
 
-def canonical_ensemble(ensemble: RuleEnsemble, X: NDArray[np.float64],
-                       thresholds: Sequence[NDArray[np.float64]],
-                       sample_weight: NDArray[np.float64] | None = None, *,
-                       fit_intercept: bool = False,
-                       max_rule_length: int | None = None) -> RuleEnsemble:
+def canonical_ensemble(ensemble: RuleEnsemble, problem: KRuleProblem) -> RuleEnsemble:
     r"""``ensemble`` with every rule replaced by :func:`canonical_rule` on the rows of
-    positive weight; predictions on those rows and the penalty are unchanged.
+    positive weight of ``problem``'s data, over its thresholds; predictions on those rows
+    and the penalty are unchanged.
 
     With an intercept, a rule :math:`q_A` of weight :math:`w` and a box :math:`q_B`
     covering exactly the other rows are interchangeable:
@@ -156,8 +154,11 @@ def canonical_ensemble(ensemble: RuleEnsemble, X: NDArray[np.float64],
     :math:`w^2`. So an optimum holding A twice and one holding A and B are the same
     optimum; of the two orientations the one whose rule does not cover the reference row
     (the lexicographically smallest training row) is kept, when the complement is a box
-    of at most ``max_rule_length`` features.
+    of at most the language's ``max_rule_length`` features (the problem has an intercept).
     """
+    X, sample_weight = problem.dataset.X, problem.dataset.sample_weight
+    thresholds, fit_intercept = problem.thresholds, problem.fit_intercept
+    max_rule_length = problem.max_rule_length
     rows = X if sample_weight is None else X[np.asarray(sample_weight) > 0]
     intercept = ensemble.intercept
     rules: list[Rule] = []

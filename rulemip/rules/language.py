@@ -19,9 +19,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from rulemip._validation import check_positive_int
+from rulemip.exceptions import InvalidParameterError
 from rulemip.rules.ensemble import RuleEnsemble
 
-__all__ = ["Language", "language_violations"]
+__all__ = ["Language", "checked_language", "language_violations"]
 
 #: bounds within this (relative and absolute) distance of a threshold are that threshold
 GRID_TOL = 1e-12
@@ -60,10 +62,14 @@ def language_violations(ensemble: RuleEnsemble, thresholds: Sequence[NDArray[np.
 
 @dataclass(frozen=True)
 class Language:
-    """The language of one problem (module docstring)."""
+    """The language of one problem (module docstring): ``n_rules`` rules over
+    ``thresholds`` (None: not chosen yet — a formulation built without data takes them
+    from the data it is built on), each restricting at most ``max_rule_length`` features
+    (None: any number), with an intercept or none. It is what a formulation's constructor
+    takes (``BoxSelectionCIP(Language(2, max_rule_length=2), reg=0.1)``)."""
 
     n_rules: int
-    thresholds: Sequence[NDArray[np.float64]] | None
+    thresholds: Sequence[NDArray[np.float64]] | None = None
     max_rule_length: int | None = None
     fit_intercept: bool = True
 
@@ -75,3 +81,20 @@ class Language:
     def admits(self, ensemble: RuleEnsemble | None) -> bool:
         """``ensemble`` is a model of this language (None is not)."""
         return ensemble is not None and not self.violations(ensemble)
+
+
+def checked_language(language: Language) -> Language:
+    """``language`` with its parts checked — a :class:`Language`, a positive rule count, a
+    positive rule length or None — and its thresholds as float arrays;
+    :class:`~rulemip.exceptions.InvalidParameterError` naming the part otherwise."""
+    if not isinstance(language, Language):
+        raise InvalidParameterError(
+            f"a formulation takes the problem's language, e.g. Language(n_rules=2, "
+            f"max_rule_length=2) (rulemip.rules.language); got {language!r}.")
+    k = check_positive_int(language.n_rules, "n_rules")
+    length = check_positive_int(language.max_rule_length, "max_rule_length",
+                                allow_none=True)
+    assert k is not None
+    ths = None if language.thresholds is None else \
+        [np.asarray(t, dtype=float) for t in language.thresholds]
+    return Language(k, ths, length, bool(language.fit_intercept))

@@ -98,10 +98,10 @@ class KRuleProblem:
                                      lang.fit_intercept), self.reg)
 
     def keywords(self) -> dict[str, Any]:
-        """The problem's settings as the keywords of a formulation's constructor
-        (``loss``, ``reg``, ``fit_intercept``, ``thresholds``, ``max_rule_length``)."""
-        return {"loss": self.loss, "reg": self.reg, "fit_intercept": self.fit_intercept,
-                "thresholds": self.thresholds, "max_rule_length": self.max_rule_length}
+        """The problem's objective as the keywords of a formulation's constructor, whose
+        first argument is the :attr:`language`: ``Formulation(problem.language,
+        **problem.keywords())`` (``loss``, ``reg``)."""
+        return {"loss": self.loss, "reg": self.reg}
 
     # ------------------------------------------------------------------ models
     def risk(self, ensemble: RuleEnsemble) -> float:

@@ -23,6 +23,7 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import SolveLimitWarning
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 
@@ -40,7 +41,7 @@ def _data(seed: int = 0, n: int = 40, d: int = 2) -> tuple[np.ndarray, np.ndarra
 def _problem(k: int = 3):
     X, y = _data()
     ds = Dataset.from_arrays(X, y)
-    prob = BoxSelectionCIP(k, reg=1e-3, thresholds=candidate_thresholds(X, 3)).build(ds)
+    prob = BoxSelectionCIP(Language(k, candidate_thresholds(X, 3)), reg=1e-3).build(ds)
     return ds, prob
 
 

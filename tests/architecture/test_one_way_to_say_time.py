@@ -32,6 +32,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 PACKAGES = ("rulemip.boosting", "rulemip.algorithms", "rulemip.formulations")
@@ -114,7 +115,7 @@ def _space_and_objective(seed: int = 1) -> tuple[SearchSpace, Any, np.ndarray, n
 def _box_problem(k: int = 3) -> Any:
     _, _, X, y = _space_and_objective(0)
     ds = Dataset.from_arrays(X[:40, :2], y[:40])
-    return BoxSelectionCIP(k, reg=1e-3, thresholds=candidate_thresholds(ds.X, 3)).build(ds)
+    return BoxSelectionCIP(Language(k, candidate_thresholds(ds.X, 3)), reg=1e-3).build(ds)
 
 
 @pytest.mark.parametrize("search", ["greedy", "bnb", "enumerate"])
@@ -193,8 +194,7 @@ def test_box_branch_and_bound_stops_on_a_spent_budget() -> None:
 def test_sweep_branch_and_bound_stops_on_a_spent_budget() -> None:
     prob = _box_problem(2)
     c = prob.cells
-    sb = CellSweepBound(prob.boxes.cover, c.groups, c.y, c.weight, 1e-3, 2, True,
-                        c.constant, c.total_weight)
+    sb = CellSweepBound(prob.boxes.cover, c, 1e-3, Language(2))
     z0 = np.zeros(prob.n_boxes)
     v0 = float(prob.oracle.value_and_gradient(z0)[0])
 

@@ -54,7 +54,7 @@ class _Overclaiming(BoxSelectionSearch):
 
 def test_an_engine_with_a_bound_above_the_optimum_fails() -> None:
     def factory(problem: KRuleProblem) -> BoxSelectionSearch:
-        return _Overclaiming(problem.n_rules, **problem.keywords())
+        return _Overclaiming(problem.language, **problem.keywords())
 
     with pytest.raises(AssertionError, match="above the optimum"):
         check_engine(factory)

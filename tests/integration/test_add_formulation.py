@@ -19,6 +19,7 @@ from rulemip.algorithms.solve.registry import ENGINES
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.exceptions import UnsupportedCapabilityError
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import TerminationReason, available_backends
 from rulemip.solvers.base import resolve_backend
@@ -64,7 +65,7 @@ def test_nonnegative_rules_match_brute_force_on_every_capable_backend(backend: s
     module = _example()
     ds, ths = _data()
     k, reg = 2, 0.05
-    formulation = module.NonnegativeRulesMIP(k, reg=reg, fit_intercept=False, thresholds=ths)
+    formulation = module.NonnegativeRulesMIP(Language(k, ths, fit_intercept=False), reg=reg)
     try:
         resolve_backend(backend, formulation.needs())
     except UnsupportedCapabilityError:
@@ -134,7 +135,7 @@ def test_example_polish_respects_the_sign_constraint() -> None:
 
     module = _example()
     ds, ths = _data()
-    formulation = module.NonnegativeRulesMIP(2, reg=0.05, fit_intercept=False, thresholds=ths)
+    formulation = module.NonnegativeRulesMIP(Language(2, ths, fit_intercept=False), reg=0.05)
     built = formulation.build_model(ds, backend=get_backend("highs"), native=True)
     beta = built.block("beta")
     n_polished = n_refused = 0

@@ -14,6 +14,7 @@ from rulemip.data import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import Limit, TerminationReason
 
@@ -32,8 +33,8 @@ def test_bnb_equals_enumeration(seed):
     k = 1 + seed % 3 if d == 2 else 2 + seed % 4
     reg = float(10 ** rng.uniform(-3, 1))
     fit_intercept = seed % 3 != 0
-    prob = BoxSelectionCIP(k, reg=reg, max_thresholds=3, fit_intercept=fit_intercept).build(
-        _dataset(seed, d))
+    prob = BoxSelectionCIP(Language(k, fit_intercept=fit_intercept), reg=reg,
+                           max_thresholds=3).build(_dataset(seed, d))
     _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
     assert complete
     res = branch_and_bound(prob.oracle, prob.n_boxes, k, search_time=0.1, seed=seed)
@@ -49,7 +50,7 @@ def test_bnb_equals_enumeration(seed):
 @pytest.mark.parametrize("k", [2, 3])
 def test_solve_bnb_matches_enumerate(k):
     ds = _dataset(7, 2, n=40)
-    cip = BoxSelectionCIP(k, reg=0.5, max_thresholds=3)
+    cip = BoxSelectionCIP(Language(k), reg=0.5, max_thresholds=3)
     a = solve_box_selection(cip, ds, method="bnb", local_search_time=0.2)
     b = solve_box_selection(cip, ds, method="enumerate")
     assert a.termination is TerminationReason.OPTIMAL
@@ -63,7 +64,7 @@ def test_solve_bnb_matches_enumerate(k):
 def test_time_limited_run_returns_valid_interval():
     ds = _dataset(3, 2, n=60)
     k = 3
-    cip = BoxSelectionCIP(k, reg=1e-3, max_thresholds=4)
+    cip = BoxSelectionCIP(Language(k), reg=1e-3, max_thresholds=4)
     prob = cip.build(ds)
     _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
     assert complete
@@ -86,12 +87,13 @@ def test_bnb_rejects_other_losses():
     y = np.where(rng.random(20) < 0.5, -1.0, 1.0)
     ds = Dataset.from_arrays(X, y, loss="logistic")
     with pytest.raises(InvalidParameterError, match="squared"):
-        solve_box_selection(BoxSelectionCIP(2, loss="logistic", reg=0.1, max_thresholds=2),
+        solve_box_selection(BoxSelectionCIP(Language(2), loss="logistic", reg=0.1,
+                                            max_thresholds=2),
                             ds, method="bnb")
 
 
 def test_evaluator_matches_oracle():
-    prob = BoxSelectionCIP(3, reg=0.3, max_thresholds=3).build(_dataset(1, 2))
+    prob = BoxSelectionCIP(Language(3), reg=0.3, max_thresholds=3).build(_dataset(1, 2))
     ev = _Evaluator(prob.oracle)
     rng = np.random.default_rng(0)
     for _ in range(5):
@@ -179,7 +181,7 @@ def test_bnb_search_is_scale_invariant(scale):
     ds, _, _ = _near_boxes(scale)
     runs = []
     for d in (ds0, ds):
-        prob = BoxSelectionCIP(2, reg=1e-6, thresholds=ths).build(d)
+        prob = BoxSelectionCIP(Language(2, ths), reg=1e-6).build(d)
         res = branch_and_bound(prob.oracle, prob.n_boxes, 2, lower_bound_hint=prob.bound,
                                budget=Budget.from_time_limit(None, work_limit=50_000))
         assert res.complete
@@ -200,6 +202,6 @@ def test_enumeration_margin_is_relative():
     assert risk_unit(0.0, 2.0) == pytest.approx(2e-9)
     for scale in (1.0, 1e-4):
         ds, ths, _ = _near_boxes(scale)
-        prob = BoxSelectionCIP(3, reg=1e-6, thresholds=ths).build(ds)
+        prob = BoxSelectionCIP(Language(3, ths), reg=1e-6).build(ds)
         _, v, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, 3)
         assert complete and v - lb <= 1e-9 * v

@@ -11,6 +11,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.refit import fit_weights
+from rulemip.rules.language import Language
 from rulemip.solvers import Limit, TerminationReason
 from rulemip.testing.brute_force import brute_force_optimum
 
@@ -40,7 +41,7 @@ def test_cip_equals_brute_force(loss, fit_intercept, d):
     for k in (1, 2, 3):
         reg = 0.5
         bf = brute_force_optimum(ds.X, ds.y, k, loss, reg, fit_intercept, max_thresholds=2)
-        cip = BoxSelectionCIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
+        cip = BoxSelectionCIP(Language(k, fit_intercept=fit_intercept), loss=loss, reg=reg,
                               max_thresholds=2)
         # outer approximation (HiGHS masters, most of this test's time) at k = 1 and 3,
         # enumeration at every k: k = 2 runs the same OA code as k = 3
@@ -65,7 +66,7 @@ def test_alternating_dataset_lemma1(k):
     delta, reg = 0.1, 1e-6
     X, y = alternating(k, delta)
     ds = Dataset.from_arrays(X, y)
-    res = solve_box_selection(BoxSelectionCIP(k, reg=reg, fit_intercept=False), ds)
+    res = solve_box_selection(BoxSelectionCIP(Language(k, fit_intercept=False), reg=reg), ds)
     assert res.termination is TerminationReason.OPTIMAL
     # Lemma 1's ensemble: one rule covering all points + single-point rules on even points
     n = 2 * k - 1
@@ -81,7 +82,7 @@ def test_time_limit_gives_feasible_with_valid_interval():
     X = rng.normal(size=(60, 2))
     y = X[:, 0] + np.sin(3 * X[:, 1]) + 0.3 * rng.normal(size=60)
     ds = Dataset.from_arrays(X, y)
-    cip = BoxSelectionCIP(3, reg=0.05, max_thresholds=5)
+    cip = BoxSelectionCIP(Language(3), reg=0.05, max_thresholds=5)
     res = solve_box_selection(cip, ds, method="oa", budget=Budget.from_time_limit(1.0))
     assert res.termination in (TerminationReason.FEASIBLE, TerminationReason.OPTIMAL)
     if res.termination is TerminationReason.FEASIBLE:
@@ -101,7 +102,7 @@ def test_warm_start_from_boosting():
     booster = booster_mod.RuleBooster(n_rules=2, objective="gb", max_thresholds=3,
                                       reg=1.0).fit(ds)
     warm = booster.ensemble(2)
-    cip = BoxSelectionCIP(2, reg=1.0, max_thresholds=3)
+    cip = BoxSelectionCIP(Language(2), reg=1.0, max_thresholds=3)
     prob = cip.build(ds)
     zw = prob.encode(warm)
     assert zw.sum() >= 1

@@ -17,6 +17,7 @@ from rulemip.algorithms.solve.registry import choose_engine
 from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 
@@ -66,7 +67,7 @@ def test_converged_bound_is_the_relaxation_of_the_full_problem():
     res = solve_exact(KRuleProblem.of(ds, k, reg=reg, thresholds=ths), engine="cg",
                       budget=Budget.from_time_limit(60))
     assert any("no box prices out" in note for note in res.notes), res.notes
-    cip = BoxSelectionCIP(k, reg=reg, thresholds=ths)
+    cip = BoxSelectionCIP(Language(k, ths), reg=reg)
     prob = cip.build(ds)
     oa = OuterApproximation(prob.oracle, prob.model, "z",
                             OAOptions(relax=True, rel_tol=1e-9, abs_tol=1e-12,
@@ -94,7 +95,7 @@ def test_farley_bound_is_below_every_feasible_point():
     all of {z >= 0, sum z <= k}: check it against R at random integer points."""
     ds, ths = _instance(5, "squared", n=25)
     k, reg = 2, 0.2
-    prob = BoxSelectionCIP(k, reg=reg, thresholds=ths).build(ds)
+    prob = BoxSelectionCIP(Language(k, ths), reg=reg).build(ds)
     rng = np.random.default_rng(0)
     B = prob.n_boxes
     values = []

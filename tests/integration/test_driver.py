@@ -27,6 +27,7 @@ from rulemip.exceptions import InvalidParameterError, SolverError
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers import Capability, Limit, SolveResult, TerminationReason
 from rulemip.solvers.status import RefutedBoundWarning
@@ -70,7 +71,7 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
     warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
                         0.0, "squared")
     backend = NothingFound()
-    res = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds,
+    res = solve(IntervalCoverMIP(Language(2, ths), reg=0.01), ds,
                 solver=backend,  # type: ignore[arg-type]
                 warm_start=warm, budget=Budget.from_time_limit(5.0))
     assert res.ensemble is not None
@@ -79,7 +80,7 @@ def test_a_limit_returns_the_warm_start_never_an_error() -> None:
     assert res.ensemble.risk(ds.X, ds.y, reg=0.01) == pytest.approx(res.risk, rel=1e-9)
     # the backend got the time left after building, not the whole limit
     assert backend.calls and backend.calls[0] is not None and backend.calls[0] <= 5.0
-    without = solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds,
+    without = solve(IntervalCoverMIP(Language(2, ths), reg=0.01), ds,
                     solver=backend)  # type: ignore[arg-type]
     assert without.ensemble is None
     assert without.termination is TerminationReason.NO_SOLUTION_FOUND
@@ -99,7 +100,7 @@ class _BuildWithoutBudget(IntervalCoverMIP):
 def test_an_expired_budget_reaches_the_backend_as_zero_time() -> None:
     ds = _data()
     backend = NothingFound()
-    solve(_BuildWithoutBudget(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
+    solve(_BuildWithoutBudget(Language(1), reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
           budget=Budget.from_time_limit(0.0))
     assert backend.calls == [0.0]
 
@@ -109,7 +110,7 @@ def test_an_expired_budget_stops_a_build_that_asks_it() -> None:
     # spent budget never reaches the backend, and nothing is claimed
     ds = _data()
     backend = NothingFound()
-    res = solve(IntervalCoverMIP(1, reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
+    res = solve(IntervalCoverMIP(Language(1), reg=0.01, max_thresholds=2), ds, solver=backend,  # type: ignore[arg-type]
                 budget=Budget.from_time_limit(0.0))
     assert backend.calls == []
     assert res.ensemble is None and res.termination is TerminationReason.NO_SOLUTION_FOUND
@@ -125,7 +126,7 @@ def test_a_registered_factory_receives_the_problem() -> None:
 
     def factory(problem: KRuleProblem) -> IntervalCoverMIP:
         seen.append(problem)
-        return IntervalCoverMIP(problem.n_rules, **problem.keywords())
+        return IntervalCoverMIP(problem.language, **problem.keywords())
 
     registry.register_formulation("test-engine", factory, needs_positive_reg=True)
     try:
@@ -184,7 +185,7 @@ def test_a_backend_fault_surfaces_as_solver_error_with_the_incumbent() -> None:
     warm = RuleEnsemble([Rule([Condition(0, float(ths[0][1]), math.inf, "x1")], 1.0)],
                         0.0, "squared")
     with pytest.raises(SolverError, match="no status") as info:
-        solve(IntervalCoverMIP(2, reg=0.01, thresholds=ths), ds,
+        solve(IntervalCoverMIP(Language(2, ths), reg=0.01), ds,
               solver=Faulty(),  # type: ignore[arg-type]
               warm_start=warm)
     best = info.value.result  # type: ignore[attr-defined]

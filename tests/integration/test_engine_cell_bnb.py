@@ -14,6 +14,7 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 
@@ -32,7 +33,7 @@ def test_cell_bnb_engine_matches_enumeration(seed):
                       budget=Budget.from_time_limit(60))
     assert "cell-bnb" in ENGINES
     assert res.is_optimal
-    prob = BoxSelectionCIP(2, reg=1e-3, thresholds=th).build(ds)
+    prob = BoxSelectionCIP(Language(2, th), reg=1e-3).build(ds)
     best = enumerate_optimum(prob.oracle, prob.n_boxes, 2)
     assert res.risk == pytest.approx(best[1], rel=1e-7, abs=1e-9)
     assert res.lower_bound <= best[1] + 1e-9

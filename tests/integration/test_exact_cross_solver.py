@@ -25,6 +25,7 @@ from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.formulations.result import ExactResult
+from rulemip.rules.language import Language
 
 pytestmark = pytest.mark.solver
 
@@ -63,12 +64,12 @@ def _thresholds(loss: str, d: int) -> list[np.ndarray]:
 def _solve(engine: str, loss: str, d: int, k: int, reg: float) -> ExactResult:
     ds, ths = _data(loss, d), _thresholds(loss, d)
     if engine.startswith("cip"):
-        cip = BoxSelectionCIP(k, loss=loss, reg=reg, thresholds=ths)
+        cip = BoxSelectionCIP(Language(k, ths), loss=loss, reg=reg)
         method = "enumerate" if engine == "cip-enum" else "oa"
         return solve_box_selection(cip, ds, method=method, solver="highs",
                                    budget=Budget.from_time_limit(60),
                                    mip_gap=1e-7)
-    mip = IntervalCoverMIP(k, loss=loss, reg=reg, thresholds=ths)
+    mip = IntervalCoverMIP(Language(k, ths), loss=loss, reg=reg)
     return solve(mip, ds, solver=engine.split(":")[1], budget=Budget.from_time_limit(60),
                  mip_gap=1e-7)
 
@@ -138,7 +139,7 @@ def test_k_rules_improve_on_fewer_rules() -> None:
     problem than stated."""
     pytest.importorskip("highspy")
     ds, ths = _data("squared", 2), _thresholds("squared", 2)
-    risks = [solve_box_selection(BoxSelectionCIP(k, reg=10.0, thresholds=ths), ds,
+    risks = [solve_box_selection(BoxSelectionCIP(Language(k, ths), reg=10.0), ds,
                                  method="enumerate").risk for k in (1, 2, 3)]
     assert risks[0] > risks[1] > risks[2]
     mip2 = _solve("mip:highs", "squared", 2, 2, 10.0)

@@ -21,6 +21,7 @@ from rulemip.algorithms.fit_decision import (
 from rulemip.data import Dataset
 from rulemip.formulations.result import ExactResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import Limit, TerminationReason
 
@@ -168,7 +169,7 @@ def test_enumerating_engine_named_explicitly_refuses_too_many_boxes_up_front(eng
         ExactRuleEnsembleRegressor(2, engine=engine, reg=0.1).fit(X6, X6[:, 0] > 0)
     # the same engine within the cap still runs, and the cap is where the count says
     ths = [np.array([-0.5, 0.0, 0.5])] * 2
-    assert count_boxes(ths, None) <= CIP_EXPLICIT_MAX_BOXES
+    assert count_boxes(Language(1, ths)) <= CIP_EXPLICIT_MAX_BOXES
     # a work limit, not 20 s: cip-bnb does not close this gap (its risk is below 1e-3, and
     # its Frank-Wolfe bounds keep an absolute 1e-9 margin), and the fit then spent the
     # rest of its time limit on the local phase

@@ -12,6 +12,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import TerminationReason
 from rulemip.testing.brute_force import brute_force_optimum
@@ -71,8 +72,7 @@ def test_mip_matches_brute_force(backend: str, loss: str, reg: float, fit_interc
     ds = _data(loss, seed=k + 10 * d + (7 if fit_intercept else 0), d=d)
     ths = candidate_thresholds(ds.X, 2)
     expected = brute_force(ds, ths, k, loss, reg, fit_intercept)
-    prob = IntervalCoverMIP(k, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                            thresholds=ths)
+    prob = IntervalCoverMIP(Language(k, ths, fit_intercept=fit_intercept), loss=loss, reg=reg)
     res = solve(prob, ds, solver=backend, budget=Budget.from_time_limit(60), mip_gap=1e-7)
     assert res.bound_valid
     assert res.is_optimal, res
@@ -93,7 +93,7 @@ def test_highs_and_scip_agree_without_cell_reduction() -> None:
     ths = candidate_thresholds(ds.X, 2)
     risks = []
     for backend in BACKENDS:
-        prob = IntervalCoverMIP(2, reg=0.05, thresholds=ths, cell_reduction=False,
+        prob = IntervalCoverMIP(Language(2, ths), reg=0.05, cell_reduction=False,
                                 contiguity_cuts=True)
         res = solve(prob, ds, solver=backend, budget=Budget.from_time_limit(60), mip_gap=1e-7)
         assert res.is_optimal
@@ -106,7 +106,7 @@ def test_warm_start_is_accepted_and_feasible() -> None:
     pytest.importorskip("highspy")
     ds = _data("squared", seed=2, n=9, d=2)
     ths = candidate_thresholds(ds.X, 2)
-    prob = IntervalCoverMIP(2, reg=0.1, thresholds=ths)
+    prob = IntervalCoverMIP(Language(2, ths), reg=0.1)
     # a rule with a cut point outside the threshold set is snapped to groups
     # a cut between two distinct values of the same threshold group on feature 1
     v = np.unique(ds.X[:, 1])
@@ -133,7 +133,7 @@ def test_time_limit_returns_valid_bound() -> None:
     X = rng.normal(size=(40, 2))
     y = rng.normal(size=40)
     ds = Dataset.from_arrays(X, y)
-    prob = IntervalCoverMIP(3, reg=0.01, max_thresholds=6)
+    prob = IntervalCoverMIP(Language(3), reg=0.01, max_thresholds=6)
     res = solve(prob, ds, solver="highs", budget=Budget.from_time_limit(1.0))
     assert res.wall_time < 30
     assert res.ensemble is not None or res.risk == math.inf
@@ -148,7 +148,7 @@ def test_max_rule_length_matches_brute_force(backend: str) -> None:
     _skip_missing(backend)
     ds = _data("squared", seed=21, n=9, d=2)
     ths = candidate_thresholds(ds.X, 2)
-    prob = IntervalCoverMIP(2, reg=0.05, thresholds=ths, max_rule_length=1)
+    prob = IntervalCoverMIP(Language(2, ths, max_rule_length=1), reg=0.05)
     res = solve(prob, ds, solver=backend, budget=Budget.from_time_limit(60), mip_gap=1e-7)
     assert res.is_optimal
     assert res.ensemble is not None
@@ -165,9 +165,9 @@ def test_sample_weights_equal_repeated_rows() -> None:
     rows = np.repeat(np.arange(7), w.astype(int))
     repeated = Dataset.from_arrays(ds.X[rows], ds.y[rows], loss="poisson")
     ths = candidate_thresholds(ds.X, 3)
-    a = solve(IntervalCoverMIP(2, loss="poisson", reg=0.2, thresholds=ths),
+    a = solve(IntervalCoverMIP(Language(2, ths), loss="poisson", reg=0.2),
         weighted, solver="highs", budget=Budget.from_time_limit(60))
-    b = solve(IntervalCoverMIP(2, loss="poisson", reg=0.2, thresholds=ths),
+    b = solve(IntervalCoverMIP(Language(2, ths), loss="poisson", reg=0.2),
         repeated, solver="highs", budget=Budget.from_time_limit(60))
     assert a.is_optimal and b.is_optimal
     assert a.risk == pytest.approx(b.risk, rel=1e-6)
@@ -193,7 +193,7 @@ def test_indicator_variant_matches_brute_force(loss: str, reg: float) -> None:
     pytest.importorskip("pyscipopt")
     ds = _data(loss, seed=13, n=8, d=2)
     ths = candidate_thresholds(ds.X, 2)
-    prob = IntervalCoverMIP(2, loss=loss, reg=reg, thresholds=ths, linearization="indicator")
+    prob = IntervalCoverMIP(Language(2, ths), loss=loss, reg=reg, linearization="indicator")
     from rulemip.solvers.base import get_backend
 
     built = prob.build_for(ds, get_backend("scip"), True)
@@ -210,7 +210,7 @@ def test_unproved_box_is_never_reported_optimal() -> None:
     # the stated weight box can be certified
     X = np.arange(6, dtype=float).reshape(-1, 1)
     ds = Dataset.from_arrays(X, np.array([0, 0, 0, 1, 1, 1]), loss="logistic")
-    res = solve(IntervalCoverMIP(1, loss="logistic", reg=0.0, weight_bound=3.0),
+    res = solve(IntervalCoverMIP(Language(1), loss="logistic", reg=0.0, weight_bound=3.0),
         ds, solver="highs", budget=Budget.from_time_limit(60))
     assert not res.bound_valid
     assert res.termination is not TerminationReason.OPTIMAL
@@ -224,7 +224,7 @@ def test_cbc_tangent_cuts_match_brute_force() -> None:
     _skip_missing("cbc")
     ds = _data("squared", seed=3, n=7, d=1)
     ths = candidate_thresholds(ds.X, 3)
-    res = solve(IntervalCoverMIP(2, reg=0.1, thresholds=ths), ds, solver="cbc",
+    res = solve(IntervalCoverMIP(Language(2, ths), reg=0.1), ds, solver="cbc",
                 budget=Budget.from_time_limit(60))
     assert res.is_optimal
     assert res.risk == pytest.approx(brute_force(ds, ths, 2, "squared", 0.1, True), rel=1e-6)

@@ -16,6 +16,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, load_bundled
 from rulemip.formulations.interval_cover import IntervalCoverMIP, response_scale
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.solvers.result import TerminationReason
 
 SCALES = (1e-6, 1.0, 1e5)
@@ -42,7 +43,7 @@ def test_same_status_and_risk_at_every_scale_of_y(backend: str) -> None:
     X, y = _bundled()
     out = []
     for s in SCALES:
-        res = solve(IntervalCoverMIP(1, reg=1.0, fit_intercept=True, max_thresholds=2),
+        res = solve(IntervalCoverMIP(Language(1, fit_intercept=True), reg=1.0, max_thresholds=2),
                     Dataset.from_arrays(X, y * s), solver=backend,
                     budget=Budget.from_time_limit(None, work_limit=400))
         out.append((res.termination, res.risk / s**2, res.lower_bound / s**2))
@@ -56,7 +57,7 @@ def test_same_status_and_risk_at_every_scale_of_y(backend: str) -> None:
 
 def test_model_is_the_same_in_the_units_of_y_over_s() -> None:
     X, y = _bundled(30)
-    mip = IntervalCoverMIP(2, reg=0.5, fit_intercept=True, max_thresholds=3)
+    mip = IntervalCoverMIP(Language(2, fit_intercept=True), reg=0.5, max_thresholds=3)
     ref = mip.build(Dataset.from_arrays(X, y), linearization="bigm")
     assert ref.response_scale == pytest.approx(np.sqrt(np.mean(y**2)), rel=1e-12)
     for s in (1e-6, 1e5):

@@ -14,6 +14,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, alternating, candidate_thresholds, threshold_groups
 from rulemip.formulations.interval_cover import IntervalCoverMIP
 from rulemip.refit import fit_weights
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 
 pytestmark = pytest.mark.solver
@@ -71,7 +72,7 @@ def test_exact_mip_certifies_lemma1_on_alternating_data(backend: str, k: int) ->
     D = _delta(k)
     X, y = alternating(k, D)
     ds = Dataset.from_arrays(X, y)
-    res = solve(IntervalCoverMIP(k, fit_intercept=False, reg=0.0), ds, solver=backend,
+    res = solve(IntervalCoverMIP(Language(k, fit_intercept=False), reg=0.0), ds, solver=backend,
                                                                   budget=Budget.from_time_limit(60))
     # reg = 0, squared loss: the weight box is proved (basic optimal solutions), so this
     # is a global certificate

@@ -27,6 +27,7 @@ from rulemip.formulations.protocol import (
     RelaxationHook,
     SearchOutcome,
 )
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.status import RefutedBoundWarning
 
@@ -40,13 +41,13 @@ def _data(n: int = 60, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def test_oracle_engines_are_formulations_with_their_hooks() -> None:
-    assert isinstance(BoxSelectionCIP(2), Formulation)
-    assert not isinstance(BoxSelectionCIP(2), OracleFormulation)  # the model only
-    search = BoxSelectionSearch(2)
+    assert isinstance(BoxSelectionCIP(Language(2)), Formulation)
+    assert not isinstance(BoxSelectionCIP(Language(2)), OracleFormulation)  # the model only
+    search = BoxSelectionSearch(Language(2))
     assert isinstance(search, OracleFormulation) and isinstance(search, RelaxationHook)
-    cg = ColumnGeneration(2)
+    cg = ColumnGeneration(Language(2))
     assert isinstance(cg, OracleFormulation) and isinstance(cg, PricingHook)
-    assert BoxSelectionSearch(2, method="bnb").engine == "cip-bnb"
+    assert BoxSelectionSearch(Language(2), method="bnb").engine == "cip-bnb"
 
 
 @pytest.mark.parametrize("engine", ["cip", "cg"])
@@ -103,7 +104,7 @@ def test_the_driver_decides_the_status_of_an_oracle_search() -> None:
 
     X, y = _data(40)
     ds = Dataset.from_arrays(X, y)
-    formulation = Overclaiming(2, reg=0.05, thresholds=candidate_thresholds(X, 2))
+    formulation = Overclaiming(Language(2, candidate_thresholds(X, 2)), reg=0.05)
     with pytest.warns(RefutedBoundWarning):
         res = solve(formulation, ds, solver="highs", budget=Budget.from_time_limit(30))
     assert not res.is_optimal and res.ensemble is not None

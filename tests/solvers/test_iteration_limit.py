@@ -15,6 +15,7 @@ import pytest
 from rulemip.budget import LP_ITERATIONS_PER_UNIT, Budget
 from rulemip.exceptions import InvalidParameterError
 from rulemip.model import MIPModel
+from rulemip.rules.language import Language
 from rulemip.solvers.base import get_backend
 from rulemip.solvers.result import Limit, SolveOptions
 
@@ -89,7 +90,7 @@ def test_a_work_limited_solve_is_charged_its_lp_iterations() -> None:
     X, y = load_bundled()
     ds = Dataset.from_arrays(np.asarray(X, float)[:40], np.asarray(y, float)[:40])
     budget = Budget.from_time_limit(None, work_limit=400)
-    res = solve(IntervalCoverMIP(1, reg=1.0, max_thresholds=2), ds, solver="scip",
+    res = solve(IntervalCoverMIP(Language(1), reg=1.0, max_thresholds=2), ds, solver="scip",
                 budget=budget)
     # the driver charged the solve, its nodes and its LP iterations
     assert res.iterations > 0

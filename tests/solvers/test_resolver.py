@@ -11,6 +11,7 @@ import pytest
 
 from rulemip.algorithms.krule.box_selection import solve_box_selection
 from rulemip.exceptions import InvalidParameterError, UnsupportedCapabilityError
+from rulemip.rules.language import Language
 from rulemip.solvers import base
 from rulemip.solvers.base import (
     PERSISTENT_MASTER_NEEDS,
@@ -122,5 +123,5 @@ def test_cip_refuses_a_master_without_persistent_models_before_any_work(
     monkeypatch.setattr(BoxSelectionCIP, "build", no_build)
     ds = Dataset.from_arrays(np.arange(8.0).reshape(-1, 1), np.arange(8.0))
     with pytest.raises(UnsupportedCapabilityError, match="persistent"):
-        solve_box_selection(BoxSelectionCIP(2, reg=0.1), ds, solver=solver)
+        solve_box_selection(BoxSelectionCIP(Language(2), reg=0.1), ds, solver=solver)
     assert unsupported(get_backend(solver), PERSISTENT_MASTER_NEEDS) is not None

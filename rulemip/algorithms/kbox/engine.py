@@ -45,6 +45,7 @@ from rulemip.parallel import current_workers, resolve_n_jobs
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
+from rulemip.rules.language import Language, checked_language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.rules.rule import Rule
 from rulemip.solvers.base import Capability, SolverBackend
@@ -125,13 +126,14 @@ class KBoxSearch:
 
     Parameters
     ----------
-    n_rules : k (1 or 2).
+    language : the models searched (:class:`~rulemip.rules.language.Language`): k ≤ 3
+        rules, the candidate cut points (None: from the data with ``max_thresholds``, as
+        for the CIP), L = ``max_rule_length``, the most features a rule restricts
+        (``None``: any number, which only small tables afford: the box table is refused
+        beyond ``max_memory``), and the unpenalized intercept (without it the
+        all-covering box is a rule).
     loss : ``"squared"`` only.
     reg : λ ≥ 0.
-    fit_intercept : unpenalized intercept; without it the all-covering box is a rule.
-    thresholds, max_thresholds : the candidate cut points (as for the CIP).
-    max_rule_length : L, the most features a rule restricts (``None``: any number, which
-        only small tables afford: the box table is refused beyond ``max_memory``).
     max_memory : bytes the box table may take (default: the search memory budget).
     """
 
@@ -139,12 +141,10 @@ class KBoxSearch:
     #: the build asks the fit's budget between its stages (cells, box table)
     budgeted_build = True
 
-    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
-                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None,
-                 max_memory: int | None = None) -> None:
-        k = check_positive_int(n_rules, "n_rules")
-        assert k is not None
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 1e-3,
+                 max_thresholds: int | None = None, max_memory: int | None = None) -> None:
+        lang = checked_language(language)
+        k = lang.n_rules
         if k > KBOX_ENGINE_MAX_RULES:
             raise InvalidParameterError(
                 f"the k-box search (engine='kbox') proves ensembles of at most "
@@ -155,16 +155,16 @@ class KBoxSearch:
                 "Use engine='auto'.")
         lam = check_nonneg_float(reg, "reg")
         assert lam is not None
+        #: the models searched (its parts also as the attributes below)
+        self.language = lang
         self.n_rules: int = k
         self.loss = "squared"
         self.reg = lam
-        self.fit_intercept = bool(fit_intercept)
-        self.thresholds = None if thresholds is None else [np.asarray(t, dtype=float)
-                                                           for t in thresholds]
+        self.fit_intercept = lang.fit_intercept
+        self.thresholds = None if lang.thresholds is None else list(lang.thresholds)
         self.max_thresholds = check_positive_int(max_thresholds, "max_thresholds",
                                                  allow_none=True)
-        self.max_rule_length = check_positive_int(max_rule_length, "max_rule_length",
-                                                  allow_none=True)
+        self.max_rule_length = lang.max_rule_length
         self.max_memory = max_memory
 
     # ------------------------------------------------------------------ the protocol
@@ -188,8 +188,7 @@ class KBoxSearch:
         cells = reduce_to_cells(dataset.X, y, ths, "squared", dataset.sample_weight)
         clock.check("reducing the data to cells")
         limit = default_max_memory() if self.max_memory is None else self.max_memory
-        table = build_box_table(cells, self.max_rule_length, self.fit_intercept,
-                                max_bytes=limit)
+        table = build_box_table(cells, self.language, max_bytes=limit)
         clock.check("building the k-box table")
         w = cells.cell_weight
         unit = float(w[0]) if len(w) and np.all(w == w[0]) else 0.0
@@ -304,7 +303,7 @@ class KBoxSearch:
                             scheduler=current_workers()[1])
         note = (f"triple scan: {res.pair_scored} pairs scored by the pair search, "
                 f"{res.pairs} pairs visited, {res.searched} searched for a third box, "
-                f"{res.scored} triples scored, {res.nodes} trie nodes, {res.checked} third "
+                f"{res.scored} triples scored, {res.strips} strips, {res.checked} third "
                 f"boxes checked, {res.boxes_done}/{table.n_boxes} first boxes in "
                 f"{res.seconds:.3g} s")
         return self._scan_outcome(built, budget, res.boxes, res.gain, res.finished,
@@ -332,15 +331,20 @@ def _progress(built: KBoxModel, callback: Callable[[dict[str, Any]], Any] | None
               ) -> Callable[[dict[str, Any]], Any] | None:
     """The scan's reports (first boxes done, pairs scored, incumbent gain) as the progress
     lines of every search: seconds, first boxes done as the iteration, the incumbent's
-    risk and the bound that holds while the scan runs (the levels bound)."""
+    risk and the bound that holds while the scan runs (the levels bound), and a detail
+    naming the first boxes done and the pairs or triples scored."""
     if callback is None:
         return None
     t0 = time.perf_counter()
 
+    what = "triples" if built.problem.n_rules == 3 else "pairs"
+
     def report(info: dict[str, Any]) -> Any:
         return callback({**info, "time": time.perf_counter() - t0,
                          "iteration": int(info["boxes_done"]),
-                         "ub": built.risk_of_gain(float(info["gain"])), "lb": built.levels})
+                         "ub": built.risk_of_gain(float(info["gain"])), "lb": built.levels,
+                         "detail": f"{info['boxes_done']}/{info['boxes']} first boxes, "
+                                   f"{info['scored']} {what} scored"})
 
     return report
 
@@ -351,7 +355,7 @@ def solve_kbox(problem: KRuleProblem, *, mip_gap: float = 1e-6,
                budget: Budget | None = None) -> ExactResult:
     """Certified best ensemble of ``problem`` (at most 2 boxes of at most its rule length
     of features, squared loss) through the driver, within ``budget`` (None: unlimited)."""
-    formulation = KBoxSearch(problem.n_rules, **problem.keywords())
+    formulation = KBoxSearch(problem.language, **problem.keywords())
     clock = Budget.coerce(budget, None)
     return solve(formulation, problem.dataset, solver="auto", budget=clock, mip_gap=mip_gap,
                  warm_start=warm_start, callback=callback)
@@ -361,22 +365,23 @@ def check_kbox_fits(problem: KRuleProblem) -> None:
     """Refuse, before any work, what the k-box search cannot hold: more than
     :data:`~rulemip.formulations.sizes.KBOX_ENGINE_MAX_RULES` rules, or a box table beyond the
     search's memory budget (the size guard registered with the engine)."""
-    k, thresholds, max_rule_length = problem.n_rules, problem.thresholds, problem.max_rule_length
+    k = problem.n_rules
     if k > KBOX_ENGINE_MAX_RULES:
         raise InvalidParameterError(
             f"the k-box search (engine='kbox') proves ensembles of at most {KBOX_ENGINE_MAX_RULES} "
             f"rules; got n_rules={k}. Use engine='auto'.")
     rows = int(problem.dataset.X.shape[0])
     limit = default_max_memory()
-    if kbox_table_bytes(count_boxes(thresholds, max_rule_length), rows) > limit:
+    n_boxes = count_boxes(problem.language)
+    if kbox_table_bytes(n_boxes, rows) > limit:
         raise InvalidParameterError(
             f"the k-box search (engine='kbox') builds every box of the language, and these "
-            f"thresholds give {count_boxes(thresholds, max_rule_length):.3g} of them "
+            f"thresholds give {n_boxes:.3g} of them "
             f"(more than {limit / 2**30:.3g} GiB); use a smaller `max_rule_length` or "
             "`max_thresholds`, or engine='auto'.")
 
 
-register_formulation("kbox", lambda p: KBoxSearch(p.n_rules, **p.keywords()),
+register_formulation("kbox", lambda p: KBoxSearch(p.language, **p.keywords()),
                      losses=("squared",), fits=check_kbox_fits,
                      wants_local_start=False, needs=frozenset(), oracle=True,
                      description="exact search over ensembles of k <= 3 short boxes "

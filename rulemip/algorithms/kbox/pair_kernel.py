@@ -15,10 +15,21 @@ import math
 import numpy as np
 from numba import njit
 
+from rulemip.algorithms.kbox.pair_bounds import (
+    _cross,
+    _may_beat,
+    _node_needs,
+    _norm,
+    _tails,
+    needed_overlaps,
+    partner_weights,
+    rho_range,
+    weight_needs,
+)
 from rulemip.boosting.boxsearch.kernel import _cttz, _popcount
 
-__all__ = ["build_trie", "needed_overlaps", "pair_gain", "pair_value", "rho_range",
-           "scan_pairs", "slab_overlaps"]
+__all__ = ["build_trie", "child_index", "needed_overlaps", "pair_gain", "pair_value",
+           "rho_range", "scan_pairs", "slab_overlaps"]
 
 _ONE = np.uint64(1)
 _ZERO = np.uint64(0)
@@ -55,135 +66,6 @@ def pair_value(bits: np.ndarray, S: np.ndarray, K: np.ndarray, N: np.ndarray, a:
     return pair_gain(S[a], K[a], S[b], K[b], _cross(nab, N[a], N[b], W, centred))
 
 
-@njit(cache=True, inline="always")
-def _cross(nab: float, Na: float, Nb: float, W: float, centred: bool) -> float:
-    return nab - Na * Nb / W if centred else nab
-
-
-@njit(cache=True, inline="always")
-def _h(za: float, zb: float, rho: float) -> float:
-    """:math:`(z_a^2 - 2\rho z_a z_b + z_b^2)/(1-\rho^2)`, the gain of two columns with
-    normalized sums z and correlation ρ."""
-    return (za * za - 2.0 * rho * za * zb + zb * zb) / (1.0 - rho * rho)
-
-
-@njit(cache=True, inline="always")
-def _norm(n: float, W: float, lam: float, centred: bool) -> float:
-    r""":math:`K(N) = V(N) + \lambda`: the squared norm of a box's (centred) indicator of
-    weight N, plus the ridge."""
-    return (n * (W - n) / W if centred else n) + lam
-
-
-@njit(cache=True, nogil=True)
-def rho_range(Na: float, Ka: float, n0: float, n1: float, T: float, D: float, W: float,
-              lam: float, centred: bool) -> tuple[float, float]:
-    r"""Bounds :math:`[\rho_{lo}, \rho_{hi}]` on the correlation
-    :math:`c/\sqrt{K_a K(N_b)}` of box a with every box b of weight
-    :math:`N_b \in [n_0, n_1]` whose common weight with a satisfies
-    :math:`\max(0, N_a + N_b - W, N_b - D) \le n_{ab} \le \min(N_a, N_b, T)`.
-
-    The cross term is piecewise linear in :math:`N_b`; on each piece its ratio to
-    :math:`\sqrt{K(N_b)}` is either monotone (the pieces through the origin, since
-    :math:`N^2/K(N)` increases) or bounded by the piece's extreme cross term over the
-    piece's least K (K is concave in N, so least at an end) — docs/explanation/
-    kbox_search.md §2."""
-    if _norm(n0, W, lam, centred) <= 0.0 or _norm(n1, W, lam, centred) <= 0.0:
-        return -1.0, 1.0  # a zero-norm partner (collinear with the intercept): no bound
-    M = min(Na, T)
-    alpha = Na / W if centred else 0.0
-    # the high side: (min(N, M) - αN) / sqrt(Ka K(N))
-    hi = -math.inf
-    if n0 <= M:
-        n = min(n1, M)
-        hi = (1.0 - alpha) * n / math.sqrt(Ka * _norm(n, W, lam, centred))
-    if n1 >= M:
-        left = max(n0, M)
-        num = M - alpha * left
-        k_left = _norm(left, W, lam, centred)
-        k_right = _norm(n1, W, lam, centred)
-        k = min(k_left, k_right) if num > 0.0 else max(k_left, k_right)
-        hi = max(hi, num / math.sqrt(Ka * k))
-    # the low side: (max(0, Na + N - W, N - D) - αN) / sqrt(Ka K(N))
-    kappa = min(W - Na, D)
-    lo = math.inf
-    if n0 <= kappa:
-        n = min(n1, kappa)
-        lo = -alpha * n / math.sqrt(Ka * _norm(n, W, lam, centred))
-    if n1 >= kappa:
-        left = max(n0, kappa)
-        num = max(0.0, Na + left - W, left - D) - alpha * left
-        k_left = _norm(left, W, lam, centred)
-        k_right = _norm(n1, W, lam, centred)
-        k = min(k_left, k_right) if num < 0.0 else max(k_left, k_right)
-        lo = min(lo, num / math.sqrt(Ka * k))
-    return lo, hi
-
-
-@njit(cache=True, nogil=True)
-def needed_overlaps(za: float, Gp: float, Na: float, Ka: float, W: float, lam: float,
-                    centred: bool) -> tuple[float, float]:
-    r"""What a partner b of a (with :math:`|z_b| \le |z_a|`) must share with a, or with
-    a's complement, to gain at least Gp: ``(n_need, m_need)`` such that every such b has
-    :math:`n_{ab} \ge` n_need or :math:`N_b - n_{ab} \ge` m_need.
-
-    Over :math:`|z_b| \le |z_a|` the gain h(ρ, z_b) is at most
-    :math:`2 z_a^2/(1 - |\rho|)`, so :math:`|\rho| \ge \rho_0 = 1 - 2 z_a^2/G_p`. For
-    ρ ≥ ρ_0: :math:`n_{ab} \ge f(N_b) = \alpha N_b + \rho_0\sqrt{K_a K(N_b)}` (α =
-    N_a/W, 0 without intercept) and :math:`n_{ab} \le N_b`; :math:`N - f(N)` is convex
-    and not positive at 0, so the feasible weights are :math:`[N_1, W]`, and the concave f
-    is least there at an end: :math:`\min(f(N_1), f(W)) \ge \min(N_1, N_a)`. For
-    ρ ≤ −ρ_0 (with intercept only) the same argument on :math:`N_b - n_{ab} \ge
-    (1-\alpha) N_b + \rho_0\sqrt{K_a K(N_b)}`, with :math:`n_{ab} \ge 0`, gives
-    :math:`\min(N_2, W - N_a)`. :math:`N_1, N_2` are found by bisection from below (a
-    smaller value is still a valid bound). Returns (0, 0) — no condition — when
-    :math:`\rho_0 \le 0` (docs/explanation/kbox_search.md §2)."""
-    if 2.0 * za * za >= Gp or Gp <= 0.0:
-        return 0.0, 0.0
-    rho0 = 1.0 - 2.0 * za * za / Gp
-    alpha = Na / W if centred else 0.0
-    n_need = math.inf
-    # ρ ≥ ρ0: smallest feasible weight N1 of (1 - α) N >= ρ0 sqrt(Ka K(N))
-    if (1.0 - alpha) * W - rho0 * math.sqrt(Ka * max(_norm(W, W, lam, centred), 0.0)) >= 0.0:
-        lo, hi = 0.0, W
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if (1.0 - alpha) * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
-                                                                 0.0)) >= 0.0:
-                hi = mid
-            else:
-                lo = mid
-        n_need = min(lo, Na)
-    m_need = math.inf
-    if centred and alpha * W - rho0 * math.sqrt(Ka * max(lam, 0.0)) >= 0.0:
-        lo, hi = 0.0, W
-        for _ in range(60):
-            mid = 0.5 * (lo + hi)
-            if alpha * mid - rho0 * math.sqrt(Ka * max(_norm(mid, W, lam, centred),
-                                                       0.0)) >= 0.0:
-                hi = mid
-            else:
-                lo = mid
-        m_need = min(lo, W - Na)
-    slack = 1e-9 * W
-    return n_need - slack, m_need - slack
-
-
-@njit(cache=True, inline="always")
-def _may_beat(za: float, zlo: float, zhi: float, rho_lo: float, rho_hi: float,
-              Gp: float) -> bool:
-    r"""Whether some partner with :math:`z_b \in [z_{lo}, z_{hi}]` and correlation in
-    [ρ_lo, ρ_hi] may gain at least Gp: the gain is convex in ρ and in :math:`z_b`, so its
-    maximum over the rectangle is at a corner."""
-    if zlo > zhi:
-        return False
-    if rho_hi >= 1.0 - 1e-12 or rho_lo <= -1.0 + 1e-12 or rho_lo > rho_hi:
-        return True  # (an empty range only from round-off: no conclusion)
-    for zb in (zlo, zhi):  # noqa: SIM110  (compiled: no generators)
-        if _h(za, zb, rho_lo) >= Gp or _h(za, zb, rho_hi) >= Gp:
-            return True
-    return False
-
-
 @njit(cache=True, nogil=True)
 def slab_overlaps(bits: np.ndarray, a: int, slabs: np.ndarray, unit: float,
                   weight: np.ndarray, out: np.ndarray) -> None:
@@ -209,15 +91,6 @@ def _and_weight(x: np.ndarray, y: np.ndarray, unit: float, weight: np.ndarray) -
             s += weight[w * 64 + int(_cttz(v))]
             v &= v - _ONE
     return s
-
-
-@njit(cache=True, inline="always")
-def _tails(za: float, rho: float, G: float) -> tuple[float, float]:
-    """Roots of :math:`z_b^2 - 2\\rho z_a z_b + z_a^2 = G(1-\\rho^2)` in :math:`z_b`:
-    a partner strictly between them gains less than G at correlation ρ."""
-    d = (1.0 - rho * rho) * (G - za * za)
-    r = math.sqrt(d) if d > 0.0 else 0.0
-    return rho * za - r, rho * za + r
 
 
 @njit(cache=True, nogil=True)
@@ -276,14 +149,53 @@ def _score(bits: np.ndarray, a: int, b: int, Sa: float, Ka: float, Na: float, S:
         best[1] = hi
 
 
+@njit(cache=True)
+def region_weights(node_iv: np.ndarray, node_depth: np.ndarray, slabs: np.ndarray,
+                   unit: float, weight: np.ndarray) -> np.ndarray:
+    """The weight of each trie node's region (the intersection of the slabs on its path;
+    the root's: every cell)."""
+    n = node_iv.shape[0]
+    out = np.empty(n)
+    max_depth = 0
+    for i in range(n):
+        max_depth = max(max_depth, node_depth[i])
+    region = np.empty((max_depth + 1, slabs.shape[1]), dtype=np.uint64)
+    region[0, :] = ~_ZERO
+    for i in range(n):
+        d = node_depth[i]
+        if d > 0:
+            for w in range(slabs.shape[1]):
+                region[d, w] = region[d - 1, w] & slabs[node_iv[i], w]
+        out[i] = _and_weight(region[d], region[d], unit, weight)
+    return out
+
+
+@njit(cache=True)
+def child_index(node_iv: np.ndarray, node_depth: np.ndarray, n_slabs: int) -> np.ndarray:
+    """The trie's first two levels looked up by slab: row 0 holds the depth-one node of
+    each slab (−1: none), row 1 + s the depth-two node below slab s's node of each slab."""
+    child = np.full((n_slabs + 1, n_slabs), -1, dtype=np.int64)
+    s1 = -1
+    for i in range(node_iv.shape[0]):
+        d = node_depth[i]
+        if d == 1:
+            s1 = node_iv[i]
+            child[0, s1] = i
+        elif d == 2:
+            child[1 + s1, node_iv[i]] = i
+    return child
+
+
 @njit(cache=True, nogil=True)
 def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                z: np.ndarray, rank: np.ndarray, last_slab: np.ndarray, a_order: np.ndarray,
                r0: int, r1: int, node_iv: np.ndarray, node_depth: np.ndarray,
                node_skip: np.ndarray, node_box: np.ndarray, node_run: np.ndarray,
-               node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray, W: float,
-               lam: float, centred: bool, unit: float, weight: np.ndarray,
-               state: np.ndarray, best: np.ndarray, counts: np.ndarray) -> None:
+               node_rng: np.ndarray, slabs: np.ndarray, slab_w: np.ndarray,
+               child: np.ndarray, node_sk: np.ndarray, node_w: np.ndarray, W: float,
+               lam: float,
+               centred: bool, unit: float, weight: np.ndarray, state: np.ndarray,
+               best: np.ndarray, counts: np.ndarray) -> None:
     r"""Scan the pairs (a, b) for the boxes a at ranks ``r0..r1-1`` of ``a_order`` and
     every partner b of larger rank (each unordered pair once).
 
@@ -311,6 +223,14 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     at (docs/explanation/kbox_search.md §2). Survivors are scored exactly from their
     intersection weight.
 
+    A weak first box needs a near-copy (:func:`needed_overlaps`): a node whose slab holds
+    too little of a and of its complement is skipped by its slab alone, so only the
+    *open* slabs (those that may hold a near-copy) can start a surviving node. ``child``
+    (:func:`child_index`; shape (0, 0): none) finds the trie's first two levels by slab:
+    when a has fewer open slabs than a node has nodes below it, the node's children are
+    looked up among the open slabs instead of walked — the same nodes survive, in the
+    same order.
+
     ``state = [G*, margin]``: the incumbent's gain and an absolute slack: a partner stays a
     candidate while its bound reaches :math:`G^*(1 - 10^{-9}) - \mathrm{margin}` (round-off
     never prunes a pair that beats the incumbent); updated in place with ``best = [a, b]``
@@ -318,15 +238,18 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
     slabs]``.
     """
     n_nodes = node_iv.shape[0]
+    n_slabs = slabs.shape[0]
     max_depth = 0
     for i in range(n_nodes):
         if node_depth[i] > max_depth:
             max_depth = node_depth[i]
-    T = np.empty(slabs.shape[0])
+    T = np.empty(n_slabs)
+    open_slabs = np.empty(n_slabs, dtype=np.int64)
     Tp = np.empty(max_depth + 2)
     Dp = np.empty(max_depth + 2)
     region = np.empty((max_depth + 2, bits.shape[1]), dtype=np.uint64)
     region[0, :] = ~_ZERO
+    has_index = child.shape[0] == n_slabs + 1
     n_visited = 0
     n_checked = 0
     for ra in range(r0, r1):
@@ -336,50 +259,130 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
         Na = N[a]
         Sa = S[a]
         za_abs = abs(za)
+        # a weak box helps only a partner nearly equal to it or to its complement: of
+        # nearly its weight, holding nearly all of a or of a's complement
+        Gp = state[0] * (1.0 - 1e-9) - state[1]
+        lo1, hi1, lo2, hi2 = partner_weights(za, Gp, Na, Ka, W, lam, centred, unit)
+        if lo1 > hi1 and lo2 > hi2:
+            continue  # no box of any weight can be its partner
+        n_need, m_need = weight_needs(za, Gp, Na, Ka, W, lam, centred, lo1, hi1, lo2, hi2)
+        # per node: what a partner below it must share with a (or with a's complement)
+        # to reach the incumbent (_node_needs); the roots sqrt(K) at the node's weight
+        # ends are the node's (node_sk), at the ends of [lo1, hi1] and [lo2, hi2] here
+        alpha = Na / W if centred else 0.0
+        ska = math.sqrt(Ka)
+        Ga = Gp  # the incumbent when a starts: its needs stay valid as it grows
+        below = za * za < Ga
+        sga = math.sqrt(Ga - za * za) if below else 0.0
+        edge = 1.0 - 2.0 * za * za / Ga if below else 0.0
+        sk_lo1 = math.sqrt(max(_norm(max(lo1, 0.0), W, lam, centred), 0.0))
+        sk_hi1 = math.sqrt(max(_norm(min(hi1, W), W, lam, centred), 0.0))
+        sk_lo2 = math.sqrt(max(_norm(max(lo2, 0.0), W, lam, centred), 0.0))
+        sk_hi2 = math.sqrt(max(_norm(min(hi2, W), W, lam, centred), 0.0))
         slab_overlaps(bits, a, slabs, unit, weight, T)
-        # a weak box helps only a partner nearly equal to it or to its complement
-        n_need, m_need = needed_overlaps(za, state[0] * (1.0 - 1e-9) - state[1], Na, Ka,
-                                         W, lam, centred)
         Tp[0] = Na
         Dp[0] = W - Na
+        n_open = 0
+        if has_index:
+            for s in range(n_slabs):
+                if T[s] >= n_need or slab_w[s] - T[s] >= m_need:
+                    open_slabs[n_open] = s
+                    n_open += 1
+        indexed = has_index and n_open < n_slabs
+        # the nodes go by segments [i, end) of the depth-first order: the whole trie, or
+        # (indexed) the root, each depth-one node of an open slab, and below it either
+        # its whole subtree or the subtrees of its children of open slabs
         i = 0
-        while i < n_nodes:
+        end = 1 if indexed else n_nodes
+        g1 = 0  # next open slab for a depth-one node
+        g2 = -1  # next open slab for a child of the depth-one node of slab s1 (-1: none)
+        s1 = -1
+        while True:
+            if i >= end:
+                if not indexed:
+                    break
+                found = False
+                while 0 <= g2 < n_open:
+                    j = child[1 + s1, open_slabs[g2]]
+                    g2 += 1
+                    if j >= 0:
+                        i = j
+                        end = node_skip[j]
+                        found = True
+                        break
+                if found:
+                    continue
+                g2 = -1
+                while g1 < n_open:
+                    s = open_slabs[g1]
+                    g1 += 1
+                    if child[0, s] >= 0:
+                        i = child[0, s]
+                        end = i + 1
+                        s1 = s
+                        found = True
+                        break
+                if found:
+                    continue
+                break
             d = node_depth[i]
             n_visited += 1
-            if d > 0:
-                sl = node_iv[i]
-                # cheap first: the parent's region and the new slab, each an upper end
-                if min(Tp[d - 1], T[sl]) < n_need and \
-                        min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
-                    i = node_skip[i]
-                    continue
+            keep = True
+            sl = node_iv[i]
+            # cheap first: the parent's region and the new slab, each an upper end
+            if d > 0 and min(Tp[d - 1], T[sl]) < n_need and \
+                    min(Dp[d - 1], slab_w[sl] - T[sl]) < m_need:
+                keep = False
             zlo = max(node_rng[i, 2], -za_abs)
             zhi = min(node_rng[i, 3], za_abs)
-            if zlo > zhi:
-                i = node_skip[i]
-                continue
-            if d > 0:
+            need1 = 0.0
+            need2 = 0.0
+            if keep and (node_rng[i, 1] < lo1 or node_rng[i, 0] > hi1) and \
+                    (node_rng[i, 1] < lo2 or node_rng[i, 0] > hi2):
+                keep = False  # no partner's weight below
+            if keep and zlo <= zhi and below:
+                need1, need2 = _node_needs(za, zlo, zhi, Ga, sga, edge, node_rng[i, 0],
+                                           node_rng[i, 1], node_sk[i, 0], node_sk[i, 1],
+                                           lo1, hi1, lo2, hi2, sk_lo1, sk_hi1, sk_lo2,
+                                           sk_hi2, alpha, ska, centred, W)
+                if d > 0:
+                    # upper ends of a's weight in the region and of the region's outside
+                    # a: a ∩ R is a's part in the parent's region and in the slab
+                    t_lo = max(0.0, Tp[d - 1] + T[sl] - Na)
+                    if min(Tp[d - 1], T[sl], node_w[i]) < need1 and \
+                            min(Dp[d - 1], slab_w[sl] - T[sl], node_w[i] - t_lo) < need2:
+                        keep = False
+            if keep and zlo > zhi:
+                keep = False
+            if keep and d > 0:
                 # the node's region (its slabs' intersection): a's exact weight in it
                 for w in range(region.shape[1]):
                     region[d, w] = region[d - 1, w] & slabs[sl, w]
                 Tp[d] = _and_weight(region[d], bits[a], unit, weight)
-                Dp[d] = _and_weight(region[d], region[d], unit, weight) - Tp[d]
-                if Tp[d] < n_need and Dp[d] < m_need:
-                    i = node_skip[i]
-                    continue
+                Dp[d] = node_w[i] - Tp[d]
+                if Tp[d] < need1 and Dp[d] < need2:
+                    keep = False
             Gp = state[0] * (1.0 - 1e-9) - state[1]
-            if za * za < Gp:
+            if keep and za * za < Gp:
                 r_lo, r_hi = rho_range(Na, Ka, node_rng[i, 0], node_rng[i, 1], Tp[d], Dp[d],
                                        W, lam, centred)
                 if not _may_beat(za, zlo, zhi, r_lo, r_hi, Gp):
-                    i = node_skip[i]
-                    continue
+                    keep = False
+            if not keep:
+                if i == 0:
+                    break  # no partner anywhere
+                i = node_skip[i]
+                continue
             b = node_box[i]
             if b >= 0 and rank[b] > ra:
                 _score(bits, a, b, Sa, Ka, Na, S, K, N, za, z[b], Tp[d], Dp[d], Tp[d], 1, W,
                        centred, unit, weight, Gp, state, best, counts)
             lo = node_run[i, 0]
             hi = node_run[i, 1]
+            n0 = node_rng[i, 4]
+            n1 = node_rng[i, 5]
+            if (n1 < lo1 or n0 > hi1) and (n1 < lo2 or n0 > hi2):
+                hi = lo  # no run member has a partner's weight
             if hi > lo:
                 Gp = state[0] * (1.0 - 1e-9) - state[1]
                 t_lo = za_abs  # candidates: z_b <= t_lo or z_b >= t_hi, |z_b| <= |z_a|
@@ -397,10 +400,13 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 u = _first_ge(z, q, hi, t_hi)
                 v = _first_gt(z, u, hi, za_abs)
                 for part in range(2):
-                    s0 = p if part == 0 else u
-                    s1 = q if part == 0 else v
-                    for bb in range(s0, s1):
+                    t0 = p if part == 0 else u
+                    t1 = q if part == 0 else v
+                    for bb in range(t0, t1):
                         if rank[bb] <= ra:
+                            continue
+                        nb = N[bb]
+                        if (nb < lo1 or nb > hi1) and (nb < lo2 or nb > hi2):
                             continue
                         sl = last_slab[bb]
                         if min(Tp[d], T[sl]) < n_need and \
@@ -411,6 +417,16 @@ def scan_pairs(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                                min(Tp[d], T[sl]), min(Dp[d], slab_w[sl] - T[sl]),
                                Tp[d] + T[sl], 2, W, centred, unit, weight,
                                state[0] * (1.0 - 1e-9) - state[1], state, best, counts)
+            if indexed and d == 1:
+                # below a depth-one node: its subtree walked, or its children looked up
+                # among the open slabs after s1, whichever visits fewer nodes
+                if node_skip[i] - i - 1 <= n_open - g1:
+                    end = node_skip[i]
+                    i += 1
+                else:
+                    g2 = g1
+                    i = end
+                continue
             i += 1
     counts[1] += n_visited
     counts[2] += n_checked

@@ -35,6 +35,7 @@ from numpy.typing import NDArray
 
 from rulemip.algorithms.kbox import pair_kernel as kk
 from rulemip.algorithms.kbox.table import BoxTable
+from rulemip.algorithms.kbox.unit_rows import unit_rows
 from rulemip.boosting.boxsearch.split_search import dask_client
 from rulemip.budget import Budget
 
@@ -43,6 +44,9 @@ IntArray = NDArray[np.int64]
 
 #: seconds of scanning between two looks at the budget (and progress reports)
 CHUNK_SECONDS = 0.25
+#: the pair scan looks the trie's first two levels up by slab (a slabs × slabs table of
+#: node numbers) up to this many slabs, and walks them beyond
+CHILD_INDEX_MAX_SLABS = 2048
 
 
 @dataclass(frozen=True)
@@ -144,7 +148,10 @@ class ScanLayout:
     by position (``perm[t]``: the table's box at position t; only boxes with K > 0), their
     cover bits and sums at those positions, the order by decreasing :math:`|z|`
     (``a_order``; ``rank`` its inverse), the trie of their restrictions over the slabs
-    relabelled narrowest first, and the round-off slack ``margin`` of the bounds."""
+    relabelled narrowest first, and the round-off slack ``margin`` of the bounds. The bits
+    (and slabs) are over rows of one weight ``unit`` whenever the cells weigh whole
+    multiples of one (:func:`~rulemip.algorithms.kbox.unit_rows.unit_rows`; ``weight``
+    then lists those rows), else over the cells with their ``weight`` (``unit`` 0)."""
 
     perm: IntArray
     bits: NDArray[np.uint64]
@@ -207,8 +214,34 @@ def scan_layout(table: BoxTable, reg: float, *, unit: float, weight: FloatArray
     rank = np.empty(len(zp), dtype=np.int64)
     rank[a_order] = np.arange(len(a_order))
     margin = 1e-12 * max(float(np.sum(zp ** 2)), 1.0)
+    if unit <= 0.0:  # cells of whole multiples of one weight: popcounts (unit_rows)
+        rows = unit_rows(bits, slabs, weight)
+        if rows is not None:
+            bits, slabs, unit, weight = rows
     return ScanLayout(perm.astype(np.int64), bits, Np, Sp, Kp, zp, a_order, rank, trie,
                       slabs, slab_weight, margin, W, float(reg), table.centred, unit, weight)
+
+
+def child_index(lay: ScanLayout) -> IntArray:
+    """The pair scan's lookup of the trie's first two levels by slab
+    (:func:`rulemip.algorithms.kbox.pair_kernel.child_index`), or an empty table beyond
+    :data:`CHILD_INDEX_MAX_SLABS` slabs (the scan then walks every node)."""
+    n_slabs = lay.slabs.shape[0]
+    if n_slabs > CHILD_INDEX_MAX_SLABS:
+        return np.zeros((0, 0), dtype=np.int64)
+    return kk.child_index(lay.trie.iv, lay.trie.depth, n_slabs)
+
+
+def pair_extras(lay: ScanLayout) -> tuple[IntArray, FloatArray, FloatArray]:
+    r"""The pair kernel's arguments beyond the layout's: :func:`child_index`, each trie
+    node's :math:`\sqrt{K}` at the least and the largest weight below it, and the weight
+    of its region (:func:`rulemip.algorithms.kbox.pair_kernel.region_weights`)."""
+    rng = lay.trie.rng
+    k = np.stack([rng[:, 0], rng[:, 1]], axis=1)
+    k = k * (lay.W - k) / lay.W if lay.centred else k
+    node_sk = np.sqrt(np.maximum(k + lay.reg, 0.0))
+    node_w = kk.region_weights(lay.trie.iv, lay.trie.depth, lay.slabs, lay.unit, lay.weight)
+    return child_index(lay), np.ascontiguousarray(node_sk), node_w
 
 
 def run_scan(scan: _Scan, args: tuple[Any, ...], tail: tuple[Any, ...],
@@ -259,7 +292,7 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                                 time.perf_counter() - t0)
     lay = scan_layout(table, reg, unit=unit, weight=weight)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback)
-    run_scan(scan, lay.args(), lay.tail(), threads, scheduler)
+    run_scan(scan, lay.args(), lay.tail(*pair_extras(lay)), threads, scheduler)
     gain, best = scan.result()
     counts = scan.counts
     found = pair0 if best[0] < 0 else (int(lay.perm[best[0]]), int(lay.perm[best[1]]))

@@ -31,6 +31,7 @@ from rulemip.algorithms.kbox import table_kernel as kk
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import CellReduction
 from rulemip.formulations.sizes import kbox_table_bytes
+from rulemip.rules.language import Language
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -174,25 +175,27 @@ class BoxTable:
         return int(hit[0]) if len(hit) else -1
 
 
-def language_size(cells: CellReduction, max_rule_length: int | None,
-                  fit_intercept: bool) -> tuple[int, FeatureIntervals]:
-    """Raw boxes of the language (before duplicate covers are merged) and the intervals."""
+def language_size(cells: CellReduction, language: Language) -> tuple[int, FeatureIntervals]:
+    """Raw boxes of ``language`` over ``cells`` (before duplicate covers are merged) and
+    the intervals."""
     n_groups = [len(t) + 1 for t in cells.thresholds]
     iv = feature_intervals(cells.groups, n_groups)
-    L = cells.groups.shape[1] if max_rule_length is None else min(max_rule_length,
-                                                                  cells.groups.shape[1])
-    return count_raw_boxes(iv.count, L, not fit_intercept), iv
+    cap, d = language.max_rule_length, cells.groups.shape[1]
+    L = d if cap is None else min(cap, d)
+    return count_raw_boxes(iv.count, L, not language.fit_intercept), iv
 
 
-def build_box_table(cells: CellReduction, max_rule_length: int | None, fit_intercept: bool,
-                    *, max_bytes: int | None = None) -> BoxTable:
-    """Every distinct box of at most ``max_rule_length`` restricted features (module
-    docstring). Refused with :class:`~rulemip.exceptions.InvalidParameterError` when its
-    worst-case memory (:func:`~rulemip.formulations.sizes.kbox_table_bytes`) exceeds
-    ``max_bytes``."""
+def build_box_table(cells: CellReduction, language: Language, *,
+                    max_bytes: int | None = None) -> BoxTable:
+    """Every distinct box of ``language`` over ``cells`` — at most its
+    ``max_rule_length`` restricted features; with its intercept, not the all-covering box
+    (module docstring). Refused with :class:`~rulemip.exceptions.InvalidParameterError`
+    when its worst-case memory (:func:`~rulemip.formulations.sizes.kbox_table_bytes`)
+    exceeds ``max_bytes``."""
     d = cells.groups.shape[1]
-    L = d if max_rule_length is None else min(int(max_rule_length), d)
-    n_raw, iv = language_size(cells, max_rule_length, fit_intercept)
+    fit_intercept = language.fit_intercept
+    L = d if language.max_rule_length is None else min(int(language.max_rule_length), d)
+    n_raw, iv = language_size(cells, language)
     need = kbox_table_bytes(n_raw, cells.n_cells)
     if max_bytes is not None and need > max_bytes:
         raise InvalidParameterError(

@@ -28,7 +28,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.algorithms.kbox import triple_kernel as tk
-from rulemip.algorithms.kbox.correlations import slab_overlap_matrix
 from rulemip.algorithms.kbox.pairs import _Scan, pair_search, run_scan, scan_layout
 from rulemip.algorithms.kbox.table import BoxTable
 from rulemip.budget import Budget
@@ -41,27 +40,20 @@ __all__ = ["TripleSearchResult", "triple_search", "triple_value"]
 #: candidate first incumbents
 START_BOXES = 8
 
-#: boxes of the slab matrix computed between two looks at the budget
-SLAB_BLOCK = 2048
-
-#: bytes the matrix of every box's weight in every slab may take; beyond it the scan is
-#: refused (the caller's memory budget decides before)
-SLAB_MATRIX_BYTES = 2 * 2**30
-
 
 @dataclass(frozen=True)
 class TripleSearchResult:
     """The best multiset of three boxes (table indices, repeated for a box taken more than
     once) and its gain; whether every triple was ruled out or scored (``finished``; the
-    pair search included); the effort: triples scored exactly, trie nodes visited, third
-    boxes checked by their own slabs, pairs visited, pairs whose third boxes were
+    pair search included); the effort: triples scored exactly, strips of third boxes
+    searched, third boxes checked in them, pairs visited, pairs whose third boxes were
     searched, first boxes done, pairs scored by the pair search, and seconds."""
 
     boxes: tuple[int, int, int]
     gain: float
     finished: bool
     scored: int
-    nodes: int
+    strips: int
     checked: int
     pairs: int
     searched: int
@@ -135,7 +127,7 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     pa, pb = (int(pos[b]) for b in pairs.boxes)
     if pa >= 0 and pb >= 0:
         g3, pc = tk.best_third(lay.bits, lay.N, lay.K, lay.z, pa, pb, lay.W, lay.centred,
-                               unit, weight)
+                               lay.unit, lay.weight)
         if pc >= 0:  # at least the pair's gain: the collinear pairs may be skipped
             cands.append((float(g3), (pa, pb, int(pc))))
     if start is not None:
@@ -154,7 +146,7 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
             if clock.expired():  # each is one pass over the boxes: ask between them
                 break
             g3, pc = tk.best_third(lay.bits, lay.N, lay.K, lay.z, p, q, lay.W, lay.centred,
-                                   unit, weight)
+                                   lay.unit, lay.weight)
             if pc >= 0:
                 cands.append((float(g3), (p, q, int(pc))))
     cands = [_coordinate_ascent(lay, g, t, clock) for g, t in cands]
@@ -162,15 +154,17 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     if incumbent_gain is not None and incumbent_gain > gain0:
         gain0 = float(incumbent_gain)
     best0 = np.array(sorted(int(lay.rank[p]) for p in trip0), dtype=np.int64)
-    Tsl = _slab_matrix(lay, clock)
     n = lay.n
     # a first box visits every pair with a box of larger rank: the work it costs, and
     # chunks that start at one first box (the strongest take seconds each)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback, kernel=tk.scan_triples,
                  step=1, cost=lambda r0, r1: sum(n - 1 - r for r in range(r0, r1)),
                  width=3, n_counts=5, best=best0)
-    if Tsl is not None:
-        run_scan(scan, lay.args(), lay.tail(Tsl), threads, scheduler)
+    if not clock.expired():
+        z_order = np.argsort(lay.z, kind="stable").astype(np.int64)
+        run_scan(scan, (lay.bits, lay.N, lay.S, lay.K, lay.z, lay.rank, lay.a_order),
+                 (z_order, lay.W, lay.reg, lay.centred, lay.unit, lay.weight), threads,
+                 scheduler)
     else:
         scan.finished = False
     gain, best = scan.result()
@@ -207,20 +201,3 @@ def _coordinate_ascent(lay: Any, gain: float, triple: tuple[int, int, int], cloc
             break
     return gain, (cur[0], cur[1], cur[2])
 
-
-def _slab_matrix(lay: Any, clock: Budget) -> NDArray[np.float64] | None:
-    """Every box's weight in every slab (:func:`~rulemip.algorithms.kbox.correlations.
-    slab_overlap_matrix`), in blocks of :data:`SLAB_BLOCK` boxes between which the budget
-    is asked (``None``: spent)."""
-    need = 8 * lay.n * len(lay.slabs)
-    if need > SLAB_MATRIX_BYTES:
-        raise MemoryError(f"the three-box scan needs {need / 2**30:.3g} GiB for its slab "
-                          "overlaps")
-    out = np.empty((lay.n, len(lay.slabs)))
-    for lo in range(0, lay.n, SLAB_BLOCK):
-        if clock.expired():
-            return None
-        hi = min(lo + SLAB_BLOCK, lay.n)
-        out[lo:hi] = slab_overlap_matrix(lay.bits[lo:hi], lay.slabs, lay.unit,
-                                            lay.weight)
-    return out

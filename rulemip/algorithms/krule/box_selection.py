@@ -16,7 +16,7 @@ promote`). The searches reach the solver only through the outer-approximation en
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,6 +37,7 @@ from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProb
 from rulemip.formulations.protocol import RelaxationBound, SearchOutcome
 from rulemip.formulations.result import ExactResult
 from rulemip.rules.ensemble import RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import TerminationReason, budget_limit
@@ -68,8 +69,8 @@ class BoxSelectionSearch(BoxSelectionCIP):
 
     Parameters
     ----------
-    n_rules, loss, reg, fit_intercept, thresholds, max_thresholds, max_rule_length : those
-        of :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`.
+    language, loss, reg, max_thresholds : those of
+        :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`.
     method : ``"oa"`` (outer approximation), ``"enumerate"`` (exact enumeration of
         supports with monotonicity pruning — for few boxes; its bound does not weaken
         as the ridge goes to 0) or ``"auto"`` (enumerate when there are at most
@@ -99,17 +100,14 @@ class BoxSelectionSearch(BoxSelectionCIP):
         boxes by column generation); default :meth:`build` on the dataset.
     """
 
-    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
-                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None, *,
-                 method: str = "auto", initial_cuts: str = "greedy",
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 1e-3,
+                 max_thresholds: int | None = None, method: str = "auto",
+                 initial_cuts: str = "greedy",
                  enumeration_limit: int = 5_000_000, relaxation_iters: int = 200,
                  combinatorial_bounds: bool = True, local_search_time: float = 5.0,
                  oa_options: dict[str, Any] | None = None,
                  problem: BoxSelectionProblem | None = None) -> None:
-        super().__init__(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                         thresholds=thresholds, max_thresholds=max_thresholds,
-                         max_rule_length=max_rule_length)
+        super().__init__(language, loss=loss, reg=reg, max_thresholds=max_thresholds)
         if method not in METHODS:
             raise InvalidParameterError(
                 f"`method` must be 'auto', 'oa', 'enumerate' or 'bnb'; got {method!r}.")
@@ -130,9 +128,8 @@ class BoxSelectionSearch(BoxSelectionCIP):
     @classmethod
     def of(cls, cip: BoxSelectionCIP, **options: Any) -> BoxSelectionSearch:
         """The search over the problem of ``cip`` (same data settings)."""
-        return cls(cip.n_rules, loss=cip.loss, reg=cip.reg, fit_intercept=cip.fit_intercept,
-                   thresholds=cip.thresholds, max_thresholds=cip.max_thresholds,
-                   max_rule_length=cip.max_rule_length, **options)
+        return cls(cip.language, loss=cip.loss, reg=cip.reg,
+                   max_thresholds=cip.max_thresholds, **options)
 
     # ------------------------------------------------------------------ the protocol
     def needs(self) -> set[Capability]:
@@ -353,7 +350,7 @@ def solve_box_selection(cip: BoxSelectionCIP, dataset: Dataset, *,
 
 def _cip(method: str) -> Callable[[KRuleProblem], BoxSelectionSearch]:
     def factory(problem: KRuleProblem) -> BoxSelectionSearch:
-        return BoxSelectionSearch(problem.n_rules, method=method, **problem.keywords())
+        return BoxSelectionSearch(problem.language, method=method, **problem.keywords())
     return factory
 
 

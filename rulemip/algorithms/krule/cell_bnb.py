@@ -89,10 +89,12 @@ from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProblem
+from rulemip.formulations.cells import CellReduction
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import ExactResult
-from rulemip.formulations.sizes import count_boxes
+from rulemip.formulations.sizes import count_boxes, prefix_box_counts
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import Capability, SolverBackend
 from rulemip.solvers.result import budget_limit
@@ -118,18 +120,20 @@ _NODE_BYTES = 200  # a node on the heap or the dive stack (tuple, floats, suppor
 _MAX_OPEN = 200_000
 
 
-def cell_bnb_bytes(thresholds: Sequence[FloatArray], max_rule_length: int | None,
-                   n_rules: int, n_samples: int | None = None) -> float:
-    r"""An upper bound on the bytes ``engine="cell-bnb"`` allocates (module docstring).
+def cell_bnb_bytes(language: Language, n_samples: int | None = None) -> float:
+    r"""An upper bound on the bytes ``engine="cell-bnb"`` allocates for ``language``
+    (module docstring).
 
     With :math:`B` the candidate boxes (:func:`count_boxes`, before duplicates are
     removed), :math:`C \le \min(n, \prod_j (g_j + 1))` the occupied cells, d features,
     :math:`I_j = (g_j + 1)(g_j + 2)/2` intervals of feature j and :math:`B_j` the boxes
-    over the first j features, the enumeration's step j holds
+    over the first j features (:func:`prefix_box_counts`), the enumeration's step j holds
     :math:`(B_{j-1} + 1) I_j` partial boxes, each a C-cell cover and its packed copy and
     bounds (:math:`2C + 16(j + 4)` bytes); afterwards the oracle's design (8n per box), the
     covers and the bound's design (11C), the boxes' bounds (16d), the nodes (at most
     ``max_open`` + kB) and one chunk remain."""
+    thresholds = language.thresholds or ()
+    prefix = prefix_box_counts(language)
     groups = [len(t) + 1 for t in thresholds]
     d = len(groups)
     n_cells = float(np.prod(np.asarray(groups, dtype=float))) if groups else 1.0
@@ -138,12 +142,12 @@ def cell_bnb_bytes(thresholds: Sequence[FloatArray], max_rule_length: int | None
     n = float(n_samples) if n_samples is not None else n_cells
     enum = 0.0
     for j in range(d):
-        before = float(count_boxes(thresholds[:j], max_rule_length)) + 1.0
+        before = float(prefix[j]) + 1.0
         intervals = groups[j] * (groups[j] + 1) / 2
         enum = max(enum, before * intervals * (2 * n_cells + 16 * (j + 4)))
-    B = float(count_boxes(thresholds, max_rule_length))
+    B = float(prefix[-1])
     steady = B * (8 * n + 11 * n_cells + 16 * d + 16) \
-        + _NODE_BYTES * (_MAX_OPEN + n_rules * B) + CHUNK_BYTES
+        + _NODE_BYTES * (_MAX_OPEN + language.n_rules * B) + CHUNK_BYTES
     return enum + steady
 
 
@@ -151,12 +155,11 @@ def check_cell_bnb_fits(problem: KRuleProblem) -> None:
     """Refuse, before any work, a problem whose memory bound (:func:`cell_bnb_bytes`)
     exceeds :data:`CELL_BNB_MAX_BYTES`, naming the engines that can serve (the size guard
     registered with the engine)."""
-    thresholds, max_rule_length = problem.thresholds, problem.max_rule_length
-    need = cell_bnb_bytes(thresholds, max_rule_length, problem.n_rules,
-                          problem.dataset.X.shape[0])
+    need = cell_bnb_bytes(problem.language, problem.dataset.X.shape[0])
     if need <= CELL_BNB_MAX_BYTES:
         return
-    n_boxes = count_boxes(thresholds, max_rule_length)
+    thresholds = problem.thresholds
+    n_boxes = count_boxes(problem.language)
     raise InvalidParameterError(
         f"`engine='cell-bnb'` enumerates every candidate box, and these thresholds give up "
         f"to {n_boxes:.3g} of them over {len(thresholds)} features: it could need "
@@ -173,15 +176,18 @@ class CellSweepBound:
     Parameters
     ----------
     cover : (C, B) bool, whether box b covers cell c.
-    groups : (C, d) threshold groups of the cells (defines the sweep order).
-    y, weight : cell means :math:`\bar y_c` and weights :math:`W_c`.
-    reg : λ ≥ 0; n_rules : k; fit_intercept : unpenalized β₀.
-    constant, total_weight : C and W of the cell reduction.
+    cells : the cell reduction: its threshold groups (C, d) define the sweep order, its
+        cell means :math:`\bar y_c` and weights :math:`W_c`, constant C and total
+        weight W the risk.
+    reg : λ ≥ 0.
+    language : its rule count k and intercept (unpenalized β₀).
     """
 
-    def __init__(self, cover: NDArray[np.bool_], groups: IntArray, y: FloatArray,
-                 weight: FloatArray, reg: float, n_rules: int, fit_intercept: bool,
-                 constant: float, total_weight: float) -> None:
+    def __init__(self, cover: NDArray[np.bool_], cells: CellReduction, reg: float,
+                 language: Language) -> None:
+        groups, y, weight = cells.groups, cells.y, cells.weight
+        constant, total_weight = cells.constant, cells.total_weight
+        fit_intercept = language.fit_intercept
         cell_order = np.lexsort(groups.T[::-1]) if groups.size else np.arange(len(y))
         cov = np.asarray(cover, dtype=bool)[cell_order]
         self.n_cells, n_boxes = cov.shape
@@ -198,7 +204,7 @@ class CellSweepBound:
         self.t = np.asarray(y, dtype=float)[cell_order] * sw
         self.ones = sw if fit_intercept else None
         self.reg = float(reg)
-        self.k = n_rules
+        self.k = language.n_rules
         self.constant = float(constant)
         self.W = float(total_weight)
         self.n_boxes = n_boxes
@@ -399,24 +405,23 @@ class CellSweepSearch(BoxSelectionCIP):
 
     Squared loss; valid for every ``reg`` ≥ 0, including 0 (module docstring). At
     ``reg = 0`` the incumbent oracle uses a ridge of 1e-12 (its values are then ≥ the
-    truth) and decoding refits with the true ridge. It needs no solver.
+    truth) and decoding refits with the true ridge. It needs no solver. ``language``,
+    ``reg`` and ``max_thresholds`` are those of
+    :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`.
     """
 
     engine = "cell-bnb"
 
-    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 0.0,
-                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None
-                 ) -> None:
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 0.0,
+                 max_thresholds: int | None = None) -> None:
         if loss != "squared":
             raise InvalidParameterError(
                 f"the cell-bnb engine (solve_cell_bnb) is for squared loss; got loss={loss!r}. "
                 "Use engine='cip'.")
         lam = check_nonneg_float(reg, "reg")
         assert lam is not None
-        super().__init__(n_rules, loss=loss, reg=lam if lam > 0 else _ORACLE_REG,
-                         fit_intercept=fit_intercept, thresholds=thresholds,
-                         max_thresholds=max_thresholds, max_rule_length=max_rule_length)
+        super().__init__(language, loss=loss, reg=lam if lam > 0 else _ORACLE_REG,
+                         max_thresholds=max_thresholds)
         self.true_reg = lam
 
     def needs(self) -> set[Capability]:
@@ -454,9 +459,7 @@ class CellSweepSearch(BoxSelectionCIP):
                 method="sweep bnb", iterations=0,
                 notes=(f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
                        "the time limit came before the sweep branch and bound started"))
-        sb = CellSweepBound(prob.boxes.cover, cells.groups, cells.y, cells.weight,
-                            self.true_reg, self.n_rules, self.fit_intercept, cells.constant,
-                            cells.total_weight)
+        sb = CellSweepBound(prob.boxes.cover, cells, self.true_reg, self.language)
         res = sweep_branch_and_bound(sb, value, ls.z, ls.value, rel_tol=mip_gap,
                                      budget=budget, callback=callback)
         notes = (f"{cells.n_cells} occupied cells, {prob.n_boxes} distinct boxes",
@@ -487,13 +490,13 @@ def solve_cell_bnb(problem: KRuleProblem, *, mip_gap: float = 1e-6,
     (:func:`check_cell_bnb_fits`).
     """
     check_nonneg_float(mip_gap, "mip_gap")
-    formulation = CellSweepSearch(problem.n_rules, **problem.keywords())
+    formulation = CellSweepSearch(problem.language, **problem.keywords())
     check_cell_bnb_fits(problem)
     return solve(formulation, problem.dataset, solver="auto", budget=budget,
                  mip_gap=mip_gap, warm_start=warm_start, callback=callback, seed=seed)
 
 
-register_formulation("cell-bnb", lambda p: CellSweepSearch(p.n_rules, **p.keywords()),
+register_formulation("cell-bnb", lambda p: CellSweepSearch(p.language, **p.keywords()),
                      losses=("squared",),
                      fits=check_cell_bnb_fits, needs=frozenset(), oracle=True,
                      description="cell-sweep branch and bound: a bound valid at reg = 0 "

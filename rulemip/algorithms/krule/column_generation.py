@@ -48,8 +48,8 @@ the restricted relaxation, pricing, the Farley bound) are
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -79,6 +79,7 @@ from rulemip.formulations.result import ExactResult
 from rulemip.formulations.sizes import CIP_MAX_BOXES, count_boxes
 from rulemip.model.mip_model import MIPModel
 from rulemip.rules.ensemble import RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, Capability, SolverBackend
 from rulemip.solvers.result import Limit, TerminationReason, budget_limit, relative_gap
@@ -156,21 +157,21 @@ class ColumnGeneration:
     (the :class:`~rulemip.formulations.protocol.PricingHook`, :meth:`price`) instead of
     enumerating them; the driver decodes its incumbent and decides its status.
 
-    ``max_columns`` caps the working set, ``beam_width`` is the cheap pricing's beam,
-    ``max_swap_rounds`` caps the rounds of rule-swap pricing.
+    ``language``, ``loss``, ``reg`` and ``max_thresholds`` are those of
+    :class:`~rulemip.formulations.box_selection.BoxSelectionCIP`; ``max_columns`` caps the
+    working set, ``beam_width`` is the cheap pricing's beam, ``max_swap_rounds`` caps the
+    rounds of rule-swap pricing.
     """
 
     engine = "cg"
 
-    def __init__(self, n_rules: int, loss: str = "squared", reg: float = 1e-3,
-                 fit_intercept: bool = True, thresholds: Sequence[FloatArray] | None = None,
-                 max_thresholds: int | None = None, max_rule_length: int | None = None, *,
-                 max_columns: int = 2_000, beam_width: int = 5, max_swap_rounds: int = 20
-                 ) -> None:
+    def __init__(self, language: Language, *, loss: str = "squared", reg: float = 1e-3,
+                 max_thresholds: int | None = None, max_columns: int = 2_000,
+                 beam_width: int = 5, max_swap_rounds: int = 20) -> None:
         #: the box-selection CIP this searches (its cells, boxes, oracle and decoding)
-        self.cip = BoxSelectionCIP(n_rules, loss=loss, reg=reg, fit_intercept=fit_intercept,
-                                   thresholds=thresholds, max_thresholds=max_thresholds,
-                                   max_rule_length=max_rule_length)
+        self.cip = BoxSelectionCIP(language, loss=loss, reg=reg,
+                                   max_thresholds=max_thresholds)
+        self.language = self.cip.language
         self.n_rules, self.loss, self.reg = self.cip.n_rules, self.cip.loss, self.cip.reg
         self.fit_intercept = self.cip.fit_intercept
         self.max_rule_length = self.cip.max_rule_length
@@ -189,7 +190,7 @@ class ColumnGeneration:
         """Cells, the working set (seeded with the warm start's rules) and the search
         space of the pricing."""
         cells = self.cip.reduce(dataset)
-        work = WorkingSet(cells, self.max_rule_length, self.fit_intercept)
+        work = WorkingSet(cells, self.language)
         if warm_start is not None:
             for rule in warm_start.rules:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
@@ -249,8 +250,7 @@ class ColumnGeneration:
             for rule in ensemble.rules:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
         remaining = budget.remaining()
-        pricer = _Pricer(self.cip, dataset, cells, work, space, n_rules=n_rules, reg=reg,
-                         fit_intercept=self.fit_intercept, max_len=max_len,
+        pricer = _Pricer(self.cip, dataset, cells, work, space,
                          solver=backend, seed=seed, beam_width=self.beam_width,
                          max_columns=self.max_columns, bound=one_rule_bound,
                          callback=callback, clock=budget, pricing=self, built=built)
@@ -314,7 +314,8 @@ class ColumnGeneration:
         # (branching on top of pricing, the step pricing alone cannot do)
         if sub.result.ensemble is not None and not budget.expired() and \
                 relative_gap(sub.result.risk, bound) > mip_gap and \
-                count_boxes(cells.thresholds, self.max_rule_length) <= FULL_CIP_MAX_BOXES:
+                count_boxes(replace(self.language, thresholds=cells.thresholds)) \
+                <= FULL_CIP_MAX_BOXES:
             full = integer_phase(self.cip.problem_over(dataset, cells,
                                                        _all_boxes(cells, self.cip)),
                                  sub.result.ensemble)
@@ -349,7 +350,7 @@ def solve_column_generation(problem: KRuleProblem, *, solver: str | SolverBacken
     """Best ensemble of ``problem`` by column generation over boxes (module docstring), through
     the driver (:func:`rulemip.algorithms.solve.driver.solve`); the reported bound is valid for
     the whole candidate set."""
-    cg = ColumnGeneration(problem.n_rules, **problem.keywords(), max_columns=max_columns,
+    cg = ColumnGeneration(problem.language, **problem.keywords(), max_columns=max_columns,
                           beam_width=beam_width, max_swap_rounds=max_swap_rounds)
     return solve(cg, problem.dataset, solver=solver, budget=budget, mip_gap=mip_gap,
                  warm_start=warm_start, seed=seed, callback=callback)
@@ -455,7 +456,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
     found = box_search(space, objective, max_rule_length=cip.max_rule_length,
                        length_counts="features", allow_empty=not cip.fit_intercept,
                        budget=budget)
-    one = WorkingSet(cells, cip.max_rule_length, cip.fit_intercept)
+    one = WorkingSet(cells, cip.language)
     admissible = found is not None and one.add_bounds(found.lower, found.upper)
     # the search's bound is the proof: the combinatorial bounds (the levels DP costs
     # seconds on thousands of cells) only when it did not finish
@@ -489,7 +490,7 @@ def _rule_bounds(rule: Any, d: int) -> tuple[list[float], list[float]]:
     return lo, hi
 
 
-register_formulation("cg", lambda p: ColumnGeneration(p.n_rules, **p.keywords()),
+register_formulation("cg", lambda p: ColumnGeneration(p.language, **p.keywords()),
                      needs_positive_reg=True,
                      needs=PERSISTENT_MASTER_NEEDS, oracle=True,
                      description="box-selection CIP by column generation: boxes priced by "

@@ -24,6 +24,7 @@ from rulemip.formulations.box_selection import BoxSelectionCIP, BoxSelectionProb
 from rulemip.formulations.cells import CellReduction
 from rulemip.formulations.protocol import PricingHook
 from rulemip.losses import get_loss
+from rulemip.rules.language import Language
 from rulemip.solvers.base import SolverBackend
 from rulemip.solvers.result import relative_gap
 
@@ -36,14 +37,15 @@ IntArray = NDArray[np.int64]
 
 
 class WorkingSet:
-    """Boxes generated so far, as threshold-group ranges with their cell covers."""
+    """Boxes generated so far, as threshold-group ranges with their cell covers; admitted
+    are the boxes of ``language`` (its rule length cap; with its intercept, not the
+    all-covering box)."""
 
-    def __init__(self, cells: CellReduction, max_rule_length: int | None,
-                 fit_intercept: bool) -> None:
+    def __init__(self, cells: CellReduction, language: Language) -> None:
         self.cells = cells
         self.n_groups = np.array([len(t) + 1 for t in cells.thresholds], dtype=np.int64)
-        self.max_rule_length = max_rule_length
-        self.fit_intercept = fit_intercept
+        self.max_rule_length = language.max_rule_length
+        self.fit_intercept = language.fit_intercept
         self.lower: list[IntArray] = []
         self.upper: list[IntArray] = []
         self.covers: list[NDArray[np.bool_]] = []
@@ -127,16 +129,15 @@ class _Pricer:
     bound, the pricing counts and whether pricing converged (no box prices out)."""
 
     def __init__(self, cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
-                 work: WorkingSet, space: SearchSpace, *, n_rules: int, reg: float,
-                 fit_intercept: bool, max_len: int | None, solver: str | SolverBackend,
-                 seed: int,
-                 beam_width: int, max_columns: int, bound: float,
+                 work: WorkingSet, space: SearchSpace, *, solver: str | SolverBackend,
+                 seed: int, beam_width: int, max_columns: int, bound: float,
                  callback: Callable[[dict[str, Any]], None] | None, clock: Budget,
                  pricing: PricingHook, built: Any) -> None:
         self.cip, self.dataset, self.cells, self.work, self.space = \
             cip, dataset, cells, work, space
-        self.n_rules, self.reg, self.fit_intercept = n_rules, reg, fit_intercept
-        self.max_len, self.solver, self.seed = max_len, solver, seed
+        # the problem's parts, from the CIP priced
+        self.n_rules, self.reg, self.fit_intercept = cip.n_rules, cip.reg, cip.fit_intercept
+        self.max_len, self.solver, self.seed = cip.max_rule_length, solver, seed
         self.beam_width, self.max_columns = beam_width, max_columns
         self.callback, self.clock = callback, clock
         #: exact pricing is the formulation's :class:`PricingHook` on its built model

@@ -12,7 +12,7 @@ from __future__ import annotations
 from rulemip.algorithms.solve.registry import register_formulation
 from rulemip.formulations.interval_cover import BIGM_NEEDS, IntervalCoverMIP
 
-register_formulation("mip", lambda p: IntervalCoverMIP(p.n_rules, **p.keywords()),
+register_formulation("mip", lambda p: IntervalCoverMIP(p.language, **p.keywords()),
                      needs=BIGM_NEEDS, oracle=False,
                      description="interval-cover MIP: native or tangent-cut OA")
 

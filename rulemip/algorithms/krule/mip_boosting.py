@@ -122,9 +122,7 @@ def mip_boosting(problem: KRuleProblem, *, variant: str = "stagewise",
     k = problem.n_rules
     check_choice(variant, "variant", VARIANTS)
     dataset, reg, fit_intercept = problem.dataset, problem.reg, problem.fit_intercept
-    max_rule_length = problem.max_rule_length
     lo = get_loss(problem.loss)
-    ths = [np.unique(np.asarray(t, dtype=float)) for t in problem.thresholds]
     rounds: list[MIPBoostingRound] = []
     fixed: FixedRules | None = None
     if variant == "stagewise":
@@ -136,8 +134,7 @@ def mip_boosting(problem: KRuleProblem, *, variant: str = "stagewise",
     prev_weights: np.ndarray | None = None
     backend: SolverBackend | None = None
     for m in range(1, k + 1):
-        model = IntervalCoverMIP(m, loss=lo.name, reg=reg, fit_intercept=fit_intercept,
-                                 thresholds=ths, max_rule_length=max_rule_length,
+        model = IntervalCoverMIP(problem.with_rules(m).language, loss=lo.name, reg=reg,
                                  symmetry_breaking=False, weight_bound=weight_bound)
         if backend is None:  # once per run: every round's model needs the same
             backend = resolve_backend(solver, model.needs())[0]

@@ -171,7 +171,7 @@ def check_engine_fits(engine: str, problem: KRuleProblem) -> None:
         fits(problem)
     if engine not in _ENUMERATING_ENGINES:
         return
-    n_boxes = count_boxes(problem.thresholds, problem.max_rule_length)
+    n_boxes = count_boxes(problem.language)
     if n_boxes <= CIP_EXPLICIT_MAX_BOXES:
         return
     gib = 8.0 * float(n_boxes) ** 2 / 2**30
@@ -196,7 +196,6 @@ def choose_engine(engine: str, problem: KRuleProblem) -> str:
     if engine not in ENGINES:
         raise InvalidParameterError(f"`engine` must be one of {tuple(ENGINES)}; got {engine!r}.")
     reg, loss, k = problem.reg, problem.loss, problem.n_rules
-    ths, length = problem.thresholds, problem.max_rule_length
     if engine != "auto":
         spec = engine_spec(engine)
         if spec.needs_positive_reg and reg <= 0:
@@ -212,13 +211,13 @@ def choose_engine(engine: str, problem: KRuleProblem) -> str:
     if reg > 0 and k == 1 and loss == "squared":
         return "cg"
     if loss == "squared" and k >= 2 and "kbox" in ENGINES \
-            and kbox_fits(ths, length, k, problem.dataset.X.shape[0], default_max_memory()):
+            and kbox_fits(problem.language, problem.dataset.X.shape[0], default_max_memory()):
         # short rules: every pair of boxes of the language is ruled out or scored
         return "kbox"
     if reg > 0:
         # beyond CIP_MAX_BOXES the boxes are not built: column generation prices them
         # (a valid bound > 0 on tables where the MIP's bound stays 0)
-        return "cip" if count_boxes(ths, length) <= CIP_MAX_BOXES else "cg"
+        return "cip" if count_boxes(problem.language) <= CIP_MAX_BOXES else "cg"
     return "mip"
 
 

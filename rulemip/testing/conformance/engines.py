@@ -111,6 +111,7 @@ KRULE_CASES: tuple[KRuleCase, ...] = (
     KRuleCase(1, 2, reg=0.1, max_rule_length=1),
     KRuleCase(2, 2, reg=0.02, fit_intercept=False),
     KRuleCase(3, 1, loss="logistic", reg=0.1),
+    KRuleCase(4, 3, reg=0.1, max_rule_length=1),
 )
 
 

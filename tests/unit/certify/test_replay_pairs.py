@@ -25,11 +25,12 @@ def test_replay_proves_the_optimum_and_refutes_a_higher_bound(seed, reg, fit_int
     ds = Dataset.from_arrays(X, y)
     opt = brute_force_optimum(X, y, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
                               max_rule_length=2).risk
-    kw = {"reg": reg, "fit_intercept": fit_intercept, "max_rule_length": 2}
-    ok = replay(ds, th, lower_bound=opt, **kw)
+    problem = KRuleProblem.of(ds, k, reg=reg, fit_intercept=fit_intercept, thresholds=th,
+                              max_rule_length=2)
+    ok = replay(problem, lower_bound=opt)
     assert ok.proved and not ok.refuted
-    assert replay(ds, th, lower_bound=0.5 * opt, **kw).proved
-    forged = replay(ds, th, lower_bound=opt * (1 + 1e-6) + 1e-9, **kw)
+    assert replay(problem, lower_bound=0.5 * opt).proved
+    forged = replay(problem, lower_bound=opt * (1 + 1e-6) + 1e-9)
     assert forged.refuted and not forged.proved
     assert forged.best_risk == pytest.approx(opt, rel=1e-9)
 

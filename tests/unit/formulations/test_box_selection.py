@@ -18,6 +18,7 @@ from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.formulations.levels import levels_bound
 from rulemip.refit import fit_weights
 from rulemip.rules import RuleEnsemble
+from rulemip.rules.language import Language
 from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes
 
 
@@ -39,8 +40,9 @@ def _dataset(rng, loss, n=12, d=2, levels=4):
 @pytest.mark.parametrize("max_rule_length", [None, 1])
 def test_boxes_match_independent_enumeration(rng, fit_intercept, max_rule_length):
     ds = _dataset(rng, "squared", n=15, d=2)
-    prob = BoxSelectionCIP(2, fit_intercept=fit_intercept, max_thresholds=3,
-                           max_rule_length=max_rule_length).build(ds)
+    prob = BoxSelectionCIP(Language(2, max_rule_length=max_rule_length,
+                                    fit_intercept=fit_intercept),
+                           max_thresholds=3).build(ds)
     boxes, Q = distinct_boxes(ds.X, candidate_thresholds(ds.X, 3), fit_intercept,
                               max_rule_length)
     assert prob.n_boxes == len(boxes)
@@ -55,7 +57,7 @@ def test_boxes_match_independent_enumeration(rng, fit_intercept, max_rule_length
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_oracle_value_is_refit_with_repeated_columns(rng, loss, fit_intercept):
     ds = _dataset(rng, loss)
-    prob = BoxSelectionCIP(3, loss=loss, reg=0.7, fit_intercept=fit_intercept,
+    prob = BoxSelectionCIP(Language(3, fit_intercept=fit_intercept), loss=loss, reg=0.7,
                            max_thresholds=3).build(ds)
     for _ in range(5):
         z = np.zeros(prob.n_boxes)
@@ -77,7 +79,7 @@ def test_oracle_value_is_refit_with_repeated_columns(rng, loss, fit_intercept):
 @pytest.mark.parametrize("fit_intercept", [True, False])
 def test_gradient_matches_finite_differences(rng, loss, fit_intercept):
     ds = _dataset(rng, loss)
-    prob = BoxSelectionCIP(3, loss=loss, reg=0.5, fit_intercept=fit_intercept,
+    prob = BoxSelectionCIP(Language(3, fit_intercept=fit_intercept), loss=loss, reg=0.5,
                            max_thresholds=3).build(ds)
     B = prob.n_boxes
     z = np.zeros(B)
@@ -102,7 +104,7 @@ def test_gradient_matches_finite_differences(rng, loss, fit_intercept):
 @pytest.mark.parametrize("loss", ["squared", "logistic", "poisson"])
 def test_cuts_underestimate_everywhere(rng, loss):
     ds = _dataset(rng, loss, n=10)
-    prob = BoxSelectionCIP(2, loss=loss, reg=0.3, max_thresholds=2).build(ds)
+    prob = BoxSelectionCIP(Language(2), loss=loss, reg=0.3, max_thresholds=2).build(ds)
     B = prob.n_boxes
     pts = [np.zeros(B)] + [np.eye(B)[b] * m for b in range(B) for m in (1, 2)]
     cuts = [(z, *prob.oracle.value_and_gradient(z)) for z in pts[:8]]
@@ -116,7 +118,7 @@ def test_enumeration_equals_brute_force(rng):
     ds = _dataset(rng, "squared", n=10)
     bf = brute_force_optimum(ds.X, ds.y, 3, "squared", 0.2, True, max_thresholds=2,
                              sample_weight=ds.sample_weight)
-    prob = BoxSelectionCIP(3, reg=0.2, max_thresholds=2).build(ds)
+    prob = BoxSelectionCIP(Language(3), reg=0.2, max_thresholds=2).build(ds)
     _z, val, lb, complete = enumerate_optimum(prob.oracle, prob.n_boxes, 3)
     assert complete and val == pytest.approx(bf.risk, rel=1e-10)
     assert lb <= val and lb == pytest.approx(val, rel=1e-8)
@@ -147,7 +149,7 @@ def test_segmentation_and_levels_dp_match_exhaustive(rng):
 
 def test_encode_warm_start_round_trip(rng):
     ds = _dataset(rng, "squared", n=15)
-    prob = BoxSelectionCIP(3, reg=0.5, max_thresholds=3).build(ds)
+    prob = BoxSelectionCIP(Language(3), reg=0.5, max_thresholds=3).build(ds)
     z = np.zeros(prob.n_boxes)
     z[[1, 4]] = [1, 2]
     ens, _ = prob.decode(z)
@@ -157,10 +159,10 @@ def test_encode_warm_start_round_trip(rng):
 
 def test_parameter_errors():
     with pytest.raises(InvalidParameterError, match="reg"):
-        BoxSelectionCIP(2, reg=0.0)
+        BoxSelectionCIP(Language(2), reg=0.0)
     with pytest.raises(InvalidParameterError, match="n_rules"):
-        BoxSelectionCIP(0)
+        BoxSelectionCIP(Language(0))
     with pytest.raises(InvalidParameterError, match="loss"):
-        BoxSelectionCIP(2, loss="hinge")
+        BoxSelectionCIP(Language(2), loss="hinge")
     with pytest.raises(InvalidParameterError, match="dataset"):
-        BoxSelectionCIP(2).build(np.zeros((3, 1)))
+        BoxSelectionCIP(Language(2)).build(np.zeros((3, 1)))

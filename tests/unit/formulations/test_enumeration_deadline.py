@@ -16,6 +16,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset, candidate_thresholds
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 
 
 class _SlowAfter:
@@ -37,8 +38,8 @@ def test_logistic_enumeration_stops_within_one_support_of_the_deadline() -> None
     X = rng.normal(size=(40, 2))
     y = np.where(X[:, 0] + 0.5 * rng.normal(size=40) > 0, 1, 0)
     ds = Dataset.from_arrays(X, y, loss="logistic")
-    prob = BoxSelectionCIP(2, loss="logistic", reg=0.5,
-                           thresholds=candidate_thresholds(ds.X, 3)).build(ds)
+    prob = BoxSelectionCIP(Language(2, candidate_thresholds(ds.X, 3)), loss="logistic",
+                           reg=0.5).build(ds)
     assert prob.n_boxes > 20
     slow = _SlowAfter(prob.oracle, time.perf_counter() + 0.2, trigger=3)
     _, _, lb, complete = enumerate_optimum(slow, prob.n_boxes, 2,  # type: ignore[arg-type]

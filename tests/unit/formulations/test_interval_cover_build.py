@@ -17,6 +17,7 @@ from rulemip.formulations.interval_cover import (
 )
 from rulemip.losses import get_loss
 from rulemip.rules import Condition, Rule, RuleEnsemble
+from rulemip.rules.language import Language
 
 
 def _tiny(seed: int = 0, n: int = 9, d: int = 2) -> Dataset:
@@ -56,7 +57,7 @@ def test_sublevel_interval_contains_exactly_the_sublevel_set(loss: str, y: list[
 
 def test_model_sizes_use_groups_not_points() -> None:
     ds = _tiny()
-    prob = IntervalCoverMIP(2, thresholds=candidate_thresholds(ds.X, 2))
+    prob = IntervalCoverMIP(Language(2, candidate_thresholds(ds.X, 2)))
     built = prob.build(ds, linearization="bigm")
     S = int(built.offsets[-1])
     assert S == sum(len(o) for o in built.occupied) <= 2 * 3
@@ -73,7 +74,7 @@ def test_model_sizes_use_groups_not_points() -> None:
 def test_encode_decode_round_trip_and_start_is_feasible() -> None:
     ds = _tiny(3)
     ths = candidate_thresholds(ds.X)
-    prob = IntervalCoverMIP(3, reg=0.1, thresholds=ths)
+    prob = IntervalCoverMIP(Language(3, ths), reg=0.1)
     built = prob.build(ds, linearization="bigm")
     rules = [Rule([Condition(0, ths[0][0], ths[0][2])], 0.5),
              Rule([Condition(1, -math.inf, ths[1][1]), Condition(0, ths[0][1], math.inf)], -1),
@@ -96,7 +97,7 @@ def test_encode_decode_round_trip_and_start_is_feasible() -> None:
 
 def test_symmetry_key_orders_encoded_rules() -> None:
     ds = _tiny(5)
-    prob = IntervalCoverMIP(3, thresholds=candidate_thresholds(ds.X))
+    prob = IntervalCoverMIP(Language(3, candidate_thresholds(ds.X)))
     built = prob.build(ds, linearization="bigm")
     ths = candidate_thresholds(ds.X)
     rules = [Rule([Condition(0, ths[0][1], math.inf)], 1.0),
@@ -112,7 +113,7 @@ def test_symmetry_key_orders_encoded_rules() -> None:
 
 def test_fixed_rules_and_more_rules_than_model() -> None:
     ds = _tiny(1)
-    prob = IntervalCoverMIP(1, thresholds=candidate_thresholds(ds.X))
+    prob = IntervalCoverMIP(Language(1, candidate_thresholds(ds.X)))
     built = prob.build(ds, linearization="bigm")
     ens = RuleEnsemble([Rule([Condition(0, -math.inf, 1.5)], 1.0)] * 2)
     with pytest.raises(FormulationError):
@@ -123,7 +124,7 @@ def test_proved_bound_contains_brute_force_optimum_weights() -> None:
     # reg = 0, squared: every basic optimum has |beta| <= B; check the best 2-rule model
     X, y = alternating(3, 0.1)
     ds = Dataset.from_arrays(X, y)
-    prob = IntervalCoverMIP(2, fit_intercept=False, reg=0.0)
+    prob = IntervalCoverMIP(Language(2, fit_intercept=False), reg=0.0)
     built = prob.build(ds, linearization="bigm")
     assert built.bound_valid
     from rulemip.refit import fit_weights
@@ -141,20 +142,20 @@ def test_logistic_without_reg_is_only_within_box() -> None:
     X = np.arange(6, dtype=float).reshape(-1, 1)
     y = np.array([0, 0, 1, 0, 1, 1])
     ds = Dataset.from_arrays(X, y, loss="logistic")
-    built = IntervalCoverMIP(2, loss="logistic", reg=0.0).build(ds, linearization="bigm")
+    built = IntervalCoverMIP(Language(2), loss="logistic", reg=0.0).build(ds, linearization="bigm")
     assert not built.bound_valid
     assert any("within" in n for n in built.notes)
-    built2 = IntervalCoverMIP(2, loss="logistic", reg=0.5).build(ds, linearization="bigm")
+    built2 = IntervalCoverMIP(Language(2), loss="logistic", reg=0.5).build(ds, linearization="bigm")
     assert built2.bound_valid
 
 
 def test_bad_parameters() -> None:
     with pytest.raises(InvalidParameterError):
-        IntervalCoverMIP(0)
+        IntervalCoverMIP(Language(0))
     with pytest.raises(InvalidParameterError):
-        IntervalCoverMIP(2, linearization="magic")
+        IntervalCoverMIP(Language(2), linearization="magic")
     with pytest.raises(InvalidParameterError):
-        IntervalCoverMIP(2, reg=-1.0)
+        IntervalCoverMIP(Language(2), reg=-1.0)
 
 
 def test_weight_box_is_translation_free_with_intercept() -> None:
@@ -174,7 +175,7 @@ def test_weight_box_is_translation_free_with_intercept() -> None:
 
     for shift in (0.0, 1000.0):
         ds = Dataset.from_arrays(X, y + shift)
-        built = IntervalCoverMIP(2, thresholds=ths).build(ds, linearization="bigm")
+        built = IntervalCoverMIP(Language(2, ths)).build(ds, linearization="bigm")
         assert built.bound_valid
         s = built.response_scale  # the model's unit (y/s)
         if shift == 0.0:

@@ -8,6 +8,7 @@ import pytest
 
 from rulemip.formulations.box_oracles import segmentation_bound
 from rulemip.formulations.levels import levels_bound, levels_work
+from rulemip.rules.language import Language
 
 
 def _quadratic_levels(v, w, L):
@@ -74,8 +75,8 @@ def test_logistic_levels_bound_below_brute_force(fit_intercept, reg):
         for k in (1, 2):
             bf = brute_force_optimum(X, y, k, loss="logistic", reg=reg,
                                      fit_intercept=fit_intercept, max_thresholds=2)
-            cip = BoxSelectionCIP(k, loss="logistic", reg=reg, fit_intercept=fit_intercept,
-                                  max_thresholds=2)
+            cip = BoxSelectionCIP(Language(k, fit_intercept=fit_intercept), loss="logistic",
+                                  reg=reg, max_thresholds=2)
             prob = cip.build(Dataset.from_arrays(X, y))
             assert prob.bound_parts["levels"] <= bf.risk + 1e-9
             if len(set(y)) == 2:

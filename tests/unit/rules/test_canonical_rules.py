@@ -10,9 +10,16 @@ import math
 import numpy as np
 import pytest
 
-from rulemip.data import candidate_thresholds
+from rulemip.data import Dataset, candidate_thresholds
 from rulemip.rules import Rule, RuleEnsemble, conditions_from_box
 from rulemip.rules.canonical import canonical_ensemble, canonical_rule
+from rulemip.rules.problem import KRuleProblem
+
+
+def _problem(X, thresholds, sample_weight=None, fit_intercept=False):
+    """A problem on the rows ``X`` (labels unused by the canonical rules)."""
+    ds = Dataset.from_arrays(X, np.zeros(len(X)), sample_weight=sample_weight)
+    return KRuleProblem.of(ds, 2, thresholds=thresholds, fit_intercept=fit_intercept)
 
 
 def _boxes(thresholds, d, max_features):
@@ -71,7 +78,7 @@ def test_canonical_rule_ignores_row_order_repetition_and_zero_weights():
     w = np.ones(15)
     w[order[-1]] = 0.0
     extra = np.vstack([X, X[order[-1]] + 100.0])
-    ens = canonical_ensemble(RuleEnsemble([a], 0.5), extra, ths, np.append(w, 0.0))
+    ens = canonical_ensemble(RuleEnsemble([a], 0.5), _problem(extra, ths, np.append(w, 0.0)))
     assert ens.intercept == 0.5 and ens.rules[0].weight == 2.0
 
 
@@ -100,11 +107,11 @@ def test_rule_and_its_complement_are_oriented_canonically_with_an_intercept():
     twice = RuleEnsemble([a, a], 4.0)
     pair = RuleEnsemble([a, b], 4.0 - 1.5)
     np.testing.assert_allclose(twice.predict(X), pair.predict(X))
-    one = canonical_ensemble(twice, X, ths, fit_intercept=True)
-    other = canonical_ensemble(pair, X, ths, fit_intercept=True)
+    one = canonical_ensemble(twice, _problem(X, ths, fit_intercept=True))
+    other = canonical_ensemble(pair, _problem(X, ths, fit_intercept=True))
     assert one.to_text() == other.to_text()
     assert all(not r.query(X)[0] for r in one.rules)  # the reference row is not covered
     np.testing.assert_allclose(one.predict(X), twice.predict(X))
     assert one.risk(X, X[:, 0], reg=1.0) == pytest.approx(twice.risk(X, X[:, 0], reg=1.0))
     # without an intercept nothing is flipped
-    assert canonical_ensemble(twice, X, ths).to_text() == twice.to_text()
+    assert canonical_ensemble(twice, _problem(X, ths)).to_text() == twice.to_text()

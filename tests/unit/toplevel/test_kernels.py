@@ -8,6 +8,7 @@ import pytest
 
 from rulemip import _kernels
 from rulemip._kernels import CompileReport, ensure_compiled, groups_for_fit
+from rulemip.rules.language import Language
 
 
 def test_a_group_is_prepared_once_per_process():
@@ -29,11 +30,13 @@ def test_the_message_names_a_compile_and_only_a_compile():
 
 
 def test_groups_for_fit():
-    assert groups_for_fit(n_rules=3, loss="squared") == ("box", "levels")
-    assert groups_for_fit(n_rules=2, loss="squared") == ("box", "levels", "two_rule", "kbox")
-    assert groups_for_fit(n_rules=2, loss="logistic") == ("box", "levels")
-    assert groups_for_fit(n_rules=2, loss="squared", reg=0.0) == ("box", "levels", "kbox")
-    assert groups_for_fit(n_rules=1, loss="squared", box_search=False) == ("levels",)
+    assert groups_for_fit(Language(3), loss="squared") == ("box", "levels")
+    assert groups_for_fit(Language(3, max_rule_length=2), loss="squared") == \
+        ("box", "levels", "kbox")
+    assert groups_for_fit(Language(2), loss="squared") == ("box", "levels", "two_rule", "kbox")
+    assert groups_for_fit(Language(2), loss="logistic") == ("box", "levels")
+    assert groups_for_fit(Language(2), loss="squared", reg=0.0) == ("box", "levels", "kbox")
+    assert groups_for_fit(Language(1), loss="squared", box_search=False) == ("levels",)
 
 
 def test_every_group_is_compiled_or_loaded_once():

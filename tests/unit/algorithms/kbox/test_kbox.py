@@ -13,13 +13,14 @@ import pytest
 
 from rulemip.algorithms.fit_plan import solve_exact
 from rulemip.algorithms.kbox.engine import KBoxSearch
-from rulemip.algorithms.kbox.pair_kernel import needed_overlaps, rho_range
+from rulemip.algorithms.kbox.pair_bounds import needed_overlaps, rho_range
 from rulemip.algorithms.kbox.table import build_box_table
 from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum, distinct_boxes
 
@@ -37,7 +38,7 @@ def test_box_table_is_the_brute_force_language(seed, length, fit_intercept):
     X, y = _data(seed)
     th = candidate_thresholds(X, 3)
     cells = reduce_to_cells(X, y, th, "squared", None)
-    table = build_box_table(cells, length, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=length, fit_intercept=fit_intercept))
     boxes, Q = distinct_boxes(X, th, fit_intercept, length)
     assert table.n_boxes == len(boxes)
     # every table box is a distinct cover in the language, and its sums are right
@@ -173,12 +174,13 @@ def test_kbox_warm_start_and_a_spent_budget():
 def test_kbox_refuses_what_it_cannot_prove():
     X, y = _data(0)
     with pytest.raises(InvalidParameterError, match="at most 3"):
-        KBoxSearch(4, max_rule_length=2)
+        KBoxSearch(Language(4, max_rule_length=2))
     with pytest.raises(InvalidParameterError, match="squared"):
-        KBoxSearch(2, loss="logistic", max_rule_length=2)
+        KBoxSearch(Language(2, max_rule_length=2), loss="logistic")
     ds = Dataset.from_arrays(X, y)
     with pytest.raises(InvalidParameterError, match="GiB"):
-        KBoxSearch(2, max_rule_length=3, max_thresholds=3, max_memory=1000).build_model(ds)
+        KBoxSearch(Language(2, max_rule_length=3), max_thresholds=3,
+                   max_memory=1000).build_model(ds)
 
 
 @pytest.mark.parametrize("fit_intercept", [True, False])
@@ -190,7 +192,7 @@ def test_threads_find_the_same_optimum(fit_intercept):
     X = rng.integers(0, 5, size=(60, 4)).astype(float)
     y = np.round(X[:, 0] - X[:, 2] * (X[:, 1] > 2) + rng.normal(size=60), 0)  # many ties
     cells = reduce_to_cells(X, y, candidate_thresholds(X, 4), "squared", None)
-    table = build_box_table(cells, 2, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=2, fit_intercept=fit_intercept))
     w = cells.cell_weight
     runs = [pair_search(table, 1e-3, unit=0.0 if len(set(w)) > 1 else float(w[0]),
                         weight=w, threads=t) for t in (1, 3, 3)]
@@ -210,7 +212,7 @@ def test_a_dask_cluster_finds_the_same_optimum():
     X = rng.integers(0, 5, size=(60, 4)).astype(float)
     y = np.round(X[:, 0] - X[:, 2] * (X[:, 1] > 2) + rng.normal(size=60), 0)
     cells = reduce_to_cells(X, y, candidate_thresholds(X, 4), "squared", None)
-    table = build_box_table(cells, 2, True)
+    table = build_box_table(cells, Language(2, max_rule_length=2))
     w = cells.cell_weight
     unit = 0.0 if len(set(w)) > 1 else float(w[0])
     serial = pair_search(table, 1e-3, unit=unit, weight=w, threads=1)
@@ -262,17 +264,20 @@ def test_a_work_limited_scan_names_the_work_limit_and_repeats():
     assert runs[0].risk == runs[1].risk
 
 
-def test_verbose_progress_shows_the_incumbent_risk(capsys):
+@pytest.mark.parametrize(("k", "what"), [(2, "pairs"), (3, "triples")])
+def test_verbose_progress_shows_the_incumbent_risk(capsys, k, what):
     """``verbose=True`` on the k-box search prints progress lines with the incumbent's
-    risk and a finite bound (the scan's reports translated), never ``incumbent inf``."""
+    risk and a finite bound (the scan's reports translated), never ``incumbent inf``, and
+    the first boxes done with the pairs or triples scored."""
     from rulemip import ExactRuleEnsembleRegressor
 
     X, y = _data(4, n=40)
-    ExactRuleEnsembleRegressor(2, max_rule_length=2, max_thresholds=3, engine="kbox",
+    ExactRuleEnsembleRegressor(k, max_rule_length=2, max_thresholds=3, engine="kbox",
                                verbose=True).fit(X, y)
     lines = [ln for ln in capsys.readouterr().err.splitlines() if "incumbent" in ln]
     assert lines
     assert not any("incumbent inf" in ln for ln in lines)
+    assert any(f"{what} scored" in ln and "first boxes" in ln for ln in lines)
 
 
 _ISSUE38_X = np.array([[-0.8, 0.38, -0.69], [-0.51, -0.2, -1.83], [-0.27, -1.8, -1.21],

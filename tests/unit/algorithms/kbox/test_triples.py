@@ -21,6 +21,7 @@ from rulemip.budget import Budget
 from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.cells import reduce_to_cells
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
@@ -71,7 +72,7 @@ def test_three_boxes_equal_brute_force(seed, reg, fit_intercept, length, weighte
 def _table(seed: int, n: int, length: int | None, fit_intercept: bool, n_th: int = 3):
     X, y = _data(seed, n=n)
     cells = reduce_to_cells(X, y, candidate_thresholds(X, n_th), "squared", None)
-    table = build_box_table(cells, length, fit_intercept)
+    table = build_box_table(cells, Language(2, max_rule_length=length, fit_intercept=fit_intercept))
     w = cells.cell_weight
     unit = float(w[0]) if np.all(w == w[0]) else 0.0
     return table, w, unit
@@ -133,7 +134,7 @@ def test_triple_gain_is_the_least_squares_gain_and_singular_triples_score_their_
     X = np.arange(12, dtype=float)[:, None]
     y = np.array([3, 1, 4, 1, 5, 9, 2, 6, 5, 3, 5, 8], dtype=float)
     cells = reduce_to_cells(X, y, [np.array([2.5, 6.5])], "squared", None)
-    table = build_box_table(cells, 1, True)
+    table = build_box_table(cells, Language(2, max_rule_length=1))
     w = cells.cell_weight  # 3, 4, 5 rows: cells of unequal weight (unit 0)
     lay = scan_layout(table, 0.0, unit=0.0, weight=w)
     # boxes by their group runs: A = [0, 0], B = [1, 1], C = A ⊔ B = [0, 1]
@@ -229,9 +230,9 @@ def test_larger_languages_equal_the_dense_brute_force(seed, reg, fit_intercept, 
         pytest.approx(best, rel=1e-8)
 
 
-def test_a_spent_budget_stops_before_the_layout_and_the_slab_matrix():
+def test_a_spent_budget_stops_before_the_layout():
     """With the budget spent after the pair search, the three-box search returns at once,
-    unfinished, with a model it can score (issue 38: the trie and the slab matrix were
+    unfinished, with a model it can score (issue 38: the trie was
     built past the deadline); a build asked with a spent budget stops between stages."""
     from rulemip.algorithms.kbox.engine import KBoxSearch
     from rulemip.budget import BudgetExpired
@@ -239,10 +240,37 @@ def test_a_spent_budget_stops_before_the_layout_and_the_slab_matrix():
     table, w, unit = _table(7, 40, 2, True)
     res = triple_search(table, 1e-3, unit=unit, weight=w,
                         budget=Budget.from_time_limit(None, work_limit=1))
-    assert not res.finished and res.boxes_done == 0 and res.nodes == 0
+    assert not res.finished and res.boxes_done == 0 and res.strips == 0
     assert res.gain == pytest.approx(triple_value(table, 1e-3, res.boxes, unit=unit,
                                                   weight=w))
     X, y = _data(7, n=40)
     with pytest.raises(BudgetExpired):
-        KBoxSearch(3, max_rule_length=2).build_model(
+        KBoxSearch(Language(3, max_rule_length=2)).build_model(
             Dataset.from_arrays(X, y), budget=Budget.from_time_limit(0.0))
+
+
+def test_auto_proves_three_rules_by_the_three_box_search_on_small_languages():
+    """``engine="auto"`` takes the three-box search for k = 3 with a capped length while
+    its work (candidate boxes² × words) is within KBOX3_AUTO_MAX_WORK, and proves the
+    brute-force optimum; not beyond it (diabetes, 8 cut points) nor without a length cap."""
+    from sklearn.datasets import load_diabetes
+
+    from rulemip.algorithms.solve.registry import choose_engine
+
+    X, y = _data(3)
+    th = candidate_thresholds(X, 2)
+    problem = KRuleProblem.of(Dataset.from_arrays(X, y), 3, reg=1e-3, thresholds=th,
+                              max_rule_length=2)
+    assert choose_engine("auto", problem) == "kbox"
+    res = solve_exact(problem, engine="auto",
+                      budget=Budget.from_time_limit(None, work_limit=10**6))
+    bf = brute_force_optimum(X, y, 3, reg=1e-3, thresholds=th, max_rule_length=2)
+    assert res.engine == "kbox" and res.is_optimal
+    assert res.risk == pytest.approx(bf.risk, rel=1e-9)
+    Xd, yd = load_diabetes(return_X_y=True)
+    ds = Dataset.from_arrays(Xd, yd)
+    for t, length, k, expect in [(4, 2, 3, True), (8, 2, 3, False), (8, 2, 2, True),
+                                 (2, None, 3, False)]:
+        p = KRuleProblem.of(ds, k, reg=1e-3, thresholds=candidate_thresholds(Xd, t),
+                            max_rule_length=length)
+        assert (choose_engine("auto", p) == "kbox") is expect

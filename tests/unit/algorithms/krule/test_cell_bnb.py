@@ -16,6 +16,7 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import brute_force_optimum
 
@@ -29,11 +30,10 @@ def _data(seed: int, d: int, n: int = 16) -> tuple[np.ndarray, np.ndarray]:
 
 def _sweep(seed: int, d: int, k: int, reg: float, fit_intercept: bool):
     X, y = _data(seed, d)
-    prob = BoxSelectionCIP(k, reg=1.0, fit_intercept=fit_intercept, max_thresholds=2).build(
-        Dataset.from_arrays(X, y))
+    prob = BoxSelectionCIP(Language(k, fit_intercept=fit_intercept), reg=1.0,
+                           max_thresholds=2).build(Dataset.from_arrays(X, y))
     c = prob.cells
-    sb = CellSweepBound(prob.boxes.cover, c.groups, c.y, c.weight, reg, k, fit_intercept,
-                        c.constant, c.total_weight)
+    sb = CellSweepBound(prob.boxes.cover, c, reg, Language(k, fit_intercept=fit_intercept))
     return sb
 
 
@@ -110,7 +110,7 @@ def test_agrees_with_enumeration_on_more_rules(seed):
     th = candidate_thresholds(X, 2)
     k = 3
     ds = Dataset.from_arrays(X, y)
-    prob = BoxSelectionCIP(k, reg=1e-6, fit_intercept=True, thresholds=th).build(ds)
+    prob = BoxSelectionCIP(Language(k, th, fit_intercept=True), reg=1e-6).build(ds)
     _, v_enum, _, complete = enumerate_optimum(prob.oracle, prob.n_boxes, k)
     res = solve_cell_bnb(KRuleProblem.of(ds, k, reg=1e-6, fit_intercept=True, thresholds=th))
     assert complete and res.is_optimal

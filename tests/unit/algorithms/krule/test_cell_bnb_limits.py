@@ -26,6 +26,7 @@ from rulemip.data.thresholds import candidate_thresholds
 from rulemip.estimators import ExactRuleEnsembleRegressor
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.solvers.result import Limit
 
@@ -38,7 +39,7 @@ def diabetes():
 def test_diabetes_at_eight_cut_points_is_refused_up_front(diabetes):
     X, _ = diabetes
     th = candidate_thresholds(X, 8)
-    assert cell_bnb_bytes(th, None, 3, 442) > 1e6 * CELL_BNB_MAX_BYTES
+    assert cell_bnb_bytes(Language(3, th), 442) > 1e6 * CELL_BNB_MAX_BYTES
     with pytest.raises(InvalidParameterError) as err:
         check_engine_fits("cell-bnb", KRuleProblem.of(Dataset.from_arrays(X, _), 3,
                                                       thresholds=th))
@@ -70,10 +71,10 @@ def test_the_guard_accepts_what_the_engine_is_for_and_bounds_it_from_above(diabe
     th = candidate_thresholds(cols, 3)
     check_cell_bnb_fits(KRuleProblem.of(Dataset.from_arrays(cols, y[:60]), 3, thresholds=th))
     # the bound's box count is at least the distinct boxes the engine builds
-    prob = BoxSelectionCIP(3, reg=1.0, thresholds=th).build(Dataset.from_arrays(cols, y[:60]))
+    prob = BoxSelectionCIP(Language(3, th), reg=1.0).build(Dataset.from_arrays(cols, y[:60]))
     from rulemip.formulations.sizes import count_boxes
 
-    assert prob.n_boxes <= count_boxes(th, None)
+    assert prob.n_boxes <= count_boxes(Language(2, th))
     assert prob.n_cells <= 60
 
 
@@ -82,10 +83,9 @@ def test_child_bounds_stop_between_chunks(monkeypatch):
     X = rng.normal(size=(30, 2))
     y = X[:, 0] + rng.normal(size=30)
     th = candidate_thresholds(X, 3)
-    prob = BoxSelectionCIP(2, reg=1.0, thresholds=th).build(Dataset.from_arrays(X, y))
+    prob = BoxSelectionCIP(Language(2, th), reg=1.0).build(Dataset.from_arrays(X, y))
     c = prob.cells
-    sb = CellSweepBound(prob.boxes.cover, c.groups, c.y, c.weight, 0.0, 2, True,
-                        c.constant, c.total_weight)
+    sb = CellSweepBound(prob.boxes.cover, c, 0.0, Language(2))
     children = np.arange(sb.n_boxes, dtype=np.int64)
     whole = np.maximum(sb.residuals((), children, sb.closed_cells(children, 1)), 0.0)
     monkeypatch.setattr(cell_bnb, "CHUNK_BYTES", 1)  # one child per chunk

@@ -16,6 +16,7 @@ from rulemip.formulations.levels import levels_bound
 from rulemip.refit import fit_weights
 from rulemip.rules import Rule
 from rulemip.rules.ensemble import conditions_from_box
+from rulemip.rules.language import Language
 from rulemip.testing.brute_force import brute_force_optimum
 
 
@@ -25,7 +26,7 @@ def _instance(seed, d=2, reg=0.1, fit_intercept=True):
     X = rng.normal(size=(n, d))
     y = rng.normal(size=n) + (X[:, 0] > 0)
     ds = Dataset.from_arrays(X, y)
-    cells = BoxSelectionCIP(2, reg=reg, fit_intercept=fit_intercept,
+    cells = BoxSelectionCIP(Language(2, fit_intercept=fit_intercept), reg=reg,
                             max_thresholds=3).reduce(ds)
     return X, y, ds, cells
 
@@ -108,7 +109,7 @@ def test_a_limited_search_returns_a_valid_bound():
     from sklearn.datasets import load_diabetes
 
     X, y = load_diabetes(return_X_y=True)
-    cells = BoxSelectionCIP(2, max_thresholds=4).reduce(Dataset.from_arrays(X, y))
+    cells = BoxSelectionCIP(Language(2), max_thresholds=4).reduce(Dataset.from_arrays(X, y))
     levels = levels_bound(cells.y, cells.weight, 4) / cells.total_weight
     res = trb.two_rule_bound(cells, 1e-3, True, upper=3400.0,
                              budget=Budget.from_time_limit(0.5), chunk=200)
@@ -116,7 +117,7 @@ def test_a_limited_search_returns_a_valid_bound():
     assert levels <= res.bound < 3400.0
     assert res.seconds < 5.0
     with pytest.raises(ValueError):
-        trb.two_rule_bound(BoxSelectionCIP(2, loss="poisson", max_thresholds=2).reduce(
+        trb.two_rule_bound(BoxSelectionCIP(Language(2), loss="poisson", max_thresholds=2).reduce(
             Dataset.from_arrays(X[:20], np.abs(y[:20]))), 1e-3, True, upper=1.0)
 
 
@@ -142,8 +143,7 @@ def test_max_rule_length_keeps_incumbents_and_bound_in_the_language(seed):
     fit_intercept = bool(seed % 2)
     ths = candidate_thresholds(X, 3, w)
     ds = Dataset.from_arrays(X, y, sample_weight=w)
-    cells = BoxSelectionCIP(2, reg=10.0, fit_intercept=fit_intercept,
-                            thresholds=ths).reduce(ds)
+    cells = BoxSelectionCIP(Language(2, ths, fit_intercept=fit_intercept), reg=10.0).reduce(ds)
     for length in (1, 2):
         bf = brute_force_optimum(X, y, 2, reg=10.0, fit_intercept=fit_intercept,
                                  thresholds=ths, sample_weight=w, max_rule_length=length)

@@ -9,6 +9,7 @@ from rulemip.data import Dataset, alternating
 from rulemip.exceptions import InvalidParameterError
 from rulemip.formulations.box_oracles import enumerate_optimum
 from rulemip.formulations.box_selection import BoxSelectionCIP
+from rulemip.rules.language import Language
 
 
 def _problem(seed: int, k: int, loss: str = "squared", d: int = 2):
@@ -19,7 +20,7 @@ def _problem(seed: int, k: int, loss: str = "squared", d: int = 2):
     else:
         y = X[:, 0] * (X[:, -1] > 0) + rng.normal(scale=0.3, size=14)
     ds = Dataset.from_arrays(X, y, loss=loss)
-    return BoxSelectionCIP(k, loss=loss, reg=0.05).build(ds)
+    return BoxSelectionCIP(Language(k), loss=loss, reg=0.05).build(ds)
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -53,7 +54,8 @@ def test_reaches_below_lemma1_on_the_alternating_dataset():
     # least as good as Lemma 1's construction, which is what certifies the worst-case gap
     k, delta = 6, 0.04
     X, y = alternating(k, delta)
-    prob = BoxSelectionCIP(k, reg=1e-9, fit_intercept=False).build(Dataset.from_arrays(X, y))
+    prob = BoxSelectionCIP(Language(k, fit_intercept=False), reg=1e-9).build(
+        Dataset.from_arrays(X, y))
     res = local_search(prob.oracle, np.zeros(prob.n_boxes), k,
                        max_kicks=20, seed=0)
     assert res.value <= lemma1_risk(k, delta) + 1e-6
@@ -80,7 +82,7 @@ def test_no_fixed_wall_clock_share_and_no_absolute_unit():
     y = (X[:, 0] > 1) * 2.0 + (X[:, 1] > 2) + rng.normal(scale=1e-3, size=30)
     found = []
     for c in (1.0, 1e-7):
-        prob = BoxSelectionCIP(2, reg=1e-3).build(Dataset.from_arrays(X, c * y))
+        prob = BoxSelectionCIP(Language(2), reg=1e-3).build(Dataset.from_arrays(X, c * y))
         grad = prob.oracle.value_and_gradient(np.zeros(prob.n_boxes))[1]
         z0 = np.zeros(prob.n_boxes)
         z0[int(np.argmax(grad))] = 2.0      # the worst start: swaps must move both units

@@ -12,6 +12,7 @@ from rulemip.data import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.formulations.box_selection import BoxSelectionCIP
 from rulemip.refit import fit_weights
+from rulemip.rules.language import Language
 from rulemip.rules.problem import KRuleProblem
 from rulemip.testing.brute_force import distinct_boxes
 
@@ -67,8 +68,8 @@ def test_more_cells_than_rules_is_not_settled_by_closed_form():
 
 def test_local_search_stops_kicking_at_the_target():
     X, y = _one_feature(40, 0)
-    prob = BoxSelectionCIP(10, reg=1e-8, fit_intercept=False,
-                           thresholds=candidate_thresholds(X, 5)).build(
+    prob = BoxSelectionCIP(Language(10, candidate_thresholds(X, 5), fit_intercept=False),
+                           reg=1e-8).build(
         Dataset.from_arrays(X, y))
     free = local_search(prob.oracle, np.zeros(prob.n_boxes), 10,
                         max_kicks=20)
