@@ -25,9 +25,13 @@ import argparse
 import sys
 import time
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# the rulemip of this checkout, not an installed one (rulemip is imported inside functions)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PAPER = {(100, 3, 1000): "1.69 s", (100, 5, 1000): "7.64 s", (500, 4, 1000): "14.2 s",
          (100, 3, 3000): "8.8 s", (100, 5, 3000): "18.3 s", (500, 4, 3000): "38.1 s"}
