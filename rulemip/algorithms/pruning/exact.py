@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,8 @@ from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, SolverBackend, resolve
 from rulemip.solvers.result import TerminationReason
 from rulemip.solvers.status import tolerance_as_gap
 
-__all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
+__all__ = ["clique_pruning_model", "greedy_prune", "local_search_improver", "local_search_prune",
+           "prune_exact"]
 
 _GAP_FACTOR = 0.25  # masters are solved to this fraction of the outer gap
 #: share of the budget the LP relaxation's outer approximation may use before the integer
@@ -270,6 +272,25 @@ def local_search_prune(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
     seq = _local_search(orc, conf, a, float(max_cost), st, budget=budget)
     best = seq[-1] if seq else st
     return orc.point(best.S), best.value
+
+
+def local_search_improver(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
+                          attribute: str = "rule", gamma: float = 1.0,
+                          budget: Budget | None = None) -> Callable[[IntArray], IntArray]:
+    """The add/swap local search of :func:`local_search_prune` as a function from a
+    feasible selection (node indices) to the improved one, its oracle and conflict
+    matrix built once (a branch and bound calls it many times); a spent ``budget`` ends
+    it between two gain computations."""
+    orc = PruningOracle(nodes.M, y, gamma)
+    conf = _Conflicts(nodes)
+    a = nodes.attribute(attribute)  # type: ignore[arg-type]
+
+    def improve(S: IntArray) -> IntArray:
+        st = orc.state(np.asarray(S, dtype=np.int64))
+        seq = _local_search(orc, conf, a, float(max_cost), st, budget=budget)
+        return np.asarray((seq[-1] if seq else st).S, dtype=np.int64)
+
+    return improve
 
 
 def prune_exact(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
