@@ -8,6 +8,7 @@ Rerun (the committed numbers in docs/benchmarks/pruning.md came from these):
     python benchmarks/pruning.py heldout > heldout.md
     python benchmarks/pruning.py targets --time-limit 60 > targets.md   # issue 39
     python benchmarks/pruning.py table --time-limit 90 --gamma-n 1 --engine perspective
+    python benchmarks/pruning.py heuristics --time-limit 60 --gamma-n 10     # issue 39, item 3
 
 Instances: ``make_friedman1(n, n_features=10, noise=1.0, random_state=0)``; y standardized
 (centered, unit variance); a GradientBoostingRegressor (learning rate 0.1, random_state 0)
@@ -24,9 +25,13 @@ import argparse
 import sys
 import time
 from functools import cache
+from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+# the rulemip of this checkout, not an installed one (rulemip is imported inside functions)
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PAPER = {(100, 3, 1000): "1.69 s", (100, 5, 1000): "7.64 s", (500, 4, 1000): "14.2 s",
          (100, 3, 3000): "8.8 s", (100, 5, 3000): "18.3 s", (500, 4, 3000): "38.1 s"}
@@ -252,10 +257,57 @@ def targets(args: argparse.Namespace) -> None:
                   flush=True)
 
 
+def heuristics(args: argparse.Namespace) -> None:
+    """Issue 39, item 3: the heuristics against the perspective search on the Table 1
+    shapes at γ = GAMMA_N/n — greedy with add/swap local search (the search's warm start),
+    the CBCD regularization path (engine ``path``, the model of largest cost ≤ K),
+    relax-and-round (engine ``relax_round``) and the perspective branch and bound
+    (``--time-limit`` or ``--work-limit``), each through the pruning driver. Each
+    heuristic's q is compared with the least q found by any (``excess``) and with the
+    perspective search's proved lower bound LB (``(q − LB)/q``: a certified bound on its
+    distance from the optimum; the optimum itself when the search proved it)."""
+    import os
+
+    from rulemip.algorithms.pruning.exact import local_search_prune
+
+    cases = [(1000, 100, 3), (1000, 100, 5), (1000, 500, 4),
+             (3000, 100, 3), (3000, 100, 5), (3000, 500, 4)]
+    if args.quick:
+        cases = cases[:2]
+    limit = (f"work limit {args.work_limit}" if args.work_limit is not None
+             else f"time limit {args.time_limit:g} s")
+    print(f"γ = {args.gamma_n:g}/n, K = 20 rules, perspective search: {limit}; "
+          f"load average at start {os.getloadavg()[0]:.2f}\n")
+    print("| trees / depth | n | method | CPU (s) | q | excess over best q | "
+          "(q − LB)/q | load |")
+    print("|---|---|---|---|---|---|---|---|")
+    for n, T, d in cases:
+        nodes, y, _ = instance(n, T, d)
+        rows: list[tuple[str, float, float]] = []
+        c0 = time.process_time()
+        _, q_ls = local_search_prune(nodes, y, 20, attribute="rule", gamma=args.gamma_n / n)
+        rows.append(("greedy + local search", time.process_time() - c0, q_ls))
+        for engine, name in (("path", "CBCD path (`path`)"),
+                             ("relax_round", "relax-and-round (`relax_round`)")):
+            r = run_engine(n, T, d, args.gamma_n, args.time_limit, engine)
+            rows.append((name, r["cpu"], r["ub"]))
+        r = run_engine(n, T, d, args.gamma_n, args.time_limit, "perspective",
+                       args.work_limit)
+        lb = r["lb"]
+        status = "proved" if r["status"] == "optimal" else f"gap {_fmt_gap(r['gap'])}"
+        rows.append((f"perspective ({status})", r["cpu"], r["ub"]))
+        best = min(q for _, _, q in rows)
+        for name, cpu, q in rows:
+            print(f"| {T} / {d} | {n} | {name} | {cpu:.1f} | {q:.4f} | "
+                  f"{(q - best) / best:.2e} | {(q - lb) / q:.2e} | "
+                  f"{os.getloadavg()[0]:.1f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> None:
     p = argparse.ArgumentParser(description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("what", choices=["table", "gamma", "ablation", "heldout", "targets"])
+    p.add_argument("what", choices=["table", "gamma", "ablation", "heldout", "targets",
+                                    "heuristics"])
     p.add_argument("--time-limit", type=float, default=120.0, help="seconds per instance")
     p.add_argument("--gamma-n", type=float, default=1.0, help="γ = GAMMA_N / n")
     p.add_argument("--gammas", type=float, nargs="+", default=[0.1, 0.3, 1.0, 3.0, 1000.0],
@@ -273,7 +325,7 @@ def main(argv: list[str] | None = None) -> None:
                    help="targets: the pruning engines, one row each")
     args = p.parse_args(argv)
     {"table": table, "gamma": gamma_sweep, "ablation": ablation,
-     "heldout": heldout, "targets": targets}[args.what](args)
+     "heldout": heldout, "targets": targets, "heuristics": heuristics}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -223,6 +223,12 @@ class Budget:
             return True
         return self.deadline is not None and _clock() >= self.deadline
 
+    def past_deadline(self, by: float = 0.0) -> bool:
+        """True once the deadline passed more than ``by`` seconds ago — the time limit
+        only, not the work: a step that bounds its *time* (a scan asked between windows)
+        must not cut a work-limited search at a point that depends on the clock."""
+        return self.deadline is not None and _clock() >= self.deadline + by
+
     def check(self, what: str) -> None:
         """Raise :class:`BudgetExpired` when the budget is spent (a step without a partial
         result — ``what`` — asks between its blocks)."""

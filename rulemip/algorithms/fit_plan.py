@@ -189,11 +189,13 @@ def _booster(preset: str, problem: KRuleProblem) -> Any:
 
 def _cut_short(booster: Any) -> str:
     """How a boosting warm start was cut short: the limit and how many of its rule
-    searches it stopped (e.g. ``"time limit: 2 of 3 rule searches stopped"``)."""
+    searches it stopped (e.g. ``"time limit: 1 of 3 rule searches stopped, 2 not started"``)."""
     limit = str(getattr(booster, "limit_reached_", None) or "time_limit").replace("_", " ")
     rounds = getattr(booster, "rounds_", [])
     stopped = sum(1 for r in rounds if getattr(r.search, "limit_reached", False))
-    return f"{limit}: {stopped} of {booster.n_rules} rule searches stopped"
+    skipped = int(getattr(booster, "rounds_skipped_", 0))
+    return f"{limit}: {stopped} of {booster.n_rules} rule searches stopped" + (
+        f", {skipped} not started" if skipped else "")
 
 
 @dataclass(frozen=True)

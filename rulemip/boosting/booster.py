@@ -15,7 +15,12 @@ order (e.g. the training data are fitted exactly, or no feature has two distinct
 or when ``max_complexity`` is reached. The fit has one time/node budget (``time_limit``,
 ``node_limit``) shared by its rounds; a search stopped by its share (or by its memory
 budget) contributes the best rule it found, with a valid bound, and the fit ends with a
-``SolveLimitWarning``.
+``SolveLimitWarning``. Past its deadline a round still returns at least its best single
+proposition, but a round starts only within :data:`ROUND_GRACE` seconds of the deadline:
+the model holds the rounds finished — at least the first. A greedy or beam search scans
+its first level in windows of features within the fit's deadline
+(:func:`rulemip.boosting.space.expand_in_windows`), so a round started late returns the
+best proposition of the windows it scanned. A spent work limit stops no round.
 """
 
 from __future__ import annotations
@@ -65,6 +70,12 @@ class BoostingRound:
     intercept: float
     weights: FloatArray
     risk: float
+
+
+#: seconds past its deadline during which a booster still starts rounds (each returns at
+#: least its best single proposition: on small tables every round does, so a model keeps
+#: its ``n_rules`` rules; on 100 000 rows one round is more than the grace)
+ROUND_GRACE: float = 0.25
 
 
 class _RoundBudget:
@@ -152,10 +163,12 @@ class RuleBooster:
         Seconds for the whole fit, shared by all rounds (None = unlimited): each round's
         search gets an equal share of what is left. A search stopped by its share keeps
         the best rule it found (with a valid bound), and a
-        :class:`~rulemip.exceptions.SolveLimitWarning` is issued at the end. Once the
-        budget is spent, each remaining round still gets the best rule of one
-        proposition (one expansion of the root, O(n·d)), so the model has ``n_rules``
-        rules.
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued at the end. Past the
+        deadline each round still gets at least its best single proposition, but rounds
+        start only within :data:`ROUND_GRACE` (0.25 s) of it: on a small table every
+        round does (``n_rules`` rules); on 100 000 rows, where one scan of the features
+        takes seconds, the model has the rules of the rounds finished (at least one;
+        ``rounds_skipped_``), so that the fit ends within about one step of its limit.
     node_limit : int or None
         Node expansions of the rule searches for the whole fit (None = unlimited), shared
         like ``time_limit`` (at least one expansion per round).
@@ -182,7 +195,10 @@ class RuleBooster:
         bound equals its value, see :class:`~rulemip.boosting.space.SearchResult`).
     limit_reached_ : str or None
         ``"time_limit"``, ``"node_limit"`` or ``"memory_limit"`` when a limit stopped at
-        least one rule search (the first such limit), else None.
+        least one rule search or kept a round from starting (the first such limit), else
+        None.
+    rounds_skipped_ : int
+        Rounds that did not start because the time (or work) budget was spent.
     search_time_ : float
         Wall seconds spent in the rule searches.
     """
@@ -291,7 +307,16 @@ class RuleBooster:
         rounds_budget = _RoundBudget(Budget.coerce(budget, self.time_limit), self.node_limit)
         limit: str | None = None
         n_limited = 0
+        n_skipped = 0
         for t in range(int(self.n_rules)):
+            if t > 0 and rounds_budget.clock.past_deadline(ROUND_GRACE):
+                # past its deadline by more than the grace no round starts (a round scans
+                # every feature: seconds on 100 000 rows); a spent *work* limit never
+                # stops the rounds (each then gets its best single proposition, at a
+                # point that does not depend on the clock)
+                limit = limit or "time_limit"
+                n_skipped = int(self.n_rules) - t
+                break
             g = lo.gradient(f, y)
             h = lo.hessian(f, y) if self.objective == "xgb" else None
             obj = make_objective(self.objective, g, h, weights=w, reg=reg,
@@ -301,6 +326,7 @@ class RuleBooster:
                             max_propositions=self.max_propositions,
                             allow_empty=not self.fit_intercept,
                             budget=rounds_budget.for_round(int(self.n_rules) - t),
+                            scan_budget=rounds_budget.clock,
                             node_limit=rounds_budget.nodes_for(int(self.n_rules) - t),
                             max_memory=self.max_memory,
                             progress=_printer(t + 1) if self.verbose else None)
@@ -336,13 +362,17 @@ class RuleBooster:
                     ensembles[-1].complexity >= self.max_complexity:
                 break
         if limit is not None:
+            skipped = (f"; {n_skipped} of {int(self.n_rules)} rounds did not start, the "
+                       f"model has {len(rounds)} rules") if n_skipped else ""
             warnings.warn(
                 f"the {limit.replace('_', ' ')} stopped {n_limited} of {len(rounds)} rule "
-                f"searches ({rounds_budget.describe()}); each of those rules is the best its "
-                "search found, with a valid bound in `rounds_[t].search.bound`. Raise "
-                "`time_limit`/`node_limit`/`max_memory` for proved rules.",
+                f"searches ({rounds_budget.describe()}){skipped}; each of those rules is "
+                "the best its search found, with a valid bound in "
+                "`rounds_[t].search.bound`. Raise `time_limit`/`node_limit`/`max_memory` "
+                "for proved rules.",
                 SolveLimitWarning, stacklevel=2)
         self.limit_reached_ = limit
+        self.rounds_skipped_ = n_skipped
         self.search_time_ = rounds_budget.elapsed
         self.space_ = space
         self.ensembles_ = ensembles

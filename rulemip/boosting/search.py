@@ -50,13 +50,13 @@ from rulemip.boosting.space import (
     _bounds,
     _child_box,
     _Children,
-    _expand,
     _Kernel,
     _key,
     _make_kernel,
     _materialize,
     _Node,
     _select,
+    expand_in_windows,
 )
 from rulemip.budget import Budget
 
@@ -76,7 +76,8 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
               node_limit: int | None = None,
               max_memory: int | None = None,
               progress: ProgressCallback | None = None,
-              budget: Budget | None = None) -> SearchResult | None:
+              budget: Budget | None = None,
+              scan_budget: Budget | None = None) -> SearchResult | None:
     """Maximize ``obj`` over the boxes of ``space`` ([OGB] Algorithm 2).
 
     Parameters
@@ -104,7 +105,12 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     budget : the fit's :class:`~rulemip.budget.Budget` (None: unlimited). When its time
         or work is spent, branch-and-bound stops with its best query and
         ``status="time_limit"`` (``"work_limit"``); greedy and beam stop after the current
-        level.
+        level, or within an expansion between two windows of features.
+    scan_budget : the budget within which greedy and beam (and the beam seeding the set
+        enumeration) finish their first level — every single proposition — even when
+        ``budget`` ends sooner (None: ``budget``): a booster gives each round a share of
+        its time, and a share shorter than one scan of the features would make the
+        round's rule the best of the first features only.
 
     Returns
     -------
@@ -133,6 +139,7 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     check_positive_int(node_limit, "node_limit", allow_none=True)
     check_positive_int(max_memory, "max_memory", allow_none=True)
     clock = Budget.coerce(budget, None)
+    scan = clock if scan_budget is None else scan_budget
     if search == "bnb":
         memory = clock.search_memory(max_memory)
         if 2 * mask_bytes(space) <= memory:
@@ -153,13 +160,13 @@ def find_rule(space: SearchSpace, obj: RoundObjective, *, search: str = "bnb",
     if search in EXACT_SEARCHES:
         best, best_val, bound, status, n_exp, n_ch, peak = _deepening(
             space, obj, kernel, root, root if allow_empty else None, max_len, clock,
-            node_limit, max_memory, progress)
+            node_limit, max_memory, progress, scan)
         bound = min(bound, max(root_bound, best_val))
     else:
         width = 1.0 if search == "greedy" else float(
             check_positive_int(beam_width, "beam_width") or 1)
         state = _State(root if allow_empty else None, float(root.value))
-        status = _level_search(space, obj, kernel, root, state, width, max_len, clock)
+        status = _level_search(space, obj, kernel, root, state, width, max_len, clock, scan)
         best, best_val = state.best, state.best_val
         bound, n_exp, n_ch, peak = max(root_bound, best_val), state.n_expanded, \
             state.n_children, 0
@@ -217,7 +224,7 @@ SEED_TIME_SHARE: float = 0.25
 def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
                best: _Node | None, max_len: LengthCap, clock: Budget,
                node_limit: int | None, max_memory: int | None,
-               progress: ProgressCallback | None
+               progress: ProgressCallback | None, scan: Budget
                ) -> tuple[_Node | None, float, float, str, int, int, int]:
     """Branch-and-bound by iterative deepening: a beam search of width
     :data:`SEED_BEAM_WIDTH` (when longer rules than the stages are allowed and there is
@@ -226,7 +233,9 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
     searches over rules on 1, 2 features (:data:`DEEPENING`; within ``max_len``'s
     proposition cap), then within ``max_len``, each starting from the previous incumbent
     (a strong incumbent early prunes the long rules). A stage in which no node beating
-    the incumbent was cut by its length is already exact for every length."""
+    the incumbent was cut by its length is already exact for every length. No stage
+    starts on a spent budget once there is an incumbent (each expands the root: every
+    feature at once)."""
     F, P = max_len.features, max_len.propositions
     stages = [LengthCap(L, P) for L in DEEPENING
               if (F is None or F > L) and (P is None or P > L)]
@@ -238,13 +247,16 @@ def _deepening(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _
         # a node limit, which counts branch-and-bound expansions exactly
         state = _State(best, -math.inf if best is None else float(best.value))
         _level_search(space, obj, kernel, root, state, float(SEED_BEAM_WIDTH), max_len,
-                      clock.fraction(SEED_TIME_SHARE))
+                      clock.fraction(SEED_TIME_SHARE), scan)
         best, n_exp, n_ch = state.best, state.n_expanded, state.n_children
     best_val = -math.inf if best is None else float(best.value)
     bound, status = math.inf, "node_limit"   # what is known if no stage runs to its end
     for stage_len in stages:
         left = None if node_limit is None else node_limit - n_exp
         if left is not None and left <= 0:
+            break
+        if best is not None and clock.expired():
+            status = f"{clock.stop_reason()}_limit"
             break
         out = set_enumeration_search(space, obj, kernel, root, best, stage_len, budget=clock,
                                node_limit=left, max_memory=max_memory, progress=progress)
@@ -275,24 +287,29 @@ def _root_bound(obj: RoundObjective, everything: IntArray) -> float:
 
 def _level_search(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, root: _Node,
                   state: _State, width: float, max_len: LengthCap,
-                  clock: Budget) -> str:
-    """Greedy / beam: level by level, the best ``width`` distinct covers of each level."""
+                  clock: Budget, scan: Budget | None = None) -> str:
+    """Greedy / beam: level by level, the best ``width`` distinct covers of each level;
+    the first level (the root's expansion) within ``scan`` (None: ``clock``), the others
+    within ``clock``."""
     seen: set[bytes] = {_key(root.idx)}
     level: Iterator[_Node] = iter([root])
+    level_clock = clock if scan is None else scan
     while True:
         batches: list[_Children] = []
         while True:
             chunk = list(itertools.islice(level, CHUNK))
             if not chunk:
                 break
-            ch = _scan(space, obj, kernel, chunk, root, state, max_len, clock)
+            ch = _scan(space, obj, kernel, chunk, root, state, max_len, level_clock)
             if ch is not None and len(ch.value):
                 batches.append(ch)
+            if state.cut:      # the budget ended an expansion: its rule is the best seen
+                return f"{clock.stop_reason()}_limit"
         if not batches:
             return "heuristic"
         if clock.expired():
             return f"{clock.stop_reason()}_limit"
-        level = _next_level(space, batches, width, seen)
+        level, level_clock = _next_level(space, batches, width, seen), clock
 
 
 @dataclass
@@ -301,6 +318,7 @@ class _State:
     best_val: float
     n_expanded: int = 0
     n_children: int = 0
+    cut: bool = False      # an expansion stopped by the budget before its last feature
 
 
 def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[_Node],
@@ -321,7 +339,9 @@ def _scan(space: SearchSpace, obj: RoundObjective, kernel: _Kernel, chunk: list[
     live = [nd for nd in chunk if not pruned(nd, best0)]
     if not live:
         return None
-    ch = _expand(space, obj, kernel, live, max_len, True)
+    ch, complete = expand_in_windows(space, obj, kernel, live, max_len, True,
+                                     clock.past_deadline)
+    state.cut = state.cut or not complete
     counts = np.bincount(ch.parent, minlength=len(live))
     ends = np.cumsum(counts)
     seg_max = np.full(len(live), -np.inf)

@@ -344,9 +344,9 @@ class ExactRuleEnsembleRegressor(RegressorMixin, _ExactBase):
         Training risk of the ``preset`` boosting model (nan without one).
     warm_start_limit_ : str or None
         How the boosting warm start was cut short by its share of the time limit (e.g.
-        ``"time limit: 2 of 3 rule searches stopped"``; then ``boosting_risk_`` is that
-        of the rules it found, not of boosting run to its end, and the result's notes say
-        so), or None when it ran to its end.
+        ``"time limit: 1 of 3 rule searches stopped, 2 not started"``; then
+        ``boosting_risk_`` is that of the rules it found, not of boosting run to its end,
+        and the result's notes say so), or None when it ran to its end.
     timings_ : dict
         Wall seconds: ``"compile"`` — compiling (first run only) or loading the numba
         kernels, before the fit's time limit started (:mod:`rulemip._kernels`) — and

@@ -63,7 +63,6 @@ import warnings
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 from numpy.typing import NDArray
 from sklearn.base import BaseEstimator, RegressorMixin, clone, is_classifier
 from sklearn.ensemble import GradientBoostingRegressor
@@ -84,7 +83,7 @@ from rulemip.data.encoding import FeatureEncoder
 from rulemip.estimators._inputs import check_float32_range, fit_dataset, predict_matrix
 from rulemip.estimators._progress import progress_printer, say
 from rulemip.exceptions import InvalidDataError, InvalidParameterError, SolveLimitWarning
-from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes
+from rulemip.formulations.node_matrix import NodeMatrix, extract_nodes, scale_columns
 from rulemip.formulations.result import PruningResult
 from rulemip.rules import Condition, Rule, RuleEnsemble
 from rulemip.rules.ensemble import conditions_from_box
@@ -154,9 +153,8 @@ def _without_empty_rules(nodes: NodeMatrix) -> NodeMatrix:
     root = nodes.depth == 0
     if not root.any():
         return nodes
+    M = scale_columns(nodes.M, np.where(root, 0.0, 1.0))
     keep = np.where(root, 0.0, 1.0)
-    M = sp.csc_matrix(nodes.M @ sp.diags(keep))
-    M.eliminate_zeros()
     return dataclasses.replace(nodes, M=M, mu=nodes.mu * keep)
 
 

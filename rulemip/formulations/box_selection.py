@@ -39,6 +39,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip._validation import check_nonneg_float, check_positive_int
+from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.exceptions import InvalidParameterError
@@ -217,6 +218,8 @@ class BoxSelectionCIP:
         self.max_thresholds = check_positive_int(max_thresholds, "max_thresholds",
                                                  allow_none=True)
         self.max_rule_length = lang.max_rule_length
+        #: the combinatorial bounds of the last cells asked (cells, k, bounds)
+        self._bounds_cache: tuple[CellReduction, int, dict[str, float]] | None = None
 
     engine = "cip"
 
@@ -269,11 +272,14 @@ class BoxSelectionCIP:
         return reduce_to_cells(dataset.X, y, ths, self.loss, dataset.sample_weight)
 
     def problem_over(self, dataset: Dataset, cells: CellReduction, boxes: CandidateBoxes,
-                     *, combinatorial: bool = True) -> BoxSelectionProblem:
+                     *, combinatorial: bool = True,
+                     budget: Budget | None = None) -> BoxSelectionProblem:
         """The CIP restricted to the candidate ``boxes`` (all of them: :meth:`build`; a
         working set: column generation). The combinatorial bounds depend on the cells
         only, so they bound the unrestricted problem too; ``combinatorial=False`` keeps
-        only the reduction constant (for a caller that has a proof of its own)."""
+        only the reduction constant (for a caller that has a proof of its own). They are
+        computed once per ``cells`` (column generation asks for a problem per working
+        set), the logistic levels bound within ``budget`` (None: unlimited)."""
         Q = boxes.cover[cells.point_cell].astype(float)
         args = (Q, cells.y, cells.weight, self.reg, self.fit_intercept, cells.constant,
                 cells.total_weight)
@@ -287,12 +293,23 @@ class BoxSelectionCIP:
         zb = model.add_variables("z", boxes.n_boxes, lb=0.0, ub=float(k), integer=True)
         model.add_constraints("cardinality", rows=[{int(c): 1.0 for c in zb.ids}],
                               upper=float(k))
-        parts = self._combinatorial_bounds(cells, k) if combinatorial else \
+        parts = self._bounds_of(cells, k, budget) if combinatorial else \
             {"constant": cells.constant / cells.total_weight}
         return BoxSelectionProblem(dataset, cells, boxes, Q, oracle, model, k, self.reg,
                                    self.fit_intercept, self.loss, max(parts.values()), parts)
 
-    def _combinatorial_bounds(self, cells: CellReduction, k: int) -> dict[str, float]:
+    def _bounds_of(self, cells: CellReduction, k: int, budget: Budget | None
+                   ) -> dict[str, float]:
+        """:meth:`_combinatorial_bounds` of ``cells``, kept for the last cells asked."""
+        cached = self._bounds_cache
+        if cached is not None and cached[0] is cells and cached[1] == k:
+            return dict(cached[2])
+        parts = self._combinatorial_bounds(cells, k, budget)
+        self._bounds_cache = (cells, k, dict(parts))
+        return parts
+
+    def _combinatorial_bounds(self, cells: CellReduction, k: int,
+                              budget: Budget | None = None) -> dict[str, float]:
         """Valid lower bounds on min :math:`R_\\lambda` (docs/explanation/box_selection.md):
         the reduction constant (losses ≥ 0 ... for squared/Poisson the data term is ≥ C);
         for squared loss the best fit with ≤ 2^k levels (ridge dropped, ≥ 0), and on one
@@ -308,7 +325,7 @@ class BoxSelectionCIP:
             w_neg = np.bincount(cells.point_cell[~pos], weights=cells.weight[~pos],
                                 minlength=cells.n_cells).astype(float)
             parts["levels"] = (logistic_levels_bound(w_pos, w_neg, k, self.reg,
-                                                     self.fit_intercept)
+                                                     self.fit_intercept, budget=budget)
                                + cells.constant) / W
             return parts
         if cells.loss != "squared":

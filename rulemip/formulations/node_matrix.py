@@ -20,7 +20,7 @@ from numpy.typing import NDArray
 
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 
-__all__ = ["NodeMatrix", "ensemble_trees", "extract_nodes"]
+__all__ = ["NodeMatrix", "ensemble_trees", "extract_nodes", "scale_columns"]
 
 
 def ensemble_trees(estimator: Any) -> tuple[list[Any], NDArray[np.float64], float]:
@@ -151,6 +151,7 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
         if y.shape[0] != n:
             raise InvalidDataError("X and y have different numbers of rows")
     trees, mult, offset = ensemble_trees(estimator)
+    X32 = X.astype(np.float32)    # once: the trees compare in float32
     blocks: list[sp.csc_matrix] = []
     desc: list[NDArray[np.int64]] = []
     fitted: list[Any] = []
@@ -166,7 +167,7 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
     for t, est in enumerate(trees):
         tr = est.tree_
         k = tr.node_count
-        ind = sp.csc_matrix(est.decision_path(X.astype(np.float32)), dtype=float)
+        ind = sp.csc_matrix(est.decision_path(X32), dtype=float)
         blocks.append(ind)
         left, right = tr.children_left, tr.children_right
         par = np.full(k, -1)
@@ -207,7 +208,7 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
         ups.append(up)
         leaf.append(left == -1)
         base += k
-    reach = sp.hstack(blocks, format="csc")
+    reach = _stack_columns(blocks, n)
     fit_all = np.concatenate(fitted)
     if node_values == "mean":
         assert y is not None
@@ -216,9 +217,35 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
         mu = np.divide(sums, counts, out=np.zeros_like(sums), where=counts > 0)
     else:
         mu = fit_all
-    M = sp.csc_matrix(reach @ sp.diags(mu))
+    M = scale_columns(reach, mu)
     return NodeMatrix(M=M, reach=reach, mu=mu, fitted=fit_all, tree=np.concatenate(tid),
                       node=np.concatenate(nid), depth=np.concatenate(depth),
                       n_features=np.concatenate(nfeat), parent=np.concatenate(parent),
                       lower=np.vstack(lows), upper=np.vstack(ups), descendants=tuple(desc),
                       is_leaf=np.concatenate(leaf), multipliers=mult, offset=offset)
+
+
+def _stack_columns(blocks: list[sp.csc_matrix], n: int) -> sp.csc_matrix:
+    """``sp.hstack(blocks, format="csc")`` by concatenating the arrays (scipy's stack took
+    2.3 s for 40 million entries: 100 trees on 100 000 rows)."""
+    if not blocks:
+        return sp.csc_matrix((n, 0))
+    nnz = np.cumsum([0] + [b.nnz for b in blocks[:-1]])
+    indptr = np.concatenate([np.asarray(blocks[0].indptr[:1], dtype=np.int64)] + [
+        np.asarray(b.indptr[1:], dtype=np.int64) + off for b, off in zip(blocks, nnz,
+                                                                         strict=True)])
+    indices = np.concatenate([b.indices for b in blocks])
+    data = np.concatenate([b.data for b in blocks])
+    return sp.csc_matrix((data, indices, indptr), shape=(n, sum(b.shape[1] for b in blocks)))
+
+
+def scale_columns(A: sp.csc_matrix, scale: NDArray[np.float64]) -> sp.csc_matrix:
+    """``A @ diag(scale)`` without the entries it makes zero, as scipy's product gives it,
+    in O(nnz) (the product took 2.5 s on 40 million entries)."""
+    A = sp.csc_matrix(A)
+    out = sp.csc_matrix((A.data * np.repeat(np.asarray(scale, dtype=float),
+                                            np.diff(A.indptr)),
+                         A.indices.copy(), A.indptr.copy()), shape=A.shape)
+    out.eliminate_zeros()
+    return out
+

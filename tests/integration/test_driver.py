@@ -118,6 +118,38 @@ def test_an_expired_budget_stops_a_build_that_asks_it() -> None:
                                            for n in res.notes)
 
 
+@pytest.mark.parametrize("checks_before_expiry", [0, 1, 2])
+def test_an_expired_budget_stops_the_column_generation_build(checks_before_expiry) -> None:
+    """Column generation's build asks the budget before the cell reduction, after it and
+    before the search space (each O(n d) or more; issue 38, item 8): expired at any of
+    them, nothing is built, searched or claimed."""
+    from rulemip.algorithms.krule.column_generation import ColumnGeneration
+    from rulemip.budget import use_clock
+
+    ds = _data()
+    calls = [0]
+
+    def clock() -> float:       # check 1 creates the budget, the solve's coerce is none
+        calls[0] += 1
+        return 0.0 if calls[0] <= 1 + checks_before_expiry else 1e9
+
+    reduced: list[int] = []
+    cg = ColumnGeneration(Language(2), reg=0.01, max_thresholds=2)
+    original = cg.cip.reduce
+
+    def reduce(dataset: Dataset) -> Any:
+        reduced.append(1)
+        return original(dataset)
+
+    cg.cip.reduce = reduce  # type: ignore[method-assign]
+    with use_clock(clock):
+        res = solve(cg, ds, budget=Budget.from_time_limit(10.0))
+    assert res.ensemble is None and res.termination is TerminationReason.NO_SOLUTION_FOUND
+    assert res.limit is Limit.TIME
+    assert any("building the column-generation model" in n for n in res.notes)
+    assert reduced == ([] if checks_before_expiry == 0 else [1])
+
+
 def test_a_registered_factory_receives_the_problem() -> None:
     """The registry maps a name to ``factory(problem) -> Formulation``: the factory gets
     the one problem built at the surface, and the named engine's checks (``reg > 0``) run

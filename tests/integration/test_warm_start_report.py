@@ -15,8 +15,12 @@ pytest.importorskip("highspy")
 @pytest.fixture
 def no_warm_start_time(monkeypatch):
     """The warm start's share of the budget is (deterministically) nothing: every rule
-    search of the boosting warm start stops at once."""
+    search of the boosting warm start stops at once (and every round starts: no grace
+    ends, whatever the machine's load)."""
+    from rulemip.boosting import booster
+
     monkeypatch.setattr(fit_plan, "SHARES", fit_plan.FitShares(warm_start=1e-12))
+    monkeypatch.setattr(booster, "ROUND_GRACE", 1e9)
 
 
 def test_a_cut_short_warm_start_says_so(no_warm_start_time):

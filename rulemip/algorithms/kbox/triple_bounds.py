@@ -33,7 +33,7 @@ __all__ = ["LINK", "SPAN_TOL", "may_complete", "offer", "schur", "tails3", "trip
 #: of every rank are searched; an unlinked pair's only if one may complete it with both of
 #: its correlations within ±LINK (< 1/2, so that every such triple's R is positive
 #: definite); docs/explanation/kbox_search.md §6
-LINK = 0.45
+LINK = 0.49
 
 #: a third box whose Schur complement s (its squared distance, normalized, from the span
 #: of the pair) is below this lies in that span: the triple gains what the pair gains

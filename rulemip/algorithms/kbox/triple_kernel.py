@@ -122,8 +122,8 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
                 n_searched -= 1
                 continue
             if not strips_built:
-                first_box_strips(N, K, z, z_order, a, n_a, rho_a, strip_start, strip_z,
-                                 strip_box, strip_rng)
+                first_box_strips(N, K, z, rank, z_order, ra, n_a, rho_a, strip_start,
+                                 strip_z, strip_box, strip_rng)
                 strips_built = True
             unlinked_thirds(bits, N, K, rank, a, b, ra, rb, rab, det2, g2, u1, u2, zb_abs, W,
                             centred, unit, weight, n_a, rho_a, strip_start, strip_z,

@@ -1,9 +1,9 @@
 r"""A first box's third boxes in strips of correlation (docs/explanation/kbox_search.md §6).
 
 For a first box a, every other box c is read once: its intersection weight
-:math:`n_{ac}` with a and its correlation :math:`\rho_{ac}`. The boxes are then grouped
-into strips of :math:`\rho_{ac}` — :data:`STRIPS_IN` over (−LINK, LINK), the boxes
-*unlinked* to a, and :data:`STRIPS_OUT` over each of [−1, −LINK] and [LINK, 1] — each
+:math:`n_{ac}` with a and its correlation :math:`\rho_{ac}`. The boxes of larger rank
+*unlinked* to a — the third boxes of unlinked triples met from a — are then grouped into
+:data:`N_STRIPS` strips of equal width of :math:`\rho_{ac}` over (−LINK, LINK), each
 sorted by z, with the exact ranges over its members of :math:`\rho_{ac}`, :math:`n_{ac}`,
 :math:`m_c = N_c - n_{ac}` (c's weight outside a), :math:`N_c` and :math:`K_c`.
 
@@ -42,8 +42,6 @@ from rulemip.algorithms.kbox.triple_bounds import (
 
 __all__ = [
     "N_STRIPS",
-    "STRIPS_IN",
-    "STRIPS_OUT",
     "first_box_row",
     "first_box_strips",
     "linked_thirds",
@@ -52,14 +50,9 @@ __all__ = [
     "unlinked_thirds",
 ]
 
-#: strips over (−LINK, LINK): the third boxes of unlinked triples
-STRIPS_IN = 16
-
-#: strips over each of [−1, −LINK] and [LINK, 1]
-STRIPS_OUT = 16
-
-#: every strip
-N_STRIPS = STRIPS_IN + 2 * STRIPS_OUT
+#: strips of equal width over (−LINK, LINK): narrower strips leave fewer members between
+#: the tails, more of them cost more tails per pair
+N_STRIPS = 16
 
 #: columns of a strip's ranges (low, high): ρ_ac, n_ac, m_c, N_c, K_c
 RHO, NAC, MC, NC, KC = 0, 2, 4, 6, 8
@@ -67,17 +60,9 @@ RHO, NAC, MC, NC, KC = 0, 2, 4, 6, 8
 
 @njit(cache=True, inline="always")
 def strip_of(rho: float) -> int:
-    """The strip of a correlation (the inner strips hold exactly −LINK < ρ < LINK)."""
-    w_in = 2.0 * LINK / STRIPS_IN
-    w_out = (1.0 - LINK) / STRIPS_OUT
-    if rho <= -LINK:
-        k = int((rho + 1.0) / w_out)
-        return 0 if k < 0 else min(k, STRIPS_OUT - 1)
-    if rho < LINK:
-        k = int((rho + LINK) / w_in)
-        return STRIPS_OUT + (0 if k < 0 else min(k, STRIPS_IN - 1))
-    k = int((rho - LINK) / w_out)
-    return STRIPS_OUT + STRIPS_IN + (0 if k < 0 else min(k, STRIPS_OUT - 1))
+    """The strip of a correlation in (−LINK, LINK)."""
+    k = int((rho + LINK) * (N_STRIPS / (2.0 * LINK)))
+    return 0 if k < 0 else min(k, N_STRIPS - 1)
 
 
 @njit(cache=True, nogil=True)
@@ -111,12 +96,13 @@ def first_box_row(bits: np.ndarray, N: np.ndarray, K: np.ndarray, rank: np.ndarr
 
 
 @njit(cache=True, nogil=True)
-def first_box_strips(N: np.ndarray, K: np.ndarray, z: np.ndarray, z_order: np.ndarray,
-                     a: int, n_a: np.ndarray, rho_a: np.ndarray, strip_start: np.ndarray,
-                     strip_z: np.ndarray, strip_box: np.ndarray, strip_rng: np.ndarray
-                     ) -> None:
-    r"""Every box but a in its strip of :math:`\rho_{ax}` (:func:`strip_of`; ``n_a``,
-    ``rho_a`` from :func:`first_box_row`): strip k is
+def first_box_strips(N: np.ndarray, K: np.ndarray, z: np.ndarray, rank: np.ndarray,
+                     z_order: np.ndarray, ra: int, n_a: np.ndarray, rho_a: np.ndarray,
+                     strip_start: np.ndarray, strip_z: np.ndarray, strip_box: np.ndarray,
+                     strip_rng: np.ndarray) -> None:
+    r"""Every box of rank above ``ra`` (the first box's) unlinked to it in its strip of
+    :math:`\rho_{ax}` (:func:`strip_of`; ``n_a``, ``rho_a`` from :func:`first_box_row`):
+    strip k is
     ``strip_box[strip_start[k]:strip_start[k+1]]``, by increasing z (``strip_z``;
     ``z_order``: every box by increasing z), ``strip_rng[k]`` its ranges (module
     docstring). Built at a first box's first unlinked pair that needs third boxes."""
@@ -129,14 +115,14 @@ def first_box_strips(N: np.ndarray, K: np.ndarray, z: np.ndarray, z_order: np.nd
             strip_rng[k, j] = math.inf
             strip_rng[k, j + 1] = -math.inf
     for x in range(n):
-        if x != a:
+        if rank[x] > ra and -LINK < rho_a[x] < LINK:
             strip_start[strip_of(rho_a[x]) + 1] += 1
     for k in range(m):
         strip_start[k + 1] += strip_start[k]
     fill = strip_start[:m].copy()
     for i in range(n):
         x = z_order[i]
-        if x == a:
+        if rank[x] <= ra or not -LINK < rho_a[x] < LINK:
             continue
         k = strip_of(rho_a[x])
         strip_z[fill[k]] = z[x]
@@ -198,7 +184,7 @@ def unlinked_thirds(bits: np.ndarray, N: np.ndarray, K: np.ndarray, rank: np.nda
                     counts: np.ndarray) -> None:
     r"""The third boxes c of the unlinked pair (a, b) that complete an unlinked triple: c of
     larger rank than b (so :math:`|z_c| \le |z_b|`), :math:`|\rho_{ac}|, |\rho_{bc}| <`
-    LINK — the inner strips, z within ±|z_b|. Per strip, the members strictly between the
+    LINK — a's strips, z within ±|z_b|. Per strip, the members strictly between the
     tails of the rectangle (its ρ_ac range × :func:`strip_bc_range` cut to ±LINK) gain less
     than the incumbent and are skipped unread; each other one is tested at its own ρ_ac
     with :func:`rho_bc_range` and, if it may still complete the pair, scored from its
@@ -210,7 +196,7 @@ def unlinked_thirds(bits: np.ndarray, N: np.ndarray, K: np.ndarray, rank: np.nda
     checked = 0
     scored = 0
     searched = 0
-    for k in range(STRIPS_OUT, STRIPS_OUT + STRIPS_IN):
+    for k in range(N_STRIPS):
         s0 = strip_start[k]
         s1 = strip_start[k + 1]
         if s0 == s1:

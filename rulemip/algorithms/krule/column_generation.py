@@ -164,6 +164,8 @@ class ColumnGeneration:
     """
 
     engine = "cg"
+    #: :meth:`build_model` takes the fit's budget (rulemip.algorithms.solve.driver)
+    budgeted_build = True
 
     def __init__(self, language: Language, *, loss: str = "squared", reg: float = 1e-3,
                  max_thresholds: int | None = None, max_columns: int = 2_000,
@@ -185,15 +187,20 @@ class ColumnGeneration:
         return set(PERSISTENT_MASTER_NEEDS)
 
     def build_model(self, dataset: Dataset, *, backend: SolverBackend | None = None,
-                    native: bool = True, warm_start: RuleEnsemble | None = None
-                    ) -> ColumnGenerationModel:
+                    native: bool = True, warm_start: RuleEnsemble | None = None,
+                    budget: Budget | None = None) -> ColumnGenerationModel:
         """Cells, the working set (seeded with the warm start's rules) and the search
-        space of the pricing."""
+        space of the pricing; :class:`~rulemip.budget.BudgetExpired` between these steps
+        once ``budget`` is spent (each is O(n d) to O(n d log n): 0.5 s on 100 000 × 20)."""
+        clock = Budget.coerce(budget, None)
+        clock.check("building the column-generation model (before the cell reduction)")
         cells = self.cip.reduce(dataset)
+        clock.check("building the column-generation model (after the cell reduction)")
         work = WorkingSet(cells, self.language)
         if warm_start is not None:
             for rule in warm_start.rules:
                 work.add_bounds(*_rule_bounds(rule, dataset.d))
+        clock.check("building the column-generation model (before the search space)")
         space = SearchSpace.build(dataset.X, thresholds=cells.thresholds)
         return ColumnGenerationModel(self.cip, dataset, cells, work, space)
 
@@ -461,7 +468,7 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
     # the search's bound is the proof: the combinatorial bounds (the levels DP costs
     # seconds on thousands of cells) only when it did not finish
     prob = cip.problem_over(dataset, cells, one.candidate_boxes(),
-                            combinatorial=found is None or not found.certified)
+                            combinatorial=found is None or not found.certified, budget=budget)
     z = np.ones(1) if admissible else np.zeros(prob.n_boxes)
     if found is None:
         lb = prob.decode(z)[1]

@@ -142,7 +142,7 @@ class _Pricer:
         self.callback, self.clock = callback, clock
         #: exact pricing is the formulation's :class:`PricingHook` on its built model
         self.pricing, self.built = pricing, built
-        self.prob = cip.problem_over(dataset, cells, work.candidate_boxes())
+        self.prob = cip.problem_over(dataset, cells, work.candidate_boxes(), budget=clock)
         self.bound = max(self.prob.bound, bound)
         self.z = np.zeros(len(work))
         self.cuts: list[FloatArray] = []

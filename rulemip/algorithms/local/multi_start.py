@@ -82,19 +82,31 @@ def threshold_tree_rules(problem: KRuleProblem, n_leaves: int, *,
             if max_rule_length is not None and restricted >= max_rule_length and \
                     not (np.isfinite(lo[j]) or np.isfinite(hi[j])):
                 continue
+            ts = np.asarray(thresholds[j], dtype=float)
+            ts = ts[(lo[j] < ts) & (ts < hi[j])]
+            if not len(ts):
+                continue
+            # the sums left of every threshold from cumulative sums along the sorted
+            # feature: O(n log n + m) a feature, not O(n m) (with every midpoint of
+            # 100 000 rows, 10^10 operations a feature ran a minute past the budget)
             xj = X[rows, j]
-            for t in thresholds[j]:
-                if not lo[j] < t < hi[j]:
-                    continue
-                left = xj <= t
-                wl = float(ww[left].sum())
-                wr = total_w - wl
-                if wl <= 0 or wr <= 0:
-                    continue
-                sl = float(wy[left].sum())
-                gain = sl * sl / wl + (total_s - sl) ** 2 / wr - total_s * total_s / total_w
-                if gain > best[0] * (1 + 1e-12) + 1e-15:
-                    best = (gain, j, float(t))
+            order = np.argsort(xj, kind="stable")
+            cw = np.concatenate([[0.0], np.cumsum(ww[order])])
+            cs = np.concatenate([[0.0], np.cumsum(wy[order])])
+            pos = np.searchsorted(xj[order], ts, side="right")   # rows with x_j <= t
+            wl, sl = cw[pos], cs[pos]
+            wr = total_w - wl
+            ok = (wl > 0) & (wr > 0)
+            gain = np.full(len(ts), -np.inf)
+            gain[ok] = sl[ok] ** 2 / wl[ok] + (total_s - sl[ok]) ** 2 / wr[ok] \
+                - total_s * total_s / total_w
+            # the threshold order's rule (a gain replaces the best only when it beats it
+            # by the tolerance): only a gain above every earlier one of the feature can
+            # (a lower one lost to, or tied with, that earlier one)
+            prev = np.concatenate([[-np.inf], np.maximum.accumulate(gain)[:-1]])
+            for i in np.flatnonzero(gain > prev):
+                if gain[i] > best[0] * (1 + 1e-12) + 1e-15:
+                    best = (float(gain[i]), j, float(ts[i]))
         return best
 
     while len(leaves) < n_leaves:

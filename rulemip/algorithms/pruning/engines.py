@@ -196,25 +196,23 @@ class PerspectivePruning:
 
     engine = "perspective"
 
-    def __init__(self, node_iterations: int = 60, **settings: Any) -> None:
+    def __init__(self, node_iterations: int = 300, **settings: Any) -> None:
         self.node_iterations = int(node_iterations)
 
     def search(self, built: PruningProblem, *, solver: Any, budget: Budget, mip_gap: float,
                callback: Callback | None) -> SearchOutcome:
         from threadpoolctl import threadpool_limits
 
-        from rulemip.algorithms.pruning.exact import local_search_prune
+        from rulemip.algorithms.pruning.exact import local_search_improver, local_search_prune
         from rulemip.algorithms.pruning.perspective_bnb import perspective_bnb
 
-        def improve(S: Any) -> Any:
-            z, _ = local_search_prune(built.nodes, built.y, built.max_cost,
-                                      attribute=built.attribute, gamma=built.gamma,
-                                      z=built.point(S))
-            return np.flatnonzero(z > 0.5)
-
         with threadpool_limits(limits=1, user_api="blas"):
+            improve = local_search_improver(built.nodes, built.y, built.max_cost,
+                                            attribute=built.attribute, gamma=built.gamma,
+                                            budget=budget)
             z0, _ = local_search_prune(built.nodes, built.y, built.max_cost,
-                                       attribute=built.attribute, gamma=built.gamma)
+                                       attribute=built.attribute, gamma=built.gamma,
+                                       budget=budget)
             res = perspective_bnb(built.nodes, built.y, built.max_cost,
                                   attribute=built.attribute, gamma=built.gamma,
                                   budget=budget, mip_gap=float(mip_gap),

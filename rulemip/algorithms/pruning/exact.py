@@ -49,6 +49,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -72,7 +73,8 @@ from rulemip.solvers.base import PERSISTENT_MASTER_NEEDS, SolverBackend, resolve
 from rulemip.solvers.result import TerminationReason
 from rulemip.solvers.status import tolerance_as_gap
 
-__all__ = ["clique_pruning_model", "greedy_prune", "local_search_prune", "prune_exact"]
+__all__ = ["clique_pruning_model", "greedy_prune", "local_search_improver", "local_search_prune",
+           "prune_exact"]
 
 _GAP_FACTOR = 0.25  # masters are solved to this fraction of the outer gap
 #: share of the budget the LP relaxation's outer approximation may use before the integer
@@ -161,13 +163,21 @@ class _Conflicts:
         return np.asarray(self.C[:, [i]].toarray()).ravel()
 
 
+def _spent(budget: Budget | None) -> bool:
+    return budget is not None and budget.expired()
+
+
 def _greedy_exact(orc: PruningOracle, conf: _Conflicts, a: FloatArray,
-                  K: float) -> SelectionState:
-    """Add the feasible node of largest exact gain per unit cost while q decreases."""
+                  K: float, budget: Budget | None = None) -> SelectionState:
+    """Add the feasible node of largest exact gain per unit cost while q decreases (and
+    ``budget`` lasts: each step computes every gain, O(nnz) — 0.2 s on 40 million
+    entries)."""
     st = orc.state(np.zeros(0, dtype=np.int64))
     cnt = np.zeros(orc.n_nodes)
     used = 0.0
     while True:
+        if _spent(budget):
+            return st
         gains = orc.add_gains(st)
         ok = (cnt == 0) & (used + a <= K + 1e-9) & (gains > 1e-12 * max(st.value, 1e-300))
         if not ok.any():
@@ -182,11 +192,16 @@ def _greedy_exact(orc: PruningOracle, conf: _Conflicts, a: FloatArray,
 
 
 def _local_search(orc: PruningOracle, conf: _Conflicts, a: FloatArray, K: float,
-                  st: SelectionState, max_moves: int = 50) -> list[SelectionState]:
+                  st: SelectionState, max_moves: int = 50,
+                  budget: Budget | None = None) -> list[SelectionState]:
     """Best-improvement add/swap local search from ``st``; returns the states visited
-    after ``st`` (each strictly better than the previous one)."""
+    after ``st`` (each strictly better than the previous one). A spent ``budget`` ends
+    it between two gain computations (a move is up to K + 1 of them), the move under
+    way not taken."""
     visited: list[SelectionState] = []
     for _ in range(max_moves):
+        if _spent(budget):
+            break
         used = float(a[st.S].sum())
         cnt = conf.count(st.S)
         tol = 1e-10 * max(abs(st.value), 1.0)
@@ -198,6 +213,8 @@ def _local_search(orc: PruningOracle, conf: _Conflicts, a: FloatArray, K: float,
             if st.value - gains[j] < best_val:
                 best_val, best_move = st.value - gains[j], (-1, j)
         for k, i in enumerate(st.S):
+            if _spent(budget):
+                return visited
             sub = orc.without(st, k)
             g2 = orc.add_gains(sub)
             ok2 = (cnt - conf.column(int(i)) == 0) & (used - a[i] + a <= K + 1e-9)
@@ -240,19 +257,40 @@ def _neighbours(orc: PruningOracle, conf: _Conflicts, a: FloatArray, K: float,
 
 def local_search_prune(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
                        attribute: str = "rule", gamma: float = 1.0,
-                       z: FloatArray | None = None) -> tuple[FloatArray, float]:
-    """Exact-gain greedy (or the binary ``z``) improved by add/swap local search.
+                       z: FloatArray | None = None,
+                       budget: Budget | None = None) -> tuple[FloatArray, float]:
+    """Exact-gain greedy (or the binary ``z``) improved by add/swap local search, both
+    stopped by ``budget`` (None: unlimited) between two gain computations.
 
     Returns the 0/1 selection and its value q; a heuristic (no bound).
     """
     orc = PruningOracle(nodes.M, y, gamma)
     conf = _Conflicts(nodes)
     a = nodes.attribute(attribute)  # type: ignore[arg-type]
-    st = (_greedy_exact(orc, conf, a, float(max_cost)) if z is None
+    st = (_greedy_exact(orc, conf, a, float(max_cost), budget) if z is None
           else orc.state(np.flatnonzero(np.asarray(z) > 0.5)))
-    seq = _local_search(orc, conf, a, float(max_cost), st)
+    seq = _local_search(orc, conf, a, float(max_cost), st, budget=budget)
     best = seq[-1] if seq else st
     return orc.point(best.S), best.value
+
+
+def local_search_improver(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
+                          attribute: str = "rule", gamma: float = 1.0,
+                          budget: Budget | None = None) -> Callable[[IntArray], IntArray]:
+    """The add/swap local search of :func:`local_search_prune` as a function from a
+    feasible selection (node indices) to the improved one, its oracle and conflict
+    matrix built once (a branch and bound calls it many times); a spent ``budget`` ends
+    it between two gain computations."""
+    orc = PruningOracle(nodes.M, y, gamma)
+    conf = _Conflicts(nodes)
+    a = nodes.attribute(attribute)  # type: ignore[arg-type]
+
+    def improve(S: IntArray) -> IntArray:
+        st = orc.state(np.asarray(S, dtype=np.int64))
+        seq = _local_search(orc, conf, a, float(max_cost), st, budget=budget)
+        return np.asarray((seq[-1] if seq else st).S, dtype=np.int64)
+
+    return improve
 
 
 def prune_exact(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
@@ -380,11 +418,11 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, max_cost: float, attribute: s
     cand = np.flatnonzero((a <= K + 1e-9) & (single > 0))
     top = cand[np.argsort(-single[cand], kind="stable")[:n_single]]
     start.extend(orc.point(np.array([i])) for i in top)
-    greedy = _greedy_exact(orc, conf, a, K)
+    greedy = _greedy_exact(orc, conf, a, K, clock)
     start.append(orc.point(greedy.S))
     best = greedy
     if local_search:
-        seq = _local_search(orc, conf, a, K, greedy)
+        seq = _local_search(orc, conf, a, K, greedy, budget=clock)
         start.extend(orc.point(s.S) for s in seq)
         best = seq[-1] if seq else greedy
     if n_neighbours > 0 and best.S.size:
@@ -401,7 +439,7 @@ def _prune_exact(nodes: NodeMatrix, y: FloatArray, max_cost: float, attribute: s
 
     def local_search_hook(zh: FloatArray) -> list[FloatArray]:
         return [orc.point(st.S) for st in _local_search(
-            orc, conf, a, K, orc.state(np.flatnonzero(zh > 0.5)))]
+            orc, conf, a, K, orc.state(np.flatnonzero(zh > 0.5)), budget=clock)]
 
     def seed_cuts(oa: OuterApproximation) -> None:
         for z, v, g in first:

@@ -30,6 +30,7 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.sparse as sp
 from numba import njit
 from numpy.typing import NDArray
 
@@ -41,7 +42,7 @@ from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
 
 __all__ = ["FREE", "IN", "OUT", "NodeRelaxation", "PerspectiveProblem", "knapsack_dp",
-           "node_relaxation"]
+           "knapsack_with_each", "node_relaxation"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
@@ -70,10 +71,13 @@ def _combine(ids: IntArray, f: FloatArray, split: IntArray, acc: FloatArray,
 
 
 @njit(cache=True)
-def _dp(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], capacity: int,
-        post: IntArray, child_ptr: IntArray, child_idx: IntArray, roots: IntArray
-        ) -> tuple[float, NDArray[np.bool_]]:  # pragma: no cover - compiled
-    C = capacity
+def _tables(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], C: int,
+            post: IntArray, child_ptr: IntArray, child_idx: IntArray
+            ) -> tuple[FloatArray, IntArray, NDArray[np.bool_], NDArray[np.bool_]
+                       ]:  # pragma: no cover - compiled
+    """The recurrence bottom-up: ``f[i, c]`` the best profit in the subtree of i within
+    capacity c obeying the fixings, ``split`` and ``take`` to trace it back, ``forced[i]``
+    a node fixed IN at or below i."""
     m = profit.shape[0]
     f = np.empty((m, C + 1))
     split = np.zeros((m, C + 1), dtype=np.int64)
@@ -100,6 +104,18 @@ def _dp(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], capacity: 
             else:
                 f[i, c] = profit[i]
                 take[i, c] = True
+    return f, split, take, forced
+
+
+@njit(cache=True)
+def _dp(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], capacity: int,
+        post: IntArray, child_ptr: IntArray, child_idx: IntArray, roots: IntArray
+        ) -> tuple[float, NDArray[np.bool_]]:  # pragma: no cover - compiled
+    C = capacity
+    m = profit.shape[0]
+    f, split, take, _ = _tables(profit, cost, status, C, post, child_ptr, child_idx)
+    acc = np.empty(C + 1)
+    new = np.empty(C + 1)
     _combine(roots, f, split, acc, new)
     total = acc[C]
     z = np.zeros(m, dtype=np.bool_)
@@ -128,6 +144,68 @@ def _dp(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], capacity: 
             top += 1
             c -= t
     return total, z
+
+
+@njit(cache=True)
+def _maxplus(a: FloatArray, b: FloatArray, out: FloatArray) -> None:  # pragma: no cover
+    """``out(c) = max_{t ≤ c} a(c − t) + b(t)`` (capacities shared by two parts)."""
+    for c in range(out.shape[0]):
+        best = -np.inf
+        for t in range(c + 1):
+            v = a[c - t] + b[t]
+            if v > best:
+                best = v
+        out[c] = best
+
+
+@njit(cache=True)
+def _with_each(profit: FloatArray, cost: IntArray, status: NDArray[np.int8], C: int,
+               post: IntArray, child_ptr: IntArray, child_idx: IntArray, roots: IntArray
+               ) -> FloatArray:  # pragma: no cover - compiled
+    """``best[i]`` = the recurrence's maximum over the selections that contain i (and obey
+    the fixings), for every free node i at once; ``-inf`` where there is none (a node
+    fixed IN at, above or below it, or too costly). Top-down:
+    ``g[i, c]`` is the best profit outside i's subtree and i's ancestors within capacity c
+    — the other roots' (or the parent's g and the siblings') tables combined, through
+    prefix and suffix products of the max-plus convolution."""
+    m = profit.shape[0]
+    f, _, _, forced = _tables(profit, cost, status, C, post, child_ptr, child_idx)
+    g = np.empty((m, C + 1))
+    best = np.full(m, -np.inf)
+    above = np.zeros(m, dtype=np.bool_)  # a node fixed IN above
+    tmp = np.empty(C + 1)
+    # the roots: outside a root is every other root
+    k = roots.shape[0]
+    pre = np.zeros((k + 1, C + 1))
+    suf = np.zeros((k + 1, C + 1))
+    for e in range(k):
+        _maxplus(pre[e], f[roots[e]], pre[e + 1])
+    for e in range(k - 1, -1, -1):
+        _maxplus(suf[e + 1], f[roots[e]], suf[e])
+    for e in range(k):
+        _maxplus(pre[e], suf[e + 1], g[roots[e]])
+    for q in range(post.shape[0] - 1, -1, -1):  # parents before their children
+        i = post[q]
+        if status[i] == 0 and not forced[i] and not above[i] and cost[i] <= C:
+            best[i] = profit[i] + g[i, C - cost[i]]
+        lo, hi = child_ptr[i], child_ptr[i + 1]
+        for e in range(lo, hi):
+            above[child_idx[e]] = above[i] or status[i] == 1
+        d = hi - lo
+        if d == 0:
+            continue
+        pre = np.empty((d + 1, C + 1))
+        suf = np.empty((d + 1, C + 1))
+        pre[0] = g[i]  # outside i, then the siblings before
+        suf[d] = 0.0
+        for e in range(d):
+            _maxplus(pre[e], f[child_idx[lo + e]], pre[e + 1])
+        for e in range(d - 1, -1, -1):
+            _maxplus(suf[e + 1], f[child_idx[lo + e]], suf[e])
+        for e in range(d):
+            _maxplus(pre[e], suf[e + 1], tmp)
+            g[child_idx[lo + e]] = tmp
+    return best
 
 
 @dataclass(frozen=True)
@@ -166,9 +244,25 @@ def knapsack_dp(profit: FloatArray, cost: IntArray, capacity: int, forest: Fores
                int(capacity), forest.post, forest.child_ptr, forest.child_idx, forest.roots)
 
 
+def knapsack_with_each(profit: FloatArray, cost: IntArray, capacity: int,
+                       forest: ForestArrays, status: NDArray[np.int8] | None = None
+                       ) -> FloatArray:
+    r"""For every free node i, :func:`knapsack_dp`'s maximum over the selections that
+    contain i (the value with i fixed IN, :meth:`PerspectiveProblem.propagate`);
+    ``-inf`` for nodes that are not free, above or below a node fixed IN, costlier than
+    the capacity, or when no selection obeys the fixings. One top-down pass after the
+    bottom-up one, O(m·C²) like a single dynamic program."""
+    m = profit.shape[0]
+    st = np.zeros(m, dtype=np.int8) if status is None else np.asarray(status, dtype=np.int8)
+    return _with_each(np.asarray(profit, dtype=float), np.asarray(cost, dtype=np.int64), st,
+                      int(capacity), forest.post, forest.child_ptr, forest.child_idx,
+                      forest.roots)
+
+
 class PerspectiveProblem:
     """CIP (2) with what the dual bound needs: the oracle, integer costs, the capacity
-    and the forest arrays (module docstring)."""
+    and the forest arrays (module docstring). ``nodes`` is the node matrix it was built
+    from (``None`` for a :meth:`restricted` problem)."""
 
     def __init__(self, nodes: NodeMatrix, y: FloatArray, max_cost: float, attribute: str,
                  gamma: float) -> None:
@@ -176,13 +270,68 @@ class PerspectiveProblem:
         if np.any(a < 0) or not np.allclose(a, np.round(a)):
             raise InvalidParameterError("the perspective bound needs non-negative integer "
                                         "node costs.")
-        self.nodes = nodes
-        self.cip = TreePruningCIP(nodes.M, y, gamma)
-        self.cost = np.round(a).astype(np.int64)
-        self.capacity = math.floor(float(max_cost) + 1e-9)
-        self.forest = ForestArrays.of(np.asarray(nodes.parent, dtype=np.int64))
-        self.gamma = float(gamma)
-        self.m = nodes.n_nodes
+        self.nodes: NodeMatrix | None = nodes
+        self._setup(TreePruningCIP(nodes.M, y, gamma), np.round(a).astype(np.int64),
+                    math.floor(float(max_cost) + 1e-9), np.asarray(nodes.parent, np.int64))
+
+    def _setup(self, cip: TreePruningCIP, cost: IntArray, capacity: int,
+               parent: IntArray, offset: float = 0.0) -> None:
+        self.cip = cip
+        #: q of this problem = ``cip``'s q + offset (a :meth:`restricted` problem's rows
+        #: are compressed)
+        self.offset = float(offset)
+        #: Q of the compression (n × K), or None: a dual vector α of the original problem
+        #: is ``Qᵀα`` here, with a bound at least as high (the part of α outside Q's
+        #: range is best at ``y − QQᵀy``, which the offset accounts for)
+        self.row_basis: FloatArray | None = None
+        self.cost = cost
+        self.capacity = int(capacity)
+        self.parent = parent
+        self.forest = ForestArrays.of(parent)
+        self.gamma = cip.gamma
+        self.m = int(parent.shape[0])
+
+    def value(self, z: FloatArray) -> float:
+        """q(z) (the offset included)."""
+        return self.cip.value(z) + self.offset
+
+    def restricted(self, keep: NDArray[np.bool_]) -> PerspectiveProblem:
+        """The problem over the nodes ``keep`` only (the others fixed out for good): the
+        columns and costs of those nodes, each node's parent its nearest kept ancestor —
+        so two kept nodes conflict exactly when they did — and the same γ and capacity.
+        Its selections are the original ones that avoid the dropped nodes, with the same q
+        (node i of the restricted problem is ``np.flatnonzero(keep)[i]``). When fewer
+        nodes than rows are kept, the rows are compressed: with ``M_K = QR`` (thin QR),
+        ``½‖y − M_K w‖² = ½‖Qᵀy − Rw‖² + ½‖y − QQᵀy‖²`` for every w, so the problem
+        with columns R, response Qᵀy and :attr:`offset` ``½‖y − QQᵀy‖²`` has the same
+        q at every z ∈ [0, 1]^K (the ridge and perspective terms do not involve the rows),
+        hence the same relaxation and bounds, at a cost in K instead of n rows."""
+        idx = np.flatnonzero(keep)
+        new_of = np.full(self.m, -1, dtype=np.int64)
+        new_of[idx] = np.arange(idx.shape[0])
+        parent = np.full(idx.shape[0], -1, dtype=np.int64)
+        for k, i in enumerate(idx):
+            a = int(self.parent[i])
+            while a >= 0 and new_of[a] < 0:
+                a = int(self.parent[a])
+            parent[k] = new_of[a] if a >= 0 else -1
+        sub = object.__new__(PerspectiveProblem)
+        sub.nodes = None
+        M, y, offset = self.cip.M[:, idx], self.cip.y, self.offset
+        if idx.shape[0] < M.shape[0]:
+            Q, R = np.linalg.qr(M.toarray())
+            yq = Q.T @ y
+            M, y, offset = sp.csc_matrix(R), yq, offset + 0.5 * float(np.sum((y - Q @ yq) ** 2))
+        sub._setup(TreePruningCIP(M, y, self.gamma), self.cost[idx], self.capacity, parent,
+                   offset)
+        if M.shape[0] < self.cip.M.shape[0]:
+            sub.row_basis = Q
+        return sub
+
+    def dual_of(self, alpha: FloatArray) -> FloatArray:
+        """A dual vector of the problem this one was restricted from, in this one's rows
+        (:attr:`row_basis`)."""
+        return alpha if self.row_basis is None else self.row_basis.T @ alpha
 
     def dual_bound(self, alpha: FloatArray, status: NDArray[np.int8] | None = None
                    ) -> tuple[float, NDArray[np.bool_]]:
@@ -198,18 +347,64 @@ class PerspectiveProblem:
         best, s = knapsack_dp(c, self.cost, self.capacity, self.forest, status)
         if best == -np.inf:
             return math.inf, s, c
-        value = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha) - 0.5 * self.gamma * best
+        value = (float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha)
+                 - 0.5 * self.gamma * best + self.offset)
         return value - BOUND_MARGIN * max(1.0, abs(value)), s, c
+
+    def fix_by_bound(self, alpha: FloatArray, status: NDArray[np.int8], threshold: float
+                     ) -> tuple[NDArray[np.int8], float]:
+        r"""Reduced-cost fixing at α: a copy of ``status`` in which
+
+        * every free node i whose bound :math:`L_{Z\cap\{z_i=1\}}(\alpha)` (Claim 2 over
+          the selections that contain i, :func:`knapsack_with_each`) reaches ``threshold``
+          is fixed OUT, and then
+        * every free node i of the maximizing selection whose bound
+          :math:`L_{Z\cap\{z_i=0\}}(\alpha)` (one dynamic program with i out) reaches
+          ``threshold`` is fixed IN (:meth:`propagate`) — nodes outside the maximizer
+          cannot: without them the maximum is unchanged;
+
+        and the least bound of the selections so excluded (``inf`` when none is): no
+        selection obeying ``status`` but not the result is below it."""
+        c = np.asarray(self.cip.Mt @ alpha).ravel() ** 2
+        best = knapsack_with_each(c, self.cost, self.capacity, self.forest, status)
+        base = float(alpha @ self.cip.y) - 0.5 * float(alpha @ alpha) + self.offset
+
+        def bound(total: FloatArray) -> FloatArray:
+            value = base - 0.5 * self.gamma * total  # +inf where there is no selection
+            finite = np.isfinite(value)
+            value[finite] -= BOUND_MARGIN * np.maximum(1.0, np.abs(value[finite]))
+            return value
+
+        value = bound(best)
+        fix = (status == FREE) & (value >= threshold)
+        out = status.copy()
+        out[fix] = OUT
+        least = float(value[fix].min()) if fix.any() else math.inf
+        _, s = knapsack_dp(c, self.cost, self.capacity, self.forest, out)
+        for i in np.flatnonzero(s & (out == FREE)):
+            without = out.copy()
+            without[i] = OUT
+            v = float(bound(np.array([knapsack_dp(c, self.cost, self.capacity, self.forest,
+                                                  without)[0]]))[0])
+            if v >= threshold and out[i] == FREE:
+                out = self.propagate(out, int(i))
+                least = min(least, v)
+        return out, least
 
     def propagate(self, status: NDArray[np.int8], i: int) -> NDArray[np.int8]:
         """A copy of ``status`` with node ``i`` fixed IN and its ancestors and descendants
         fixed OUT (the node/descendant rule)."""
         out = status.copy()
-        out[self.nodes.descendants[i]] = OUT
-        p = int(self.nodes.parent[i])
+        ptr, kids = self.forest.child_ptr, self.forest.child_idx
+        stack = list(kids[ptr[i]:ptr[i + 1]])
+        while stack:
+            j = int(stack.pop())
+            out[j] = OUT
+            stack.extend(kids[ptr[j]:ptr[j + 1]])
+        p = int(self.parent[i])
         while p >= 0:
             out[p] = OUT
-            p = int(self.nodes.parent[p])
+            p = int(self.parent[p])
         out[i] = IN
         return out
 
@@ -247,7 +442,7 @@ def _mix(P: IntArray, w: FloatArray, m: int) -> FloatArray:
 
 def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
                     atoms: list[IntArray], weights: FloatArray, *, threshold: float,
-                    rel_tol: float, max_iter: int, budget: Budget,
+                    rel_tol: float, max_iter: int, budget: Budget, gap_share: float = 0.0,
                     lower_bound: float = -math.inf, alpha: FloatArray | None = None
                     ) -> NodeRelaxation:
     r"""Maximize :math:`L_Z(\alpha)` for Z = the selections obeying ``status`` by pairwise
@@ -255,8 +450,13 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
     one) with ``weights``.
 
     Stops once the bound reaches ``threshold`` (the node is pruned), when the relative
-    Frank–Wolfe gap ``(q(z) − bound)/q(z)`` is at most ``rel_tol``, after ``max_iter``
-    iterations, or when ``budget`` runs out (every iteration charges one work unit). The
+    Frank–Wolfe gap ``q(z) − bound`` is at most ``rel_tol·q(z)`` or ``gap_share`` times
+    the distance ``threshold − bound`` (a bound that cannot prune the node need not be
+    more accurate than a share of what separates it from pruning) and q(z) — an upper
+    bound of the relaxation's value, z being in conv Z — is below ``threshold`` (more
+    iterations cannot prune the node; while q(z) ≥ threshold they may, whatever the gap),
+    after ``max_iter`` iterations, or when ``budget`` runs out (every iteration charges one
+    work unit). The
     returned bound is the best :math:`L_Z` seen (at least ``lower_bound``, attained at
     ``alpha``)."""
     cip = problem.cip
@@ -268,7 +468,7 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
     r = RidgeSegment(cip, z, np.zeros(m), 0.0).Ay
     best_alpha = r if alpha is None else alpha
     it, stop = 0, "max_iter"
-    value = 0.5 * float(cip.y @ r)
+    value = 0.5 * float(cip.y @ r) + problem.offset
     while True:
         bound, s, c = problem.dual_bound_and_gains(r, status)
         if bound > lower_bound:
@@ -276,7 +476,8 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
         if lower_bound >= threshold:
             stop = "pruned"
             break
-        if value - lower_bound <= rel_tol * max(abs(value), 1e-12):
+        if value < threshold and value - lower_bound <= max(
+                rel_tol * max(abs(value), 1e-12), gap_share * (threshold - lower_bound)):
             stop = "converged"
             break
         if it >= max_iter:
@@ -301,7 +502,7 @@ def node_relaxation(problem: PerspectiveProblem, status: NDArray[np.int8],
             stop = "stalled"
             break
         r = seg.residual(x)
-        value = 0.5 * float(cip.y @ r)
+        value = 0.5 * float(cip.y @ r) + problem.offset
         w[k] -= t
         if S_new.shape[0] > P.shape[1]:
             P = np.hstack([P, np.full((P.shape[0], S_new.shape[0] - P.shape[1]), m)])

@@ -13,6 +13,14 @@ the warm starts (CBCD, relax-and-round, greedy with local search) seed the incum
 and the root starts from its support, so that α = the incumbent's residual is the first
 bound.
 
+Reduced-cost fixing: after a node's relaxation, every free node whose bound with it
+selected (one top-down pass for all nodes) reaches the pruning threshold is fixed out, and
+every node of the dual maximizer whose bound without it does is fixed in; the excluded
+selections are closed with the least such bound. When the root's fixings leave at most
+half of the nodes, the whole search continues on the problem restricted to those (its
+dynamic programs and gains cost in proportion; on friedman1 100 trees of depth 5 at
+γn = 1, 79 of 5 326 nodes are left).
+
 Branching: the most fractional free node of the relaxed point (on friedman1 at γn = 10,
 3 000 Frank–Wolfe iterations: bound 106.26 against 106.07 for the largest fractional
 value; ``IN`` child first on ties). The proved bound at any moment is the least of the
@@ -54,6 +62,11 @@ MAX_ATOMS = 64
 _FRACTIONAL = 1e-6
 #: nodes after which a new rounding is improved by the local search whatever its value
 IMPROVE_EVERY = 3
+#: the longest spacing of the periodic local search
+MAX_IMPROVE_EVERY = 48
+#: the root's fixings restrict the whole search to the nodes left when at most this
+#: share of the nodes is left
+RESTRICT_SHARE = 0.5
 
 
 @dataclass
@@ -92,7 +105,9 @@ class _Search:
 
     def __init__(self, problem: PerspectiveProblem, budget: Budget, mip_gap: float,
                  callback: Any, improve: Callable[[IntArray], IntArray] | None) -> None:
-        self.p = problem
+        self.p = problem  # the problem the relaxations see (restricted after the root)
+        self.full = problem  # the original problem (the incumbents' indices)
+        self.index = np.arange(problem.m)  # node k of ``p`` is node ``index[k]`` of ``full``
         self.improve = improve
         self.budget = budget
         self.mip_gap = mip_gap
@@ -108,21 +123,24 @@ class _Search:
         self.history: list[tuple[float, int, float, float]] = []
         self.seen: set[bytes] = set()
         self.last_improve = -IMPROVE_EVERY
+        self.improve_every = IMPROVE_EVERY  # doubles after each periodic local search
+        # that does not improve the incumbent, back to IMPROVE_EVERY when one does
         self.root_done = False  # before the root's bound, only q ≥ 0 is proved
+        self.notes: list[str] = []
 
     def threshold(self) -> float:
         return self.best_value - self.mip_gap * abs(self.best_value)
 
     def offer(self, S: IntArray) -> float:
-        """Evaluate the selection ``S`` (feasible) and keep it if it improves; its q
-        (``inf`` when it was met before)."""
+        """Evaluate the selection ``S`` (feasible, indices of the original problem) and
+        keep it if it improves; its q (``inf`` when it was met before)."""
         key = np.sort(S).tobytes()
         if key in self.seen:
             return math.inf
         self.seen.add(key)
-        z = np.zeros(self.p.m)
+        z = np.zeros(self.full.m)
         z[S] = 1.0
-        value = self.p.cip.value(z)
+        value = self.full.cip.value(z)
         if value < self.best_value:
             self.best_value, self.best_S = value, np.sort(S)
             self.report()
@@ -163,26 +181,68 @@ class _Search:
         best selection known at γn = 10)."""
         p = self.p
         _, s = p.dual_bound(rel.alpha, status)
-        self.offer(np.flatnonzero(s))
+        self.offer(self.index[np.flatnonzero(s)])
         zeta = np.where(rel.z > 1e-9, rel.z, 0.0)
         _, s = knapsack_dp(zeta, p.cost, p.capacity, p.forest, status)
-        S = np.flatnonzero(s)
+        S = self.index[np.flatnonzero(s)]
         value = self.offer(S)
         promising = value <= 2 * self.best_value - self.lower_bound()
-        if self.improve is not None and math.isfinite(value) and (
-                promising or self.explored >= self.last_improve + IMPROVE_EVERY):
+        due = self.explored >= self.last_improve + self.improve_every
+        if self.improve is not None and math.isfinite(value) and (promising or due):
             self.last_improve = self.explored
+            before = self.best_value
             self.offer(np.asarray(self.improve(S), dtype=np.int64))
+            if self.best_value < before:
+                self.improve_every = IMPROVE_EVERY
+            elif due and not promising:
+                self.improve_every = min(2 * self.improve_every, MAX_IMPROVE_EVERY)
+
+    def fix(self, status: NDArray[np.int8], rel: NodeRelaxation) -> NDArray[np.int8]:
+        """Reduced-cost fixing at the node's best α
+        (:meth:`~rulemip.algorithms.pruning.perspective.PerspectiveProblem.fix_by_bound`):
+        the fixed nodes' subtrees are closed with their bound, and the atoms that use a
+        fixed node dropped from ``rel``."""
+        fixed, least = self.p.fix_by_bound(rel.alpha, status, self.threshold())
+        self.close(least)
+        if least < math.inf:
+            keep = [k for k, S in enumerate(rel.atoms) if not np.any(fixed[S] == OUT)]
+            rel.atoms = [rel.atoms[k] for k in keep]
+            rel.weights = rel.weights[keep]
+        return fixed
+
+    def restrict(self, root: _Open, rel: NodeRelaxation) -> None:
+        """After the root's fixings, continue on the problem restricted to the nodes not
+        fixed out (:meth:`~rulemip.algorithms.pruning.perspective.PerspectiveProblem.
+        restricted`) when at most :data:`RESTRICT_SHARE` of them are left: the dynamic
+        programs and gains then cost in proportion to those. ``root`` and ``rel`` are
+        mapped to the restricted indices."""
+        keep = root.status != OUT
+        if keep.sum() > RESTRICT_SHARE * self.p.m:
+            return
+        new_of = np.full(self.p.m, -1, dtype=np.int64)
+        new_of[keep] = np.arange(int(keep.sum()))
+        self.notes.append(f"restricted to {int(keep.sum())} of {self.p.m} nodes by the "
+                          "root's fixings")
+        self.p = self.p.restricted(keep)
+        rel.alpha = self.p.dual_of(rel.alpha)
+        self.index = self.index[keep]
+        root.status = root.status[keep]
+        rel.atoms = [new_of[S] for S in rel.atoms]
+        rel.z = rel.z[keep]
 
     def branch(self, parent: _Open, rel: NodeRelaxation) -> None:
         """Two children on the most fractional free node (a free node in the point's
-        support when it is integral); none when no free node is left."""
+        support when it is integral); none when no free node is left — unless the point
+        uses nodes fixed out since it was computed: then the node is queued again."""
         status = parent.status
         free = status == FREE
         frac = free & (rel.z > _FRACTIONAL) & (rel.z < 1.0 - _FRACTIONAL)
         cand = frac if frac.any() else free & (rel.z > _FRACTIONAL)
         if not cand.any():
-            self.close(rel.lower_bound)
+            if np.any(rel.z[status == OUT] > _FRACTIONAL):  # on nodes fixed since: again
+                self.push(rel.lower_bound, status, rel.atoms, rel.weights, rel.alpha)
+            else:
+                self.close(rel.lower_bound)
             return
         i = int(np.argmax(np.where(cand, np.minimum(rel.z, 1.0 - rel.z), -1.0)))
         order = np.argsort(-rel.weights)[:MAX_ATOMS]
@@ -201,8 +261,9 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
                     budget: Budget | None = None, mip_gap: float = 1e-4,
                     warm_starts: list[IntArray] | None = None,
                     improve: Callable[[IntArray], IntArray] | None = None, callback: Any = None,
-                    root_iterations: int = 3000, node_iterations: int = 60,
-                    root_tol: float = 1e-4, node_tol: float = 1e-3
+                    root_iterations: int = 3000, node_iterations: int = 300,
+                    root_tol: float = 1e-4, node_tol: float = 1e-5,
+                    node_gap_share: float = 0.1
                     ) -> PerspectiveBnBResult:
     r"""Best-first branch and bound for CIP (2) with the perspective bound (module
     docstring).
@@ -219,6 +280,10 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
         rounding of a node's relaxed point (at the root: relax-and-round, App. D).
     root_iterations, node_iterations : Frank–Wolfe iterations at the root / at a node.
     root_tol, node_tol : relative Frank–Wolfe gap at which a relaxation stops.
+    node_gap_share : a node's relaxation also stops once its Frank–Wolfe gap is this
+        share of the distance from its bound to the pruning threshold (100 / 5 trees at
+        γn = 1, 20 CPU s: bound 271.90 against 271.77 with a fixed 1e-3 tolerance and 60
+        iterations).
     """
     clock = budget if budget is not None else Budget.unlimited()
     p = PerspectiveProblem(nodes, y, max_cost, attribute, gamma)
@@ -228,7 +293,8 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
         search.offer(np.asarray(S, dtype=np.int64))
     root_status = np.zeros(p.m, dtype=np.int8)
     root = _Open(0.0, 0, root_status, [search.best_S], np.ones(1), np.asarray(y, float))
-    rel = node_relaxation(p, root_status, root.atoms, root.weights, threshold=math.inf,
+    rel = node_relaxation(p, root_status, root.atoms, root.weights,
+                          threshold=search.threshold(),
                           rel_tol=root_tol, max_iter=root_iterations, budget=clock,
                           lower_bound=0.0)
     search.iterations += rel.iterations
@@ -236,6 +302,8 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
     root_bound = rel.lower_bound
     search.heuristics(rel, root_status)
     if rel.lower_bound < search.threshold():
+        root.status = search.fix(root_status, rel)
+        search.restrict(root, rel)
         search.branch(root, rel)
     else:
         search.close(rel.lower_bound)
@@ -243,6 +311,7 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
     search.report()
     limit = None
     last_report = time.perf_counter()
+    p = search.p  # restricted when the root's fixings left few nodes
     while search.heap:
         if clock.expired():
             limit = budget_limit(clock)
@@ -261,6 +330,7 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
             atoms, weights = [np.flatnonzero(s)], np.ones(1)
         rel = node_relaxation(p, node.status, atoms, weights, threshold=search.threshold(),
                               rel_tol=node_tol, max_iter=node_iterations, budget=clock,
+                              gap_share=node_gap_share,
                               lower_bound=bound, alpha=node.alpha)
         search.iterations += rel.iterations
         search.explored += 1
@@ -273,16 +343,18 @@ def perspective_bnb(nodes: NodeMatrix, y: FloatArray, max_cost: float, *,
             search.close(rel.lower_bound)
         else:
             node.bound = rel.lower_bound
+            node.status = search.fix(node.status, rel)
             search.branch(node, rel)
         if time.perf_counter() - last_report >= 1.0:
             search.report()
             last_report = time.perf_counter()
     search.report(final=True)
-    z = np.zeros(p.m)
+    z = np.zeros(search.full.m)
     z[search.best_S] = 1.0
     return PerspectiveBnBResult(z=z, value=search.best_value,
                                 lower_bound=search.lower_bound(), root_bound=root_bound,
                                 finished=limit is None, limit=limit, nodes=search.explored,
                                 open_nodes=len(search.heap),
                                 wall_time=time.perf_counter() - search.t0,
-                                iterations=search.iterations, history=search.history)
+                                iterations=search.iterations, history=search.history,
+                                notes=tuple(search.notes))

@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.boosting.boxsearch import kernel as K
-from rulemip.boosting.boxsearch.pool import NodePool
+from rulemip.boosting.boxsearch.pool import NodePool, Pace
 from rulemip.boosting.boxsearch.split_search import split_search
 from rulemip.boosting.objectives import (
     ExtremeBoosting,
@@ -51,9 +51,6 @@ __all__ = ["KernelProblem", "box_search", "kernel_problem", "mask_bytes"]
 RTOL: float = 1e-12
 #: node slots of a fresh pool; it grows fourfold up to the memory budget
 INITIAL_SLOTS: int = 4096
-#: target seconds of one kernel call (the clock, the progress line and limits are
-#: checked between calls)
-CALL_SECONDS: float = 0.05
 #: seconds between two progress reports
 PROGRESS_EVERY: float = 2.0
 
@@ -230,10 +227,11 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
                             max(bound, value), status, time.perf_counter() - start,
                             peak + LE.nbytes)
     status = "optimal"
-    evals = 256
+    pace = Pace()     # evaluations per kernel call: ~CALL_SECONDS each, the clock between
     last_report = time.perf_counter()
     while True:
         t0 = time.perf_counter()
+        evals = pace.evals
         if clock.expired():
             status = f"{clock.stop_reason()}_limit"
             break
@@ -261,9 +259,7 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
             pool.grow(new, ctr)
             iparams[K.I_CAN_GROW] = int(pool.slots < max_slots)
             continue
-        dt = now - t0
-        evals = int(min(max(64, evals * (2.0 if dt < CALL_SECONDS / 2 else 1.0)
-                            * (0.5 if dt > 2 * CALL_SECONDS else 1.0)), 1 << 22))
+        pace.update(now - t0)
     if not np.isfinite(fstate[K.F_BEST]):
         return None
     bound = _bound(pool, ctr, fstate)

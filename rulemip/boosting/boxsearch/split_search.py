@@ -48,7 +48,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from rulemip.boosting.boxsearch import kernel as K
-from rulemip.boosting.boxsearch.pool import NodePool
+from rulemip.boosting.boxsearch.pool import ST_EXPIRED, NodePool, Pace, run_paced
 from rulemip.budget import Budget
 from rulemip.exceptions import InvalidParameterError
 
@@ -106,6 +106,7 @@ class _Task:
         self.reserve = reserve
         self.improved = False
         self.done = k == 0
+        self.pace = Pace()
 
     @classmethod
     def from_nodes(cls, pool: Any, slots: Sequence[int], max_slots: int, reserve: int,
@@ -130,17 +131,20 @@ class _Task:
     def open_bound(self) -> float:
         return float(K.open_bound(self.pool.bound, self.pool.heap, self.pool.dfs, self.ctr))
 
-    def run(self, problem: Problem, evals: int, incumbent: float) -> _Task:
-        """Search for ``evals`` node evaluations from the incumbent value ``incumbent``."""
-        LE, off, m, valid, S, params = problem
+    def run(self, problem: Problem, evals: int, incumbent: float,
+            clock: Budget | None = None) -> _Task:
+        """Search for ``evals`` node evaluations from the incumbent value ``incumbent``;
+        stop early, between two kernel calls (:func:`run_paced`), when ``clock`` (None:
+        never asked) is spent — the barrier then ends the search."""
         start = float(incumbent)
         self.fstate[K.F_BEST] = start
         target = int(self.ctr[K.C_EVALS]) + int(evals)
         while not self.done and int(self.ctr[K.C_EVALS]) < target:
             p = self.pool
-            st = K.run(p.pool, p.bound, p.splits, p.heap, p.free, p.dfs, self.ctr,
-                       self.fstate, self.best_box, LE, off, m, valid, S, params,
-                       self.iparams, target - int(self.ctr[K.C_EVALS]))
+            st = run_paced(p, self.ctr, self.fstate, self.best_box, problem, self.iparams,
+                           target - int(self.ctr[K.C_EVALS]), clock, self.pace)
+            if st == ST_EXPIRED:
+                break
             if st == K.ST_DONE:
                 self.done = True
             elif st == K.ST_GROW:
@@ -202,17 +206,22 @@ class _Runner:
         elif n_jobs > 1:
             self.pool = ThreadPoolExecutor(max_workers=n_jobs)
 
-    def round(self, tasks: list[_Task], evals: list[int], incumbent: float) -> list[_Task]:
+    def round(self, tasks: list[_Task], evals: list[int], incumbent: float,
+              clock: Budget) -> list[_Task]:
+        """Run each task for its evaluations; local tasks ask ``clock`` between their kernel
+        calls (a round of 32 768 evaluations takes seconds on 100 000 rows), tasks on a
+        cluster only at the barrier."""
         if self.client is not None:
             futures = [self.client.submit(_remote_round, self.remote_problem, t, e, incumbent,
                                           pure=False)
                        for t, e in zip(tasks, evals, strict=True)]
             return list(self.client.gather(futures))
         if self.pool is not None:
-            jobs = [self.pool.submit(t.run, self.problem, e, incumbent)
+            jobs = [self.pool.submit(t.run, self.problem, e, incumbent, clock)
                     for t, e in zip(tasks, evals, strict=True)]
             return [j.result() for j in jobs]
-        return [t.run(self.problem, e, incumbent) for t, e in zip(tasks, evals, strict=True)]
+        return [t.run(self.problem, e, incumbent, clock)
+                for t, e in zip(tasks, evals, strict=True)]
 
     def close(self) -> None:
         if self.pool is not None:
@@ -228,10 +237,11 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
     """Continue the search whose root ``pool`` holds (module docstring); ``fstate`` and
     ``best_box`` end with the incumbent. Returns ``(status, bound, branchings,
     evaluations, peak bytes of the node pools)``."""
-    LE, off, m, valid, S, params = problem
+    m = problem[2]
     status = "optimal"
     # ---- ramp-up: serial best first until N_TASKS nodes are open
     st = K.ST_EVALS
+    pace = Pace()
     while ctr[K.C_HEAP] + ctr[K.C_DFS] < N_TASKS or ctr[K.C_EVALS] < RAMP_MIN_EVALS:
         if clock.expired():
             return _stopped(f"{clock.stop_reason()}_limit", pool, ctr, fstate, per_node)
@@ -241,8 +251,11 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
             int(min(4096, RAMP_MIN_EVALS - ctr[K.C_EVALS]))
         if node_limit is not None:
             step = int(min(step, max(2, 2 * (node_limit - ctr[K.C_EXPANDED]))))
-        st = K.run(pool.pool, pool.bound, pool.splits, pool.heap, pool.free, pool.dfs, ctr,
-                   fstate, best_box, LE, off, m, valid, S, params, iparams, step)
+        # the step's state does not depend on how run_paced cuts it into calls (4 096
+        # evaluations take 4 s on 100 000 rows: the clock is asked in between)
+        st = run_paced(pool, ctr, fstate, best_box, problem, iparams, step, clock, pace)
+        if st == ST_EXPIRED:
+            return _stopped(f"{clock.stop_reason()}_limit", pool, ctr, fstate, per_node)
         if st == K.ST_DONE:
             return _stopped("optimal", pool, ctr, fstate, per_node)
         if st == K.ST_GROW:
@@ -278,7 +291,8 @@ def split_search(pool: Any, ctr: NDArray[np.int64], fstate: NDArray[np.float64],
             tasks, evals = _rebalance(tasks, initial_slots, total)
             order = sorted(range(len(tasks)), key=lambda i: -evals[i])   # largest first
             run = [i for i in order if evals[i] > 0]
-            done_round = runner.round([tasks[i] for i in run], [evals[i] for i in run], best)
+            done_round = runner.round([tasks[i] for i in run], [evals[i] for i in run], best,
+                                      clock)
             for i, t in zip(run, done_round, strict=True):
                 tasks[i] = t
             for i in range(len(tasks)):

@@ -251,16 +251,43 @@ def test_booster_shares_one_node_budget():
     assert all(r.search.status == "optimal" for r in full.rounds_)
 
 
-def test_booster_time_limit_returns_model():
+@pytest.mark.parametrize("search", ["bnb", "greedy"])
+@pytest.mark.parametrize("grace", [1e9, -1.0])
+def test_booster_time_limit_returns_model(search, grace, monkeypatch):
+    """On a spent budget every round started returns the best single proposition
+    (brute force); rounds start within ``ROUND_GRACE`` of the deadline only — all of
+    them with a long grace, only the first with none (issue 38: on 100 000 rows a round
+    past the budget cost 1.6–2.6 s)."""
+    from rulemip.boosting import booster as B
+
+    monkeypatch.setattr(B, "ROUND_GRACE", grace)
     X, y = _dataset(1)
     ds = Dataset.from_arrays(X, y, loss="squared")
-    with pytest.warns(SolveLimitWarning, match="time limit"):
-        b = RuleBooster(n_rules=4, search="bnb", time_limit=0.0).fit(ds)
+    with pytest.warns(SolveLimitWarning, match="time limit") as caught:
+        b = RuleBooster(n_rules=4, search=search, time_limit=0.0).fit(ds)
     assert b.limit_reached_ == "time_limit"
-    # past the budget every round still gets the best one-proposition rule
-    assert len(b.rounds_) == 4 and len(b.ensembles_) == 5
+    n = 4 if grace > 0 else 1
+    assert b.rounds_skipped_ == 4 - n
+    assert len(b.rounds_) == n and len(b.ensembles_) == n + 1 and len(b.rules_.rules) == n
+    assert ("3 of 4 rounds did not start" in str(caught[-1].message)) == (n == 1)
     assert all(r.search.length == 1 for r in b.rounds_)
+    first = b.rounds_[0].search
+    assert first.status == "time_limit"
+    # the first rule is the best single proposition (brute force), its bound covers it
+    g = 2.0 * (y.mean() - y)          # the squared loss's gradient at the intercept
+    obj = make_objective("ogb", g, epsilon=1e-3, basis=_intercept_basis(len(y)))
+    best = max(float(obj.value(np.flatnonzero(q)))
+               for j in range(X.shape[1]) for t in np.unique(X[:, j])[:-1]
+               for q in (X[:, j] <= t, X[:, j] > t))
+    assert first.value == pytest.approx(best, rel=1e-9)
+    assert first.bound >= first.value
     assert np.all(np.diff(b.risk_path_) <= 1e-12)
+
+
+def _intercept_basis(n):
+    basis = OrthonormalBasis(n)
+    basis.add(np.ones(n))
+    return basis
 
 
 def test_estimator_vocabulary_and_limits():

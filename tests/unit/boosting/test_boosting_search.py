@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from rulemip.boosting import OrthonormalBasis, SearchSpace, find_rule, make_objective
+from rulemip.boosting import space as S
 from rulemip.boosting.batch import (
     batch_greedy_bounds,
     batch_group_refinements,
@@ -304,3 +305,78 @@ def test_bnb_falls_back_to_the_enumeration_when_its_masks_do_not_fit(seed):
     assert roomy.value == pytest.approx(compiled.value, rel=1e-12)
     assert enumerated.value <= compiled.value * (1 + 1e-12)
     assert enumerated.bound >= compiled.value * (1 - 1e-12)
+
+
+@pytest.mark.parametrize("seed", range(16))
+@pytest.mark.parametrize("grouped", [False, True])
+def test_expansion_in_windows_equals_the_whole_expansion(seed, grouped, monkeypatch):
+    """Windows of features (the budget asked between them) give exactly the whole
+    expansion's children, in its order; stopped at once, exactly its children in the
+    windows up to the first that has one."""
+    rng, space, covers = _instance(seed)
+    obj = _objective(rng, space.n, ("gs", "gb", "xgb", "ogb")[seed % 4])
+    kernel = S._make_kernel(space, obj, grouped)
+    nodes = [S._Node(idx, np.full(2 * space.d, -1, np.int64), 0, -math.inf)
+             for idx in covers]
+    whole = S._expand(space, obj, kernel, nodes, None, True)
+    points = sum(len(c) for c in covers)
+    monkeypatch.setattr(S, "WINDOW_ELEMENTS", points * int(rng.integers(1, space.d + 1)))
+    width = max(1, S.WINDOW_ELEMENTS // points)
+    fields = [f.name for f in dataclasses.fields(whole) if f.name != "parents"]
+    ch, complete = S.expand_in_windows(space, obj, kernel, nodes, None, True, lambda: False)
+    assert complete
+    for f in fields:
+        np.testing.assert_array_equal(getattr(ch, f), getattr(whole, f))   # bitwise
+    first, complete = S.expand_in_windows(space, obj, kernel, nodes, None, True, lambda: True)
+    # windows up to the first with a child
+    end = space.d if not len(whole.feature) else \
+        (int(whole.feature.min()) // width + 1) * width
+    assert complete == (end >= space.d)
+    keep = whole.feature < end
+    for f in fields:
+        np.testing.assert_array_equal(getattr(first, f), getattr(whole, f)[keep])
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_greedy_on_a_spent_budget_returns_the_best_proposition_of_its_first_window(
+        seed, monkeypatch):
+    from rulemip.budget import Budget
+
+    rng = np.random.default_rng(100 + seed)
+    n, d = 60, 4
+    X = np.round(rng.normal(size=(n, d)), 1)
+    space = SearchSpace.build(X)
+    obj = make_objective("gb", rng.normal(size=n))
+    monkeypatch.setattr(S, "WINDOW_ELEMENTS", 2 * n)         # two features a window
+    res = find_rule(space, obj, search="greedy", budget=Budget.from_time_limit(0.0))
+    assert res is not None and res.status == "time_limit" and res.length == 1
+    # brute force over the single propositions: the best of features 0, 1 is returned,
+    # and the bound covers every rule (the best proposition of all features too)
+    best = {}
+    for j in range(d):
+        for t in space.thresholds[j]:
+            for q in (X[:, j] <= t, X[:, j] > t):
+                if q.any() and not q.all():
+                    best[j] = max(best.get(j, -math.inf), float(obj.value(np.flatnonzero(q))))
+    assert res.value == pytest.approx(max(best[0], best[1]), rel=1e-12)
+    assert res.bound >= max(best.values()) * (1 - 1e-12)
+    assert res.bound >= find_rule(space, obj, search="bnb").value * (1 - 1e-12)
+
+
+def test_a_spent_work_limit_does_not_cut_the_scan_of_the_first_level(monkeypatch):
+    """The windows stop at the *deadline* only: under a spent work limit the first level
+    is scanned whole (a cut there would depend on the clock), so the rule is the best
+    single proposition of every feature."""
+    from rulemip.budget import Budget
+
+    rng = np.random.default_rng(5)
+    X = np.round(rng.normal(size=(60, 4)), 1)
+    space = SearchSpace.build(X)
+    obj = make_objective("gb", rng.normal(size=60))
+    monkeypatch.setattr(S, "WINDOW_ELEMENTS", 60)             # one feature a window
+    spent = Budget.from_time_limit(None, work_limit=1)
+    spent.charge(1)
+    cut = find_rule(space, obj, search="greedy", budget=spent)
+    whole = find_rule(space, obj, search="greedy", max_propositions=1)
+    assert cut is not None and whole is not None and cut.status == "work_limit"
+    assert cut.value == whole.value

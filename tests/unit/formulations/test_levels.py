@@ -106,3 +106,30 @@ def test_logistic_levels_bound_without_ridge_is_the_cells_entropy():
     wp, wn = np.array([3.0, 0.0, 2.0]), np.array([1.0, 4.0, 2.0])
     want = 3 * np.log(4 / 3) + np.log(4.0) + 4 * np.log(2.0)
     assert logistic_levels_bound(wp, wn, 2, 0.0, True) == pytest.approx(want)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_logistic_levels_bound_stopped_by_its_budget_stays_below_the_whole(fit_intercept):
+    """A budget spent after the j-th clock check (issue 38: every evaluation of m is
+    O(cells)): the bound is 0 before the coarse grid is complete, then a valid bound no
+    larger than the whole computation's (a coarser grid), and the whole one at the end."""
+    from rulemip.budget import Budget, use_clock
+    from rulemip.formulations.levels import logistic_levels_bound
+
+    rng = np.random.default_rng(7)
+    wp, wn = rng.uniform(0, 3, 40), rng.uniform(0, 3, 40)
+    whole = logistic_levels_bound(wp, wn, 2, 0.5, fit_intercept)
+    assert whole > 0.0
+    got = []
+    for j in range(0, 130, 3):
+        calls = [0]
+
+        def clock(j=j, calls=calls):
+            calls[0] += 1
+            return 0.0 if calls[0] <= j + 1 else 1e9     # check 1 creates the budget
+
+        with use_clock(clock):
+            got.append(logistic_levels_bound(wp, wn, 2, 0.5, fit_intercept,
+                                             budget=Budget.from_time_limit(10.0)))
+    assert got[0] == 0.0 and all(0.0 <= g <= whole * (1 + 1e-12) for g in got)
+    assert got[4] > 0.0 and got[-1] == whole

@@ -103,3 +103,22 @@ def test_every_leaf_with_weight_one_reproduces_ensemble(kind):
         np.testing.assert_array_equal(np.asarray(per_tree).ravel(), len(nodes.multipliers))
     if kind == "gb":
         assert nodes.offset != 0.0 and np.isclose(nodes.offset, y.mean())
+
+
+def test_stacked_and_scaled_columns_equal_scipy():
+    """The O(nnz) stack and column scaling of the node matrix equal scipy's ``hstack`` and
+    ``A @ diag(s)`` (entries the scale zeroes are dropped, as the product drops them)."""
+    import scipy.sparse as sp
+
+    from rulemip.formulations.node_matrix import _stack_columns, scale_columns
+
+    rng = np.random.default_rng(0)
+    blocks = [sp.random(30, int(k), density=0.3, format="csc", random_state=int(k))
+              for k in rng.integers(1, 6, size=7)]
+    stacked = _stack_columns(blocks, 30)
+    assert (abs(stacked - sp.hstack(blocks, format="csc")) > 0).nnz == 0
+    scale = rng.normal(size=stacked.shape[1])
+    scale[::3] = 0.0
+    mine, theirs = scale_columns(stacked, scale), sp.csc_matrix(stacked @ sp.diags(scale))
+    theirs.eliminate_zeros()
+    assert mine.nnz == theirs.nnz and abs(mine - theirs).max() == 0

@@ -115,3 +115,14 @@ def test_rule_and_its_complement_are_oriented_canonically_with_an_intercept():
     assert one.risk(X, X[:, 0], reg=1.0) == pytest.approx(twice.risk(X, X[:, 0], reg=1.0))
     # without an intercept nothing is flipped
     assert canonical_ensemble(twice, _problem(X, ths)).to_text() == twice.to_text()
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_smallest_row_is_lexsorts_first(seed):
+    """The reference row: ``np.lexsort``'s first row (ties: the first index), in O(n)."""
+    from rulemip.rules.canonical import lexicographically_smallest_row
+
+    rng = np.random.default_rng(seed)
+    rows = rng.integers(0, 3, size=(int(rng.integers(1, 40)), int(rng.integers(1, 5))))
+    rows = rows.astype(float)
+    assert lexicographically_smallest_row(rows) == int(np.lexsort(rows.T[::-1])[0])
