@@ -106,8 +106,8 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
             u1 = (za - rab * zb) / det2
             u2 = (zb - rab * za) / det2
             g2 = za * u1 + zb * u2
-            n_searched += 1
             if abs(rab) >= LINK:
+                n_searched += 1
                 linked_thirds(bits, N, K, inv_root_K, z, rank, a, b, ra, rb, rab, det2, g2,
                               u1, u2, W, centred, unit, weight, n_a, rho_a, cap,
                               rank_linked, keep, state, best, counts)
@@ -119,8 +119,8 @@ def scan_triples(bits: np.ndarray, N: np.ndarray, S: np.ndarray, K: np.ndarray,
             if ac_lo > ac_hi or not may_complete(
                     g2, u1, u2, rab, det2, ac_lo, ac_hi, -LINK, LINK, -zb_abs, zb_abs,
                     state[0] * (1.0 - 1e-9) - state[1]):
-                n_searched -= 1
                 continue
+            n_searched += 1
             if not strips_built:
                 first_box_strips(N, K, z, rank, z_order, ra, n_a, rho_a, strip_start,
                                  strip_z, strip_box, strip_rng)
