@@ -262,7 +262,8 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
                 start: tuple[int, int] | None = None, budget: Budget | None = None,
                 callback: Callable[[dict[str, Any]], Any] | None = None,
                 threads: int | None = None, incumbent_gain: float | None = None,
-                scheduler: Any = None) -> PairSearchResult:
+                scheduler: Any = None, layout: ScanLayout | None = None
+                ) -> PairSearchResult:
     """The best two-box ensemble of ``table`` (module docstring).
 
     ``unit``: the common weight of every cell (> 0), so that an intersection's weight is a
@@ -273,7 +274,9 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     worker: ties go to the least pair). ``scheduler``: a Dask scheduler address or client;
     the chunks then run on its workers, one per worker thread at a time (the same
     optimum). ``incumbent_gain``: a gain to beat from the start (a claimed optimum being
-    replayed); the result then reports a pair only if one reaches it."""
+    replayed); the result then reports a pair only if one reaches it. ``layout``: the
+    table's :func:`scan_layout` at ``reg`` when the caller has built it already (the
+    three-box search reads the same one)."""
     t0 = time.perf_counter()
     clock = Budget.of(budget)
     W = float(weight.sum())
@@ -290,7 +293,7 @@ def pair_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArray,
     if clock.expired():  # before the layout (the trie: seconds on large languages)
         return PairSearchResult(pair0, gain0, False, 0, 0, 0, 0,
                                 time.perf_counter() - t0)
-    lay = scan_layout(table, reg, unit=unit, weight=weight)
+    lay = layout if layout is not None else scan_layout(table, reg, unit=unit, weight=weight)
     scan = _Scan(lay.n, gain0, lay.margin, clock, callback)
     run_scan(scan, lay.args(), lay.tail(*pair_extras(lay)), threads, scheduler)
     gain, best = scan.result()

@@ -103,15 +103,17 @@ def triple_search(table: BoxTable, reg: float, *, unit: float, weight: FloatArra
     −1 for an unused rule)."""
     t0 = time.perf_counter()
     clock = Budget.of(budget)
+    # one layout for the pair search and the scan (none once the budget is spent: the pair
+    # search then returns before building its own)
+    lay = None if clock.expired() else scan_layout(table, reg, unit=unit, weight=weight)
     pairs = pair_search(table, reg, unit=unit, weight=weight, budget=clock,
-                        threads=threads, scheduler=scheduler)
-    if not pairs.finished or clock.expired():
+                        threads=threads, scheduler=scheduler, layout=lay)
+    if lay is None or not pairs.finished or clock.expired():
         a, b = pairs.boxes
         return TripleSearchResult((a, b, b), triple_value(table, reg, (a, b, b), unit=unit,
                                                           weight=weight),
                                   False, 0, 0, 0, 0, 0, 0, pairs.scored,
                                   time.perf_counter() - t0)
-    lay = scan_layout(table, reg, unit=unit, weight=weight)
     if lay.n == 0:
         return TripleSearchResult((-1, -1, -1), 0.0, pairs.finished, 0, 0, 0, 0, 0, 0,
                                   pairs.scored, time.perf_counter() - t0)
