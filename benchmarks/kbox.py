@@ -117,10 +117,11 @@ def project_row(name: str, samples: int, risk: float) -> dict[str, Any]:
 
     data, k, length, n_th = ROWS[name]
     X, y = data()
-    built = KBoxSearch(Language(k, max_rule_length=length), max_thresholds=n_th
-                       ).build_model(Dataset.from_arrays(X, y))
+    search = KBoxSearch(Language(k, max_rule_length=length), max_thresholds=n_th)
+    built = search.build_model(Dataset.from_arrays(X, y))
     gain = built.base + built.cells.constant - risk * built.cells.total_weight
-    lay = scan_layout(built.table, 1e-3, unit=built.unit, weight=built.cells.cell_weight)
+    lay = scan_layout(built.table, search.reg, unit=built.unit,
+                      weight=built.cells.cell_weight)
     z_order = np.argsort(lay.z, kind="stable").astype(np.int64)
     head = (lay.bits, lay.N, lay.S, lay.K, lay.z, lay.rank, lay.a_order)
     tail = (z_order, lay.W, lay.reg, lay.centred, lay.unit, lay.weight)
