@@ -38,7 +38,7 @@ from rulemip.rules.language import Language
 __all__ = ["GROUPS", "CompileReport", "compile_kernels", "ensure_compiled", "groups_for_fit"]
 
 #: kernel groups in the order they are prepared
-GROUPS: tuple[str, ...] = ("box", "levels", "two_rule", "kbox", "pruning")
+GROUPS: tuple[str, ...] = ("box", "levels", "two_rule", "kbox", "kbox3", "pruning")
 
 _LOCK = threading.Lock()
 _READY: set[str] = set()
@@ -75,7 +75,8 @@ def groups_for_fit(language: Language, *, loss: str, reg: float = 1.0,
     data, so its thresholds may be None) under ``loss`` may call: the box search
     (boosting warm starts, rule swaps, pricing), the levels bound (the box-selection
     CIP), for two squared-loss rules at ``reg > 0`` the two-rule branch and bound, and for
-    two squared-loss rules, or three of a capped length, the k-box search (any ``reg``)."""
+    two squared-loss rules, or three of a capped length, the k-box search (any ``reg``;
+    for three rules its three-box scan as well)."""
     n_rules = language.n_rules
     groups = ["box"] if box_search else []
     groups.append("levels")
@@ -84,6 +85,8 @@ def groups_for_fit(language: Language, *, loss: str, reg: float = 1.0,
     if loss == "squared" and (n_rules == 2 or (
             n_rules == 3 and language.max_rule_length is not None)):
         groups.append("kbox")
+        if n_rules == 3:
+            groups.append("kbox3")
     return tuple(groups)
 
 
@@ -128,20 +131,32 @@ def _warm_two_rule() -> None:
 
 def _warm_kbox() -> None:
     """The k-box table (enumeration, duplicates, sums), a start pair's gain and the pair
-    scan, then the three-box scan on cells of unequal weight (the equal-weight rows of
+    scan on cells of unequal weight (the equal-weight rows of
     :mod:`~rulemip.algorithms.kbox.unit_rows`), one thread."""
     from rulemip.algorithms.kbox.engine import KBoxSearch
     from rulemip.budget import Budget
+
+    search = KBoxSearch(Language(2, max_rule_length=2), reg=1.0, max_thresholds=3)
+    built = search.build_model(_twice_data())
+    search.search(built, budget=Budget.unlimited(), threads=1, start=np.array([0.0, 1.0]))
+
+
+def _warm_kbox3() -> None:
+    """The three-box scan (its pair search, ascents, strips and linked test), one
+    thread."""
+    from rulemip.algorithms.kbox.engine import KBoxSearch
+    from rulemip.budget import Budget
+
+    search = KBoxSearch(Language(3, max_rule_length=1), reg=1.0, max_thresholds=2)
+    search.search(search.build_model(_twice_data()), budget=Budget.unlimited(), threads=1)
+
+
+def _twice_data() -> Any:
+    """The tiny data with three rows repeated: cells of weight 2."""
     from rulemip.data import Dataset
 
     X, y = _tiny_data()
-    search = KBoxSearch(Language(2, max_rule_length=2), reg=1.0, max_thresholds=3)
-    built = search.build_model(Dataset.from_arrays(X, y))
-    search.search(built, budget=Budget.unlimited(), threads=1, start=np.array([0.0, 1.0]))
-    twice = Dataset.from_arrays(np.vstack([X, X[:3]]), np.r_[y, y[:3]])  # cells of weight 2
-    search = KBoxSearch(Language(3, max_rule_length=1), reg=1.0, max_thresholds=2)
-    built = search.build_model(twice)
-    search.search(built, budget=Budget.unlimited(), threads=1)
+    return Dataset.from_arrays(np.vstack([X, X[:3]]), np.r_[y, y[:3]])
 
 
 def _warm_pruning() -> None:
@@ -156,7 +171,7 @@ def _warm_pruning() -> None:
 
 _WARM: dict[str, Callable[[], None]] = {
     "box": _warm_box, "levels": _warm_levels, "two_rule": _warm_two_rule, "kbox": _warm_kbox,
-    "pruning": _warm_pruning}
+    "kbox3": _warm_kbox3, "pruning": _warm_pruning}
 
 
 class _Compiles(event.Listener):

@@ -32,7 +32,7 @@ def test_the_message_names_a_compile_and_only_a_compile():
 def test_groups_for_fit():
     assert groups_for_fit(Language(3), loss="squared") == ("box", "levels")
     assert groups_for_fit(Language(3, max_rule_length=2), loss="squared") == \
-        ("box", "levels", "kbox")
+        ("box", "levels", "kbox", "kbox3")
     assert groups_for_fit(Language(2), loss="squared") == ("box", "levels", "two_rule", "kbox")
     assert groups_for_fit(Language(2), loss="logistic") == ("box", "levels")
     assert groups_for_fit(Language(2), loss="squared", reg=0.0) == ("box", "levels", "kbox")
