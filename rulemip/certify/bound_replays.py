@@ -97,8 +97,23 @@ class BoundReplay:
 
 
 # ---------------------------------------------------------------------- one rule
+def _one_rule_too_large(cert: Certificate, ds: Dataset) -> str | None:
+    """Why a one-rule squared-loss certificate is not replayed: the range search's prefix
+    masks (every recorded threshold's mask over the rows) beyond the memory budget."""
+    if cert.n_rules != 1 or cert.loss != "squared":
+        return None
+    from rulemip.budget import default_max_memory
+
+    words = (ds.n + 63) // 64
+    masks = sum(len(t) + 1 for t in cert.thresholds) * words * 8
+    if masks > default_max_memory():
+        return (f"the exact box search's masks ({masks / 2**30:.1f} GiB for its thresholds "
+                "and rows) are beyond the memory budget")
+    return None
+
+
 def _one_rule_applies(cert: Certificate, ds: Dataset) -> bool:
-    return cert.n_rules == 1 and cert.loss == "squared"
+    return cert.n_rules == 1 and cert.loss == "squared" and _one_rule_too_large(cert, ds) is None
 
 
 def _run_one_rule(cert: Certificate, ds: Dataset, beat: float) -> ReplayOutcome:
@@ -156,7 +171,8 @@ def _kbox_run(k: int, seconds: float) -> Callable[[Certificate, Dataset, float],
 
 #: the replay kinds, tried in order (module docstring)
 REPLAYS: tuple[BoundReplay, ...] = (
-    BoundReplay("the exact box search", "a rule", _one_rule_applies, _run_one_rule),
+    BoundReplay("the exact box search", "a rule", _one_rule_applies, _run_one_rule,
+                too_large=_one_rule_too_large),
     BoundReplay("the k-box search", "two rules",
                 _kbox_applies(2, PAIR_REPLAY_MAX_BOXES), _kbox_run(2, PAIR_REPLAY_SECONDS),
                 unfinished=f" in {PAIR_REPLAY_SECONDS:g} s", rests_on_thresholds=True),

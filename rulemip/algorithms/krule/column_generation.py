@@ -65,7 +65,6 @@ from rulemip.algorithms.krule.column_pricing import (
 )
 from rulemip.algorithms.solve.driver import decide, solve, status_of
 from rulemip.algorithms.solve.registry import register_formulation
-from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import make_objective, ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
@@ -460,9 +459,10 @@ def _one_rule(cip: BoxSelectionCIP, dataset: Dataset, cells: CellReduction,
     sst = float(w @ (r * r))
     objective = ridge_gain_objective(r, weights=w, reg=cip.reg,
                                      fit_intercept=cip.fit_intercept)
-    found = box_search(space, objective, max_rule_length=cip.max_rule_length,
-                       length_counts="features", allow_empty=not cip.fit_intercept,
-                       budget=budget)
+    # the range search, or the set enumeration when its masks would not fit the memory
+    # budget (every distinct value of 100 000 rows: tens of GiB of masks)
+    found = find_rule(space, objective, search="bnb", max_rule_length=cip.max_rule_length,
+                      allow_empty=not cip.fit_intercept, budget=budget)
     one = WorkingSet(cells, cip.language)
     admissible = found is not None and one.add_bounds(found.lower, found.upper)
     # the search's bound is the proof: the combinatorial bounds (the levels DP costs

@@ -50,7 +50,6 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from rulemip.boosting.boxsearch.range_search import box_search
 from rulemip.boosting.objectives import ridge_gain_objective
 from rulemip.boosting.search import find_rule
 from rulemip.boosting.space import SearchSpace
@@ -182,13 +181,11 @@ def search_slot(problem: KRuleProblem, ensemble: RuleEnsemble, slot: int,
         r = r - float(w @ r) / W
     objective = ridge_gain_objective(r, weights=w, reg=reg, fit_intercept=fit_intercept)
     current = objective.value(Q[:, slot] > 0.5) if slot < m else 0.0
-    if search == "bnb":   # max_rule_length counts restricted features everywhere
-        found = box_search(space, objective, max_rule_length=max_rule_length,
-                           allow_empty=not fit_intercept, budget=budget)
-    else:
-        found = find_rule(space, objective, search=search, beam_width=beam_width,
-                          max_rule_length=max_rule_length,
-                          allow_empty=not fit_intercept, budget=budget)
+    # "bnb": the range search, or the set enumeration when its masks would not fit the
+    # memory budget; max_rule_length counts restricted features everywhere
+    found = find_rule(space, objective, search=search, beam_width=beam_width,
+                      max_rule_length=max_rule_length, allow_empty=not fit_intercept,
+                      budget=budget)
     if found is None:
         return None
     bound = found.bound if math.isfinite(found.bound) else math.inf

@@ -37,7 +37,7 @@ from rulemip.boosting.objectives import (
     RoundObjective,
 )
 from rulemip.boosting.space import SearchResult, SearchSpace
-from rulemip.budget import Budget
+from rulemip.budget import Budget, ResourceLimitError
 from rulemip.exceptions import InvalidParameterError
 from rulemip.parallel import current_workers, resolve_n_jobs
 
@@ -148,7 +148,9 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
         stops with its best box and ``status="time_limit"`` at its deadline
         (``"work_limit"`` when its work is spent).
     node_limit : at most this many node expansions (``status="node_limit"``).
-    max_memory : bytes for the masks and the node pool (None: :func:`default_max_memory`).
+    max_memory : bytes for the masks and the node pool (None: :func:`default_max_memory`);
+        masks beyond it (:func:`mask_bytes`: every threshold's prefix mask over the rows)
+        raise :class:`~rulemip.budget.ResourceLimitError` before anything is allocated.
     progress : ``progress(n_evaluated, best_value, bound)`` about every 2 s.
     incumbent : a value known to be reached (a claimed optimum to re-check): nodes whose
         bound does not exceed it are closed, and the returned ``bound`` is at least it.
@@ -177,6 +179,14 @@ def box_search(space: SearchSpace, obj: RoundObjective, *, allow_empty: bool = F
     start = time.perf_counter()  # wall time for the report; the deadline is ``clock``'s
     clock = Budget.coerce(budget, None)
     memory = clock.search_memory(max_memory)
+    masks = mask_bytes(space)
+    if masks > memory:   # refused before any allocation (find_rule falls back instead)
+        raise ResourceLimitError(
+            f"the range search's prefix masks need {masks / 2**30:.1f} GiB "
+            f"({sum(len(t) + 1 for t in space.thresholds)} thresholds × {space.n} rows), "
+            f"over the search's memory budget of {memory / 2**30:.1f} GiB. Use fewer "
+            "thresholds (`max_thresholds`), raise `max_memory`, or search with "
+            "`find_rule(search=\"bnb\")`, which falls back to the set enumeration.")
     prob = kernel_problem(obj)
     d = space.d
     m = np.array([len(t) for t in space.thresholds], np.int64)

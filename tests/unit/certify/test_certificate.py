@@ -277,3 +277,29 @@ def test_one_rule_lower_bound_is_rederived():
     assert report.ok
     assert report.taken_on_trust == ()
     assert {c.claim: c.basis for c in report.claims}["lower bound"] == "re-derived"
+
+
+def test_problem_digest_is_the_sha256_of_the_canonical_json():
+    """The digest (thresholds' text spliced in, and cached for the next certificate of the
+    same problem) is the SHA-256 of the one canonical JSON of the problem's fields."""
+    import hashlib
+
+    from rulemip.certify.certificate import problem_digest
+
+    rng = np.random.default_rng(5)
+    cases = [((), None), (((),), 4), (((1.0, -0.0, 1e-300, 1e300, 0.1),), "explicit"),
+             (tuple(tuple(rng.normal(size=7).tolist()) for _ in range(3)), None)]
+    for ths, rule in cases:
+        for _ in range(2):   # the second call reads the cached thresholds' text
+            fields = {"data": "ab12", "loss": "squared", "reg": 0.5, "fit_intercept": True,
+                      "n_rules": 2, "max_rule_length": None,
+                      "thresholds": [list(t) for t in ths], "threshold_rule": rule}
+            want = hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+            assert problem_digest("ab12", loss="squared", reg=0.5, fit_intercept=True,
+                                  n_rules=2, max_rule_length=None, thresholds=ths,
+                                  threshold_rule=rule) == want
+    other = problem_digest("ab12", loss="squared", reg=0.5, fit_intercept=True, n_rules=2,
+                           max_rule_length=None, thresholds=((1.0, 2.0),), threshold_rule=None)
+    assert other != problem_digest("ab12", loss="squared", reg=0.5, fit_intercept=True,
+                                   n_rules=2, max_rule_length=None, thresholds=((1.0, 2.5),),
+                                   threshold_rule=None)

@@ -121,6 +121,37 @@ def test_a_limited_search_returns_a_valid_bound():
             Dataset.from_arrays(X[:20], np.abs(y[:20]))), 1e-3, True, upper=1.0)
 
 
+def test_paced_calls_leave_a_work_limited_search_unchanged():
+    """The steps per kernel call follow the clock (issue 38: 2 000 steps on 100 000 rows
+    ran minutes past a budget); a work limit stops at the same node with any call size,
+    so a work-limited search is the same whatever the clock says."""
+    from sklearn.datasets import load_diabetes
+
+    X, y = load_diabetes(return_X_y=True)
+    cells = BoxSelectionCIP(Language(2), max_thresholds=4).reduce(Dataset.from_arrays(X, y))
+    runs = [trb.two_rule_bound(cells, 1e-3, True, upper=3400.0, chunk=chunk,
+                               budget=Budget.from_time_limit(None, work_limit=301))
+            for chunk in (1, 7, 2000)]
+    for res in runs[1:]:
+        assert (res.bound, res.incumbent, res.nodes, res.open_nodes) == \
+            (runs[0].bound, runs[0].incumbent, runs[0].nodes, runs[0].open_nodes)
+    assert runs[0].nodes >= 301
+
+
+def test_a_slow_node_is_paced_within_the_time_limit():
+    """On 50 000 cells (every distinct value) a step costs milliseconds: the search stops
+    within a fraction of a second of its limit, not after a fixed count of steps (2 000
+    steps: 12 s)."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(50_000, 2))
+    y = (X[:, 0] > 0.3) + 0.5 * (X[:, 1] < -0.5) + rng.normal(size=len(X))
+    cells = BoxSelectionCIP(Language(2), max_thresholds=None).reduce(Dataset.from_arrays(X, y))
+    res = trb.two_rule_bound(cells, 1e-3, True, upper=float(np.var(y)),
+                             budget=Budget.from_time_limit(0.3))
+    assert not res.proved
+    assert res.seconds < 1.3
+
+
 def _restricted(seed):
     """Issue 30, item 1: 13 weighted rows, 3 features of 4 levels, the setting of the
     failing fits (reg 10, intercept on and off)."""
