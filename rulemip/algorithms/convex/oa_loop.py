@@ -103,16 +103,17 @@ class MasterAdapter(Protocol):
 
 
 class NearLimitGuard:
-    """Whether the next HiGHS master runs without presolve and without a start.
+    """Whether the next HiGHS master may start.
 
-    Two HiGHS phases do not check the time limit on masters with many dense cut rows over
-    thousands of integer columns (measured on a 209 x 2 967 master with 620 000 nonzeros
-    and coefficients up to 9e8, limit 0.84 s): presolve (7.2 s) and the root propagation
-    of a start solution's cutoff (11.0 s); without both it solved to optimality in 0.9 s.
-    Masters solved when less time is left than the previous master took, or after a
-    master overran, skip both, so that the limit holds; the others keep them (they pay on
-    most masters, ``docs/benchmarks/exact_cip.md``). The incumbent is the loop's own, so
-    a master without a start loses no solution."""
+    HiGHS does not check its time limit in every phase of a master with many dense cut
+    rows over thousands of integer columns: presolve ran 7.2 s and the root propagation of
+    a start solution's cutoff 11.0 s on a 0.84 s limit (a 209 × 2 967 master with 620 000
+    nonzeros), and with presolve off the root of a 136 × 2 806 master (381 587 nonzeros)
+    ran 2.8–4.3 s on a 0.4 s limit that it solved in 0.5 s with presolve on (issue 38: a
+    default three-rule fit of the mixed table, 7–8 s on 5 s). No option set keeps every
+    master within its limit, so a master is not started when less time is left than the
+    previous master took, nor after a master overran: the loop ends at its time limit with
+    its incumbent and bound, at most one master's time early."""
 
     def __init__(self, backend_name: str) -> None:
         self.applies = backend_name == "highs"
@@ -124,12 +125,20 @@ class NearLimitGuard:
             return False
         return self.overran or (self.last is not None and remaining < self.last)
 
+    def stop_note(self, remaining: float) -> str:
+        """Why the loop stopped before a master (:meth:`near` was true)."""
+        if self.overran:
+            return "a master overran its time limit; no further master was started."
+        return (f"{remaining:.2f} s left, less than the previous master took "
+                f"({self.last or 0.0:.2f} s): no further master was started (HiGHS does "
+                "not stop every master at its limit).")
+
     def observe(self, wall_time: float, remaining: float | None, solve: int,
                 notes: list[str]) -> None:
         if remaining is not None and wall_time > remaining + _OVERRUN_GRACE:
             self.overran = True
             notes.append(f"master {solve} ran {wall_time:.1f} s on a {remaining:.1f} s "
-                         "limit; the masters near the limit run without presolve and start.")
+                         "limit; no master is started after it.")
         self.last = wall_time
 
 
@@ -174,18 +183,16 @@ class MasterLoop:
 
     def solve_master(self, gap: float, use_start: bool, rem: float | None
                      ) -> SolveResult | None:
-        """One master at ``gap``, with the near-limit guard; the clock is charged a unit
+        """One master at ``gap`` (the caller asked the near-limit guard); the clock is
+        charged a unit
         per master, per branch-and-bound node and per
         :data:`~rulemip.budget.LP_ITERATIONS_PER_UNIT` simplex iterations
         (:meth:`~rulemip.budget.Budget.charge_solve`). ``None`` when the backend failed (noted:
         the incumbent and the bound of the masters solved so far stand)."""
         o = self.options
         self.solves += 1
-        near = self.guard.near(rem)
-        start = self.adapter.master_start() if use_start and not near else None
+        start = self.adapter.master_start() if use_start else None
         extra = dict(o.master_extra)
-        if near:
-            extra.setdefault("presolve", "off")
         mopts = SolveOptions(time_limit=rem, mip_gap=gap, threads=o.threads, seed=o.seed,
                              verbose=o.verbose, optimality_tol=o.optimality_tol,
                              node_limit=self.clock.work_left(),
@@ -218,7 +225,7 @@ class MasterLoop:
         prev = -math.inf
         for _ in range(self.options.lp_rounds):
             rem = self.remaining()
-            if rem == 0.0 or self.clock.work_left() == 0:
+            if rem == 0.0 or self.clock.work_left() == 0 or self.guard.near(rem):
                 break
             res = self.solve_master(self.schedule.first(self.adapter.upper_bound, self.lb),
                                     use_start=False, rem=rem)
@@ -252,6 +259,9 @@ class MasterLoop:
             work = self.clock.work_left()
             if work is not None and work <= 0:     # the deterministic limit
                 return TerminationReason.FEASIBLE, Limit.NODE
+            if rem is not None and self.guard.near(rem):
+                self.notes.append(self.guard.stop_note(rem))
+                return TerminationReason.FEASIBLE, Limit.TIME
             it += 1
             lb_before = self.lb
             res = self.solve_master(gap, use_start=True, rem=rem)
