@@ -135,9 +135,13 @@ _PARAMS_DOC = r"""
         Seeds the family draws and the trees' tie-breaking; fixed → reproducible fit.
     time_limit : float or None, default=None
         Seconds for the whole ``fit`` (one :class:`rulemip.budget.Budget`, checked before
-        every round). When it runs out, the rounds completed so far are kept
+        every round; a round is not started when less time is left than the previous one
+        took). When it runs out, the rounds completed so far are kept
         (``n_estimators_`` < ``n_estimators``) and a
-        :class:`~rulemip.exceptions.SolveLimitWarning` is issued.
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued. The final fit runs at
+        least one round, so the model has at least one tree even when the β selection
+        (``beta=None``) used the whole limit — on 100 000 rows a round takes about a
+        second past it.
     verbose : bool, default=False
         Print every tenth round (chosen family, step, objective (7)) to stderr.
 """
@@ -225,7 +229,8 @@ class _RGBBase(BaseEstimator):
                 selection=self.selection, fit_intercept=bool(self.fit_intercept),
                 min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
                 scale_target=bool(self.scale_target), random_state=self.random_state,
-                budget=fit_budget, verbose=bool(self.verbose) and final)
+                budget=fit_budget, verbose=bool(self.verbose) and final,
+                min_rounds=1 if final else 0)   # the model has at least one tree
 
         self.beta_validation_losses_: dict[float, float] = {}
         if self.beta is None:

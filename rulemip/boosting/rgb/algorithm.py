@@ -75,6 +75,7 @@ step the Newton step :math:`\alpha = 1/2` on a tree fitted to :math:`-g = 2(y - 
 from __future__ import annotations
 
 import sys
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -344,7 +345,8 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             selection: str = "objective", fit_intercept: bool = True,
             min_samples_leaf: int = 1, leaf_values: str = "newton",
             scale_target: bool = True, random_state: Any = None,
-            budget: Budget | None = None, verbose: bool = False) -> RGBFit:
+            budget: Budget | None = None, verbose: bool = False,
+            min_rounds: int = 0) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
 
     Parameters
@@ -376,8 +378,12 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
         The trees consume it as scikit-learn's gradient boosting does (one seed per tree
         fit, in order); the family draws come from an independent generator seeded by its
         initial state.
-    budget : checked before every round; once expired, the rounds completed so far are
-        returned with ``stopped_by_limit=True`` (``None``: no limit).
+    budget : checked before every round; once expired — or once less time is left than
+        the previous round took (a round cannot be interrupted: on 100 000 rows one takes
+        about a second) — the rounds completed so far are returned with
+        ``stopped_by_limit=True`` (``None``: no limit).
+    min_rounds : rounds run whatever the budget says (the estimators' final fit runs one,
+        so that a fit returns at least one tree, as the rule booster keeps one rule).
     verbose : print every tenth round (family, step, objective (7)) to stderr.
 
     Returns
@@ -429,13 +435,15 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     rounds: list[RGBRound] = []
     path: list[float] = []
     stopped = False
+    last_round = 0.0
     for t in range(n_estimators):
-        if budget is not None and budget.expired():
+        if budget is not None and t >= min_rounds and _no_time_for_a_round(budget, last_round):
             stopped = True
             if verbose:
                 print(f"RGB: time limit reached after {t} of {n_estimators} rounds",
                       file=sys.stderr, flush=True)
             break
+        round_start = time.perf_counter()
         draws = family_rng.choice(K, size=n_samples_per_round, replace=True, p=probs)
         neg_grad = -loss_obj.gradient(F, y_arr)
         hess = loss_obj.hessian(F, y_arr) if leaf_values == "newton" else None
@@ -491,6 +499,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
         objective = cur_loss + penalty_total
         rounds.append(RGBRound(tuple(cands), best, objective))
         path.append(objective)
+        last_round = time.perf_counter() - round_start
         if verbose and ((t + 1) % 10 == 0 or t + 1 == n_estimators):
             print(f"RGB round {t + 1}/{n_estimators}: family (n={c.n_internal}, "
                   f"lambda={c.lam:g}), alpha={c.alpha:.4g}, objective (7) {objective:.6g}",
@@ -505,6 +514,14 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
                   initial_objective=float(initial_objective),
                   objective_path=np.array(path, dtype=float), train_decision=F,
                   stopped_by_limit=stopped, target_scale=float(scale))
+
+
+def _no_time_for_a_round(budget: Budget, last_round: float) -> bool:
+    """The budget is spent, or less time is left than the previous round took."""
+    if budget.expired():
+        return True
+    left = budget.remaining()
+    return left is not None and left < last_round
 
 
 def decision_function(intercept: float, trees: list[DecisionTreeRegressor],

@@ -379,6 +379,9 @@ class _ExpiresAfter:
         self.checks += 1
         return self.checks > self.n
 
+    def remaining(self) -> None:
+        return None
+
 
 def test_budget_stops_between_rounds_with_the_model_so_far(data: dict) -> None:
     X, y = data["squared"]
@@ -405,3 +408,39 @@ def test_unpenalized_step_is_the_plain_lipschitz_step(data: dict) -> None:
     prox = _fit("logistic", data, step="lipschitz", beta=0.5)
     # the proximal step shrinks every step by rho / C: the unpenalized one moves further
     assert np.abs(plain.coefs_).sum() > np.abs(prox.coefs_).sum()
+
+
+class _NeverEnoughTime:
+    """A budget stand-in that has not expired but has less time left than any round."""
+
+    def expired(self) -> bool:
+        return False
+
+    def remaining(self) -> float:
+        return 1e-12
+
+
+def test_a_round_is_not_started_with_less_time_left_than_the_last_took(data: dict) -> None:
+    X, y = data["squared"]
+    kw = dict(loss="squared", families=FamilyGrid.from_pairs(SMALL_GRID), n_estimators=12,
+              n_samples_per_round=3, random_state=5)
+    full = fit_rgb(X, y, **kw)  # type: ignore[arg-type]
+    cut = fit_rgb(X, y, budget=_NeverEnoughTime(), **kw)  # type: ignore[arg-type]
+    assert cut.stopped_by_limit and len(cut.trees) == 1      # the first round has no "last"
+    np.testing.assert_array_equal(cut.coefs, full.coefs[:1])
+    forced = fit_rgb(X, y, budget=_ExpiresAfter(0), min_rounds=2, **kw)  # type: ignore[arg-type]
+    assert forced.stopped_by_limit and len(forced.trees) == 2
+    np.testing.assert_array_equal(forced.coefs, full.coefs[:2])
+
+
+def test_a_spent_limit_still_gives_a_model_with_one_tree(data: dict) -> None:
+    """The β selection may use the whole limit (on 100 000 rows it did: 0 trees); the
+    final fit runs one round whatever the budget says."""
+    from rulemip import RGBRegressor
+    from rulemip.exceptions import SolveLimitWarning
+
+    X, y = data["squared"]
+    with pytest.warns(SolveLimitWarning):
+        est = RGBRegressor(n_estimators=5, time_limit=0.0, random_state=0).fit(X, y)
+    assert est.n_estimators_ == 1
+    assert np.mean((est.predict(X) - y) ** 2) < np.var(y)
