@@ -346,7 +346,8 @@ class TreeRuleExtractor(RegressorMixin, BaseEstimator):
         yc = (y - self.intercept_) / self.y_scale_
         nodes = extract_nodes(_as_tree_ensemble(est), X,
                               yc if self.node_values == "mean" else None,
-                              node_values=self.node_values)  # type: ignore[arg-type]
+                              node_values=self.node_values,  # type: ignore[arg-type]
+                              budget=budget)
         nodes = _without_empty_rules(nodes)
         self.nodes_ = nodes
         say(self.verbose, f"TreeRuleExtractor: {nodes.n_nodes} candidate nodes in "

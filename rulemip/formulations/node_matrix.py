@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 from numpy.typing import NDArray
 
+from rulemip.budget import Budget
 from rulemip.exceptions import InvalidDataError, InvalidParameterError
 
 __all__ = ["NodeMatrix", "ensemble_trees", "extract_nodes", "scale_columns"]
@@ -85,6 +86,10 @@ class NodeMatrix:
     lower, upper : (m, p) path boxes (``-inf``/``inf`` where unconstrained).
     descendants : tuple of int arrays (global indices of C_i).
     is_leaf : (m,) bool.
+    trees_extracted, trees_total : the trees whose nodes are candidates, and the
+        ensemble's trees: fewer were extracted when a budget stopped :func:`extract_nodes`
+        (the nodes are then a subset of the ensemble's, :attr:`complete` is False);
+        -1 and -1 for a matrix built otherwise.
     """
 
     M: sp.csc_matrix
@@ -102,10 +107,17 @@ class NodeMatrix:
     is_leaf: NDArray[np.bool_]
     multipliers: NDArray[np.float64]
     offset: float
+    trees_extracted: int = -1
+    trees_total: int = -1
 
     @property
     def n_nodes(self) -> int:
         return int(self.mu.shape[0])
+
+    @property
+    def complete(self) -> bool:
+        """Every tree's nodes are candidates (no budget stopped the extraction)."""
+        return self.trees_extracted == self.trees_total
 
     def attribute(self, kind: Literal["rule", "depth", "feature"]) -> NDArray[np.float64]:
         """Node cost a_i: 1 (rule), |P_i| (depth) or distinct features (feature)."""
@@ -127,7 +139,8 @@ class NodeMatrix:
 
 
 def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64] | None = None,
-                  *, node_values: Literal["mean", "fitted"] = "mean") -> NodeMatrix:
+                  *, node_values: Literal["mean", "fitted"] = "mean",
+                  budget: Budget | None = None) -> NodeMatrix:
     """Extract every node of a fitted ensemble as a candidate rule.
 
     Parameters
@@ -137,6 +150,9 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
     y : (n,) training response, required for ``node_values="mean"``: μ_i is the mean
         of y over the samples reaching node i (0 for empty nodes).
     node_values : "mean" or "fitted" (fitted node value × tree multiplier).
+    budget : asked between trees (``decision_path`` on 100 000 rows takes tens of
+        milliseconds per tree); once spent, the nodes of the trees extracted so far (at
+        least one) are returned, :attr:`NodeMatrix.complete` False.
     """
     if node_values not in ("mean", "fitted"):
         raise InvalidParameterError("node_values must be 'mean' or 'fitted'")
@@ -165,6 +181,8 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
     leaf: list[Any] = []
     base = 0
     for t, est in enumerate(trees):
+        if t > 0 and budget is not None and budget.expired():
+            break
         tr = est.tree_
         k = tr.node_count
         ind = sp.csc_matrix(est.decision_path(X32), dtype=float)
@@ -222,7 +240,8 @@ def extract_nodes(estimator: Any, X: NDArray[np.float64], y: NDArray[np.float64]
                       node=np.concatenate(nid), depth=np.concatenate(depth),
                       n_features=np.concatenate(nfeat), parent=np.concatenate(parent),
                       lower=np.vstack(lows), upper=np.vstack(ups), descendants=tuple(desc),
-                      is_leaf=np.concatenate(leaf), multipliers=mult, offset=offset)
+                      is_leaf=np.concatenate(leaf), multipliers=mult, offset=offset,
+                      trees_extracted=len(blocks), trees_total=len(trees))
 
 
 def _stack_columns(blocks: list[sp.csc_matrix], n: int) -> sp.csc_matrix:

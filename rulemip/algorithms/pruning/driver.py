@@ -34,7 +34,7 @@ from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.protocol import SearchOutcome
 from rulemip.formulations.result import PruningResult
 from rulemip.formulations.tree_pruning import TreePruningCIP
-from rulemip.solvers.result import TerminationReason
+from rulemip.solvers.result import Limit, TerminationReason
 from rulemip.solvers.status import Verdict, promote
 
 FloatArray = NDArray[np.float64]
@@ -216,4 +216,20 @@ def run_pruning(formulation: PruningFormulation, nodes: NodeMatrix, y: FloatArra
                            float(gamma), TreePruningCIP(nodes.M, y, gamma))
     outcome = formulation.search(built, solver=solver, budget=clock, mip_gap=mip_gap,
                                  callback=callback)
+    if not nodes.complete:
+        outcome = _over_a_subset(outcome, built)
     return decide(formulation, built, outcome, mip_gap=mip_gap, wall_time=clock.elapsed())
+
+
+def _over_a_subset(outcome: SearchOutcome, built: PruningProblem) -> SearchOutcome:
+    """A budget stopped the extraction (:attr:`NodeMatrix.complete` False): the selection is
+    feasible (its nodes are the ensemble's), but a bound over a subset of the nodes bounds
+    only that subset's problem, so the bound is the one valid by construction (q ≥ 0) and
+    the search counts as stopped by the time limit."""
+    nodes = built.nodes
+    built.notes.append(
+        f"the time limit stopped the node extraction after {nodes.trees_extracted} of "
+        f"{nodes.trees_total} trees: the selection is among their nodes, and the bound is "
+        f"the one valid for every selection, q >= {built.safe_bound:g}.")
+    return dataclasses.replace(outcome, lower_bound=min(outcome.lower_bound, built.safe_bound),
+                               finished=False, limit=Limit.TIME)

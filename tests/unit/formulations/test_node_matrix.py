@@ -122,3 +122,30 @@ def test_stacked_and_scaled_columns_equal_scipy():
     mine, theirs = scale_columns(stacked, scale), sp.csc_matrix(stacked @ sp.diags(scale))
     theirs.eliminate_zeros()
     assert mine.nnz == theirs.nnz and abs(mine - theirs).max() == 0
+
+
+class _ExpiresAfter:
+    """A budget whose deadline passes at its ``n``-th check."""
+
+    def __init__(self, n: int) -> None:
+        self.checks, self.n = 0, n
+
+    def expired(self) -> bool:
+        self.checks += 1
+        return self.checks >= self.n
+
+
+@pytest.mark.parametrize("checks", [1, 3])
+def test_a_spent_budget_stops_the_extraction_between_trees(checks):
+    """The nodes of the trees extracted before the budget ran out (at least one), the same
+    nodes as the whole extraction's first columns; ``complete`` says which."""
+    X, y = _data()
+    est = GradientBoostingRegressor(n_estimators=6, max_depth=2, random_state=0).fit(X, y)
+    whole = extract_nodes(est, X, y)
+    cut = extract_nodes(est, X, y, budget=_ExpiresAfter(checks))
+    assert whole.complete and whole.trees_extracted == whole.trees_total == 6
+    assert not cut.complete and cut.trees_extracted == checks and cut.trees_total == 6
+    m = cut.n_nodes
+    assert m == int(np.sum(whole.tree < checks))
+    np.testing.assert_array_equal(cut.M.toarray(), whole.M[:, :m].toarray())
+    np.testing.assert_array_equal(cut.parent, whole.parent[:m])

@@ -96,3 +96,23 @@ def test_the_estimator_warns_nothing(engine):
                               n_rules=2, reg=2.0, engine=engine, n_lambdas=5,
                               time_limit=30.0).fit(X, y)
     assert m.result_.engine == engine
+
+
+def test_a_limit_during_extraction_keeps_a_valid_bound():
+    """A limit spent while the nodes are extracted: the selection is among the extracted
+    trees' nodes and the bound is q >= 0, valid for every selection — not the engine's
+    bound over the subset, which can lie above the full problem's optimum."""
+    from sklearn.datasets import make_friedman1
+
+    from rulemip import TreeRuleExtractor
+    from rulemip.exceptions import SolveLimitWarning
+
+    X, y = make_friedman1(n_samples=300, random_state=0)
+    with pytest.warns(SolveLimitWarning):
+        est = TreeRuleExtractor(time_limit=0.0, random_state=0).fit(X, y)
+    res = est.result_
+    assert est.nodes_.trees_extracted == 1 and est.nodes_.trees_total == 100
+    assert res.termination.value == "feasible" and res.limit.value == "time"
+    assert res.lower_bound == 0.0 and res.value > 0.0
+    assert any("stopped the node extraction after 1 of 100 trees" in n for n in res.notes)
+    assert set(est.nodes_.tree[est.selected_]) <= {0}
