@@ -41,13 +41,16 @@ from rulemip.formulations.forest import Forest
 from rulemip.formulations.node_matrix import NodeMatrix
 from rulemip.formulations.tree_pruning import TreePruningCIP
 
-__all__ = ["FREE", "IN", "OUT", "NodeRelaxation", "PerspectiveProblem", "knapsack_dp",
-           "knapsack_with_each", "node_relaxation"]
+__all__ = ["COMPRESS_MAX_FLOPS", "FREE", "IN", "OUT", "NodeRelaxation", "PerspectiveProblem",
+           "knapsack_dp", "knapsack_with_each", "node_relaxation"]
 
 FloatArray = NDArray[np.float64]
 IntArray = NDArray[np.int64]
 #: the status of a node in a branch-and-bound node: free, fixed selected, fixed out
 FREE, IN, OUT = 0, 1, -1
+#: a restricted problem's rows are compressed (a thin QR of the n × K kept columns) only
+#: up to n·K² of this: about 0.2–0.5 s of one core, a step that cannot ask the clock
+COMPRESS_MAX_FLOPS = 1.5e9
 
 
 @njit(cache=True)
@@ -295,7 +298,8 @@ class PerspectiveProblem:
         """q(z) (the offset included)."""
         return self.cip.value(z) + self.offset
 
-    def restricted(self, keep: NDArray[np.bool_]) -> PerspectiveProblem:
+    def restricted(self, keep: NDArray[np.bool_], compress: bool | None = None
+                   ) -> PerspectiveProblem:
         """The problem over the nodes ``keep`` only (the others fixed out for good): the
         columns and costs of those nodes, each node's parent its nearest kept ancestor —
         so two kept nodes conflict exactly when they did — and the same γ and capacity.
@@ -305,7 +309,11 @@ class PerspectiveProblem:
         ``½‖y − M_K w‖² = ½‖Qᵀy − Rw‖² + ½‖y − QQᵀy‖²`` for every w, so the problem
         with columns R, response Qᵀy and :attr:`offset` ``½‖y − QQᵀy‖²`` has the same
         q at every z ∈ [0, 1]^K (the ridge and perspective terms do not involve the rows),
-        hence the same relaxation and bounds, at a cost in K instead of n rows."""
+        hence the same relaxation and bounds, at a cost in K instead of n rows.
+
+        ``compress``: compress the rows (None: when n·K² ≤ :data:`COMPRESS_MAX_FLOPS`;
+        the QR is one step that cannot ask the clock, 3 s at 100 000 rows and 700 nodes —
+        beyond the cap the restricted problem keeps its n rows)."""
         idx = np.flatnonzero(keep)
         new_of = np.full(self.m, -1, dtype=np.int64)
         new_of[idx] = np.arange(idx.shape[0])
@@ -318,7 +326,10 @@ class PerspectiveProblem:
         sub = object.__new__(PerspectiveProblem)
         sub.nodes = None
         M, y, offset = self.cip.M[:, idx], self.cip.y, self.offset
-        if idx.shape[0] < M.shape[0]:
+        n_rows, k = M.shape
+        if compress is None:
+            compress = k < n_rows and n_rows * k * k <= COMPRESS_MAX_FLOPS
+        if compress and k < n_rows:
             Q, R = np.linalg.qr(M.toarray())
             yq = Q.T @ y
             M, y, offset = sp.csc_matrix(R), yq, offset + 0.5 * float(np.sum((y - Q @ yq) ** 2))

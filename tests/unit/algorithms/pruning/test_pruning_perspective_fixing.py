@@ -106,13 +106,16 @@ def test_fixing_never_excludes_a_selection_below_its_bound(make, reg):
     assert fixed_any > 0  # the test exercises fixings
 
 
-def test_restricted_problem_keeps_conflicts_and_values():
+@pytest.mark.parametrize("compress", [None, False])
+def test_restricted_problem_keeps_conflicts_and_values(compress):
+    """Restricted with its rows compressed (None: small enough) or not (beyond
+    COMPRESS_MAX_FLOPS the QR is skipped): the same selections, q and relaxation."""
     nodes, y = _boosted(seed=3, trees=4)
     p = PerspectiveProblem(nodes, y, 3, "rule", 0.1)
     rng = np.random.default_rng(3)
     for _ in range(5):
         keep = rng.random(p.m) < 0.5
-        sub = p.restricted(keep)
+        sub = p.restricted(keep, compress=compress)
         idx = np.flatnonzero(keep)
         full = {tuple(idx[S]) for S in _selections(sub, 3)}
         want = {tuple(S) for S in _selections(p, 3) if np.all(keep[S])}
@@ -123,7 +126,11 @@ def test_restricted_problem_keeps_conflicts_and_values():
             assert sub.value(z_sub) == pytest.approx(p.value(z), rel=1e-12)
         # the same relaxation (rows compressed: 40 rows, fewer kept nodes), and a dual
         # vector carried over bounds at least as well
-        assert sub.row_basis is not None and sub.row_basis.shape == (p.cip.M.shape[0], sub.m)
+        if compress is None:
+            assert sub.row_basis is not None
+            assert sub.row_basis.shape == (p.cip.M.shape[0], sub.m)
+        else:
+            assert sub.row_basis is None and sub.cip.M.shape == (p.cip.M.shape[0], sub.m)
         out = np.where(keep, np.int8(FREE), np.int8(OUT))
         full_rel, sub_rel = (
             node_relaxation(q, st, [np.zeros(0, dtype=np.int64)], np.ones(1),
@@ -146,3 +153,17 @@ def test_search_restricted_after_the_root_finds_the_optimum(seed, trees, reg):
     assert res.finished and res.value == pytest.approx(opt, rel=1e-7)
     assert opt * (1 - 1e-6) <= res.lower_bound <= opt + 1e-9 * max(1.0, opt)
     assert res.z.shape == (nodes.n_nodes,)
+
+
+def test_rows_are_compressed_only_within_the_flop_cap(monkeypatch):
+    from rulemip.algorithms.pruning import perspective
+
+    nodes, y = _boosted(seed=3, trees=4)
+    p = PerspectiveProblem(nodes, y, 3, "rule", 0.1)
+    keep = np.random.default_rng(0).random(p.m) < 0.3
+    n, k = p.cip.M.shape[0], int(keep.sum())
+    assert k < n
+    monkeypatch.setattr(perspective, "COMPRESS_MAX_FLOPS", n * k * k)
+    assert p.restricted(keep).row_basis is not None
+    monkeypatch.setattr(perspective, "COMPRESS_MAX_FLOPS", n * k * k - 1)
+    assert p.restricted(keep).row_basis is None
