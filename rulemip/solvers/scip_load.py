@@ -120,6 +120,7 @@ class ScipLoader:
         m.addCons(expr <= 0.0, name="rulemip_quad_objective")
 
     def _add_indicator(self, ind: IndicatorConstraint, k: int) -> None:
+        self._check_load(k)
         Expr, ExprCons = self._Expr, self._ExprCons
         if not self._integer[ind.binary]:
             raise InvalidParameterError(
