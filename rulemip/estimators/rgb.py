@@ -41,7 +41,7 @@ from rulemip._validation import check_bool, check_nonneg_float, check_seed
 from rulemip.boosting.rgb.algorithm import RGBFit, decision_function, fit_rgb
 from rulemip.boosting.rgb.families import FamilyGrid
 from rulemip.boosting.rgb.rules import trees_to_rule_ensemble
-from rulemip.boosting.rgb.select import select_beta
+from rulemip.boosting.rgb.select import VALIDATION_FRACTION, select_beta
 from rulemip.budget import Budget
 from rulemip.data.dataset import Dataset
 from rulemip.estimators._inputs import (
@@ -138,10 +138,10 @@ _PARAMS_DOC = r"""
         every round; a round is not started when less time is left than the previous one
         took). When it runs out, the rounds completed so far are kept
         (``n_estimators_`` < ``n_estimators``) and a
-        :class:`~rulemip.exceptions.SolveLimitWarning` is issued. The final fit runs at
-        least one round, so the model has at least one tree even when the β selection
-        (``beta=None``) used the whole limit — on 100 000 rows a round takes about a
-        second past it.
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued. The model has at least
+        one tree: when the β selection (``beta=None``) used the whole limit, it is the
+        selection's candidate for the chosen β (``fitted_on_selection_split_``); without
+        one, the final fit runs one round past the limit (seconds on 100 000 rows).
     verbose : bool, default=False
         Print every tenth round (chosen family, step, objective (7)) to stderr.
 """
@@ -181,6 +181,10 @@ _ATTRS_DOC = r"""
         When ``beta=None``: the validation loss of every candidate :math:`\beta` (empty
         when ``beta`` was given or the sample was too small to split; then ``beta_`` is
         0.1).
+    fitted_on_selection_split_ : bool
+        True when the time limit left the final fit no round and the model is the β
+        selection's candidate for ``beta_``, fitted on the selection's training split (a
+        :class:`~rulemip.exceptions.SolveLimitWarning` says so); False otherwise.
     target_scale_ : float
         The scale :math:`s` the labels were divided by (1 for the classifier or with
         ``scale_target=False``). ``rounds_``, ``objective_path_`` and
@@ -220,7 +224,7 @@ class _RGBBase(BaseEstimator):
         check_float32_range(X, "the trees of RGB")
         self.encoder_ = ds.encoder
         def run(X_fit: Any, y_fit: Any, beta: float, fit_budget: Budget,
-                final: bool = False) -> RGBFit:
+                final: bool = False, min_rounds: int = 0) -> RGBFit:
             return fit_rgb(
                 X_fit, y_fit, loss=loss, families=grid, n_estimators=self.n_estimators,
                 n_samples_per_round=self.n_samples_per_round, beta=beta,
@@ -230,23 +234,42 @@ class _RGBBase(BaseEstimator):
                 min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
                 scale_target=bool(self.scale_target), random_state=self.random_state,
                 budget=fit_budget, verbose=bool(self.verbose) and final,
-                min_rounds=1 if final else 0)   # the model has at least one tree
+                min_rounds=min_rounds)
 
         self.beta_validation_losses_: dict[float, float] = {}
+        candidates: dict[float, RGBFit] = {}
         if self.beta is None:
             # the candidate fits share BETA_SELECTION_SHARE of the time left; the final
             # fit gets the rest
             beta, self.beta_validation_losses_ = select_beta(
                 X, y, loss, stratify=loss == "logistic", fit=run,
-                random_state=self.random_state, budget=budget.fraction(BETA_SELECTION_SHARE))
+                random_state=self.random_state, budget=budget.fraction(BETA_SELECTION_SHARE),
+                fits=candidates)
             if self.verbose:
                 print(f"RGB: beta={beta:g} chosen by validation loss "
                       f"{self.beta_validation_losses_}", file=sys.stderr, flush=True)
         else:
             beta = self.beta
         self.beta_ = beta
-        fit = run(X, y, beta, budget, final=True)
-        if fit.stopped_by_limit:
+        # a model has at least one tree: the selection's candidate for beta when the final
+        # fit has no time for a round (a round on 100 000 rows takes seconds), else one
+        # round of the final fit past the limit
+        chosen = candidates.get(beta)
+        spare = chosen if chosen is not None and chosen.trees else None
+        fit = run(X, y, beta, budget, final=True, min_rounds=0 if spare else 1)
+        #: True when the time limit left the final fit no round and the model is the beta
+        #: selection's candidate, fitted on its training split
+        self.fitted_on_selection_split_ = not fit.trees and spare is not None
+        if self.fitted_on_selection_split_:
+            assert spare is not None
+            fit = spare
+            warnings.warn(
+                f"RGB: the beta selection used the time_limit={self.time_limit} s; the model "
+                f"is its candidate for beta={beta:g} ({len(fit.trees)} rounds), fitted on "
+                f"the selection's training split ({1 - VALIDATION_FRACTION:.0%} of the "
+                "rows). Raise `time_limit` or give `beta` for a fit on every row.",
+                SolveLimitWarning, stacklevel=3)
+        elif fit.stopped_by_limit:
             warnings.warn(
                 f"RGB stopped at time_limit={self.time_limit} s after {len(fit.trees)} of "
                 f"{self.n_estimators} rounds; the model built so far is returned. Raise "

@@ -57,7 +57,8 @@ def validation_split(y: NDArray[Any], stratify: bool, rng: np.random.RandomState
 
 def select_beta(X: NDArray[Any], y: NDArray[Any], loss: str, stratify: bool,
                 fit: Callable[[NDArray[Any], NDArray[Any], float, Budget], RGBFit],
-                random_state: Any, budget: Budget) -> tuple[float, dict[float, float]]:
+                random_state: Any, budget: Budget, fits: dict[float, RGBFit] | None = None
+                ) -> tuple[float, dict[float, float]]:
     r"""The :math:`\beta` of :data:`AUTO_BETAS` with the least validation loss.
 
     Parameters
@@ -70,6 +71,8 @@ def select_beta(X: NDArray[Any], y: NDArray[Any], loss: str, stratify: bool,
     random_state : seed of the split.
     budget : shared by the candidate fits; once it has run out, the remaining candidates
         are skipped (a candidate stopped by it is still compared).
+    fits : when given, receives each candidate's fit by its β (the estimators keep the
+        chosen one for a time limit that leaves the final fit no round).
 
     Returns
     -------
@@ -91,6 +94,8 @@ def select_beta(X: NDArray[Any], y: NDArray[Any], loss: str, stratify: bool,
         if losses and budget.expired():
             break
         result = fit(X[train], y[train], beta, budget)
+        if fits is not None:
+            fits[beta] = result
         F = decision_function(result.intercept, result.trees, result.coefs, X[val])
         losses[beta] = float(np.mean(loss_obj.value(F, y_val)))
     best = min(losses.values())

@@ -444,3 +444,33 @@ def test_a_spent_limit_still_gives_a_model_with_one_tree(data: dict) -> None:
         est = RGBRegressor(n_estimators=5, time_limit=0.0, random_state=0).fit(X, y)
     assert est.n_estimators_ == 1
     assert np.mean((est.predict(X) - y) ** 2) < np.var(y)
+
+
+def test_a_limit_spent_in_the_selection_keeps_the_chosen_candidate(data: dict,
+                                                                   monkeypatch) -> None:
+    """The β selection used the limit and the final fit has no time for a round: the
+    model is the selection's candidate for the chosen β (fitted on its training split),
+    not a round past the limit (3 s on 100 000 rows) and not an empty model."""
+    import rulemip.estimators.rgb as rgb_module
+    from rulemip import RGBRegressor
+    from rulemip.budget import Budget
+    from rulemip.exceptions import SolveLimitWarning
+
+    X, y = data["squared"]
+    real = rgb_module.fit_rgb
+    seen: list[tuple[int, int]] = []
+
+    def final_fit_without_time(X_fit, y_fit, **kw):
+        if len(X_fit) == len(X):     # the final fit, on every row: its budget is spent
+            kw["budget"] = Budget.from_time_limit(0.0)
+        fit = real(X_fit, y_fit, **kw)
+        seen.append((len(X_fit), len(fit.trees)))
+        return fit
+
+    monkeypatch.setattr(rgb_module, "fit_rgb", final_fit_without_time)
+    with pytest.warns(SolveLimitWarning, match="candidate for beta"):
+        est = RGBRegressor(n_estimators=4, time_limit=None, random_state=0).fit(X, y)
+    assert est.fitted_on_selection_split_
+    assert seen[-1] == (len(X), 0) and all(n < len(X) and t == 4 for n, t in seen[:-1])
+    assert est.n_estimators_ == 4 and est.beta_ in est.beta_validation_losses_
+    assert np.mean((est.predict(X) - y) ** 2) < np.var(y)
