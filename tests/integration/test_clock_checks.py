@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from rulemip.budget import use_clock
+from rulemip.testing.limit_cases import exact_engine_cases
 
 #: CPU seconds a fit may spend after its budget expired (one indivisible step)
 STEP_CPU = 0.5
@@ -56,12 +57,12 @@ def _regression(n: int = 40, d: int = 3) -> tuple[np.ndarray, np.ndarray]:
     return X, y
 
 
-def _exact(engine: str, **kw: Any) -> Callable[[], Any]:
+def _exact(**kw: Any) -> Callable[[], Any]:
     def fit() -> Any:
         from rulemip import ExactRuleEnsembleRegressor
 
         X, y = _regression()
-        params = {"n_rules": 2, "max_thresholds": 3, "time_limit": LIMIT, "engine": engine}
+        params = {"n_rules": 2, "max_thresholds": 3, "time_limit": LIMIT}
         params.update(kw)
         return ExactRuleEnsembleRegressor(**params).fit(X, y)
     return fit
@@ -129,14 +130,7 @@ def _gap_study() -> Any:
 
 
 CASES: dict[str, Callable[[], Any]] = {
-    "auto": _exact("auto"),
-    "mip-scip": _exact("mip", solver="scip"),
-    "mip-highs": _exact("mip", solver="highs"),
-    "cip": _exact("cip"),
-    "cip-bnb": _exact("cip-bnb"),
-    "cg": _exact("cg"),
-    "cell-bnb": _exact("cell-bnb"),
-    "kbox": _exact("kbox"),
+    **{name: _exact(**kw) for name, kw in exact_engine_cases().items()},
     "classifier": _classifier,
     "boosting": _boosting,
     "boosting-windows": _boosting_windows,
