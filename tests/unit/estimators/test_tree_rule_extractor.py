@@ -280,7 +280,7 @@ def test_empty_rule_is_never_selected_even_when_free(method):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", SolveLimitWarning)
         ex = TreeRuleExtractor(est, prefit=True, attribute="depth", n_rules=6, engine=method,
-                               reg=1.0, n_lambdas=15, time_limit=5).fit(X, y)
+                               reg=1.0, n_lambdas=15, time_limit=1).fit(X, y)
     assert all(len(rule.conditions) > 0 for rule in ex.rules_.rules)
     assert np.all(ex.nodes_.depth[ex.selected_] > 0)
     if method == "path":  # before the fix, CBCD picked free roots along this path
