@@ -135,13 +135,14 @@ _PARAMS_DOC = r"""
         Seeds the family draws and the trees' tie-breaking; fixed → reproducible fit.
     time_limit : float or None, default=None
         Seconds for the whole ``fit`` (one :class:`rulemip.budget.Budget`, checked before
-        every round; a round is not started when less time is left than the previous one
-        took). When it runs out, the rounds completed so far are kept
+        every round and after each candidate tree; a round is not started when less time
+        is left than the previous one took). When it runs out, the rounds completed so far are kept
         (``n_estimators_`` < ``n_estimators``) and a
-        :class:`~rulemip.exceptions.SolveLimitWarning` is issued. The model has at least
-        one tree: when the β selection (``beta=None``) used the whole limit, it is the
-        selection's candidate for the chosen β (``fitted_on_selection_split_``); without
-        one, the final fit runs one round past the limit (seconds on 100 000 rows).
+        :class:`~rulemip.exceptions.SolveLimitWarning` is issued. When the β selection
+        (``beta=None``) used the whole limit, the model is the selection's candidate for
+        the chosen β (``fitted_on_selection_split_``); a limit spent before any round
+        leaves the intercept alone (no round is run past the limit: on 100 000 rows one
+        takes seconds).
     verbose : bool, default=False
         Print every tenth round (chosen family, step, objective (7)) to stderr.
 """
@@ -224,7 +225,7 @@ class _RGBBase(BaseEstimator):
         check_float32_range(X, "the trees of RGB")
         self.encoder_ = ds.encoder
         def run(X_fit: Any, y_fit: Any, beta: float, fit_budget: Budget,
-                final: bool = False, min_rounds: int = 0) -> RGBFit:
+                final: bool = False) -> RGBFit:
             return fit_rgb(
                 X_fit, y_fit, loss=loss, families=grid, n_estimators=self.n_estimators,
                 n_samples_per_round=self.n_samples_per_round, beta=beta,
@@ -233,8 +234,7 @@ class _RGBBase(BaseEstimator):
                 selection=self.selection, fit_intercept=bool(self.fit_intercept),
                 min_samples_leaf=self.min_samples_leaf, leaf_values=self.leaf_values,
                 scale_target=bool(self.scale_target), random_state=self.random_state,
-                budget=fit_budget, verbose=bool(self.verbose) and final,
-                min_rounds=min_rounds)
+                budget=fit_budget, verbose=bool(self.verbose) and final)
 
         self.beta_validation_losses_: dict[float, float] = {}
         candidates: dict[float, RGBFit] = {}
@@ -251,12 +251,11 @@ class _RGBBase(BaseEstimator):
         else:
             beta = self.beta
         self.beta_ = beta
-        # a model has at least one tree: the selection's candidate for beta when the final
-        # fit has no time for a round (a round on 100 000 rows takes seconds), else one
-        # round of the final fit past the limit
+        # when the final fit has no time for a round (a round on 100 000 rows takes
+        # seconds), the selection's candidate for beta is the model
         chosen = candidates.get(beta)
         spare = chosen if chosen is not None and chosen.trees else None
-        fit = run(X, y, beta, budget, final=True, min_rounds=0 if spare else 1)
+        fit = run(X, y, beta, budget, final=True)
         #: True when the time limit left the final fit no round and the model is the beta
         #: selection's candidate, fitted on its training split
         self.fitted_on_selection_split_ = not fit.trees and spare is not None

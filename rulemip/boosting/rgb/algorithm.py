@@ -345,8 +345,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             selection: str = "objective", fit_intercept: bool = True,
             min_samples_leaf: int = 1, leaf_values: str = "newton",
             scale_target: bool = True, random_state: Any = None,
-            budget: Budget | None = None, verbose: bool = False,
-            min_rounds: int = 0) -> RGBFit:
+            budget: Budget | None = None, verbose: bool = False) -> RGBFit:
     r"""Run [RGB] Algorithm 1 for ``n_estimators`` rounds (module docstring).
 
     Parameters
@@ -379,11 +378,11 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
         fit, in order); the family draws come from an independent generator seeded by its
         initial state.
     budget : checked before every round; once expired — or once less time is left than
-        the previous round took (a round cannot be interrupted: on 100 000 rows one takes
-        about a second) — the rounds completed so far are returned with
-        ``stopped_by_limit=True`` (``None``: no limit).
-    min_rounds : rounds run whatever the budget says (the estimators' final fit runs one,
-        so that a fit returns at least one tree, as the rule booster keeps one rule).
+        the previous round took — the rounds completed so far are returned with
+        ``stopped_by_limit=True`` (``None``: no limit). It is also asked after each of a
+        round's candidate trees (on 100 000 rows a tree takes about half a second, a round
+        of S of them seconds): a round whose budget ran out after its first candidates
+        keeps the best of those and is the last.
     verbose : print every tenth round (family, step, objective (7)) to stderr.
 
     Returns
@@ -437,7 +436,7 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
     stopped = False
     last_round = 0.0
     for t in range(n_estimators):
-        if budget is not None and t >= min_rounds and _no_time_for_a_round(budget, last_round):
+        if budget is not None and _no_time_for_a_round(budget, last_round):
             stopped = True
             if verbose:
                 print(f"RGB: time limit reached after {t} of {n_estimators} rounds",
@@ -485,6 +484,9 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
             cands.append(RGBCandidate(k, n_k, lam_k, float(omega[k]), s, a, new_loss, pen,
                                       score))
             cand_h.append(h)
+            if budget is not None and len(cands) < len(draws) and budget.expired():
+                stopped = True       # the best of the candidates fitted; the last round
+                break
         best = int(np.argmin([c.score for c in cands]))
         c = cands[best]
         tree = fitted[c.n_internal][0]
@@ -500,6 +502,11 @@ def fit_rgb(X: Any, y: Any, *, loss: str | Loss, families: FamilyGrid, n_estimat
         rounds.append(RGBRound(tuple(cands), best, objective))
         path.append(objective)
         last_round = time.perf_counter() - round_start
+        if stopped:
+            if verbose:
+                print(f"RGB: time limit reached in round {t + 1} of {n_estimators} (after "
+                      f"{len(cands)} of {len(draws)} candidates)", file=sys.stderr, flush=True)
+            break
         if verbose and ((t + 1) % 10 == 0 or t + 1 == n_estimators):
             print(f"RGB round {t + 1}/{n_estimators}: family (n={c.n_internal}, "
                   f"lambda={c.lam:g}), alpha={c.alpha:.4g}, objective (7) {objective:.6g}",

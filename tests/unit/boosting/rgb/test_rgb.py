@@ -384,9 +384,10 @@ class _ExpiresAfter:
 
 
 def test_budget_stops_between_rounds_with_the_model_so_far(data: dict) -> None:
+    # one candidate a round: the budget is asked once a round, before it
     X, y = data["squared"]
     kw = dict(loss="squared", families=FamilyGrid.from_pairs(SMALL_GRID), n_estimators=12,
-              n_samples_per_round=3, random_state=5)
+              n_samples_per_round=1, random_state=5)
     full = fit_rgb(X, y, **kw)  # type: ignore[arg-type]
     cut = fit_rgb(X, y, budget=_ExpiresAfter(4), **kw)  # type: ignore[arg-type]
     assert not full.stopped_by_limit and cut.stopped_by_limit
@@ -428,22 +429,22 @@ def test_a_round_is_not_started_with_less_time_left_than_the_last_took(data: dic
     cut = fit_rgb(X, y, budget=_NeverEnoughTime(), **kw)  # type: ignore[arg-type]
     assert cut.stopped_by_limit and len(cut.trees) == 1      # the first round has no "last"
     np.testing.assert_array_equal(cut.coefs, full.coefs[:1])
-    forced = fit_rgb(X, y, budget=_ExpiresAfter(0), min_rounds=2, **kw)  # type: ignore[arg-type]
-    assert forced.stopped_by_limit and len(forced.trees) == 2
-    np.testing.assert_array_equal(forced.coefs, full.coefs[:2])
 
 
-def test_a_spent_limit_still_gives_a_model_with_one_tree(data: dict) -> None:
-    """The β selection may use the whole limit (on 100 000 rows it did: 0 trees); the
-    final fit runs one round whatever the budget says."""
-    from rulemip import RGBRegressor
-    from rulemip.exceptions import SolveLimitWarning
-
+def test_a_round_cut_by_the_budget_keeps_the_best_of_its_fitted_candidates(data: dict) -> None:
+    """The budget is asked after each candidate tree: a round whose budget ran out after
+    its first candidates keeps the best of those and is the last round."""
     X, y = data["squared"]
-    with pytest.warns(SolveLimitWarning):
-        est = RGBRegressor(n_estimators=5, time_limit=0.0, random_state=0).fit(X, y)
-    assert est.n_estimators_ == 1
-    assert np.mean((est.predict(X) - y) ** 2) < np.var(y)
+    kw = dict(loss="squared", families=FamilyGrid.from_pairs(SMALL_GRID), n_estimators=12,
+              n_samples_per_round=3, random_state=5)
+    full = fit_rgb(X, y, **kw)  # type: ignore[arg-type]
+    # checks: before round 1 (1), after its candidates 1 and 2 (2, 3), before round 2 (4),
+    # after round 2's first candidate (5): expired there
+    cut = fit_rgb(X, y, budget=_ExpiresAfter(4), **kw)  # type: ignore[arg-type]
+    assert cut.stopped_by_limit and len(cut.trees) == 2
+    assert len(cut.rounds[0].candidates) == 3 and len(cut.rounds[1].candidates) == 1
+    np.testing.assert_array_equal(cut.coefs[:1], full.coefs[:1])
+    assert cut.rounds[1].candidates[0] == full.rounds[1].candidates[0]
 
 
 def test_a_limit_spent_in_the_selection_keeps_the_chosen_candidate(data: dict,
