@@ -225,6 +225,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
         if reference_risk is not None:
             reference_risk = float(reference_risk) / unit ** 2
         check = _checker(budget)
+        check()   # before the cell reduction (0.3 s on 100 000 rows × 20)
         red = self._reduce(dataset, ths, unit)
         check()
         k, d, m = self.n_rules, dataset.d, red.n_cells
