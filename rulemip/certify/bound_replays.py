@@ -102,11 +102,11 @@ def _one_rule_too_large(cert: Certificate, ds: Dataset) -> str | None:
     masks (every recorded threshold's mask over the rows) beyond the memory budget."""
     if cert.n_rules != 1 or cert.loss != "squared":
         return None
+    from rulemip.boosting.boxsearch.range_search import mask_bytes_of
     from rulemip.budget import default_max_memory
 
-    words = (ds.n + 63) // 64
-    masks = sum(len(t) + 1 for t in cert.thresholds) * words * 8
-    if masks > default_max_memory():
+    masks = mask_bytes_of(ds.n, cert.thresholds)
+    if masks > default_max_memory():   # what box_search refuses (an unlimited budget)
         return (f"the exact box search's masks ({masks / 2**30:.1f} GiB for its thresholds "
                 "and rows) are beyond the memory budget")
     return None

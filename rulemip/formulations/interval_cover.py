@@ -315,7 +315,6 @@ class IntervalCoverMIP(IntervalCoverCodec):
                  1.0, math.inf)
         # z_{c,t} <= s_{t,j,a_j(c)}  ->  z - r - p <= -1
         gcol = offsets[:d][None, :] + local  # (m, d) group column of each cell
-        zz = np.repeat(zid[:, :, None], d, axis=2)                     # (m, k, d)
         rr = rid[:, gcol].transpose(1, 0, 2)                           # (m, k, d)
         pp = pid[:, gcol].transpose(1, 0, 2)
         # one block per rule (m·d rows each; the whole block was 6 million rows on
@@ -324,7 +323,7 @@ class IntervalCoverMIP(IntervalCoverCodec):
         for t in range(k):
             check()
             _add_coo(model, f"z_upper[{t}]", np.repeat(np.arange(nr), 3),
-                     np.column_stack([zz[:, t].ravel(), rr[:, t].ravel(),
+                     np.column_stack([np.repeat(zid[:, t], d), rr[:, t].ravel(),
                                       pp[:, t].ravel()]).ravel(),
                      np.tile([1.0, -1.0, -1.0], nr), nr, -math.inf, -1.0)
         check()

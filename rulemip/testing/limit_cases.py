@@ -27,7 +27,7 @@ import numpy as np
 from rulemip.budget import use_clock
 
 __all__ = ["MIP_BACKENDS", "ExpiringClock", "checks_to_expire", "cpu_after_expiry",
-           "exact_engine_cases"]
+           "exact_engine_cases", "run_with_clock"]
 
 #: the backends the ``"mip"`` engine is measured on
 MIP_BACKENDS = ("scip", "highs")

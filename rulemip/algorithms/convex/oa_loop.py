@@ -184,8 +184,7 @@ class MasterLoop:
     def solve_master(self, gap: float, use_start: bool, rem: float | None
                      ) -> SolveResult | None:
         """One master at ``gap`` (the caller asked the near-limit guard); the clock is
-        charged a unit
-        per master, per branch-and-bound node and per
+        charged a unit per master, per branch-and-bound node and per
         :data:`~rulemip.budget.LP_ITERATIONS_PER_UNIT` simplex iterations
         (:meth:`~rulemip.budget.Budget.charge_solve`). ``None`` when the backend failed (noted:
         the incumbent and the bound of the masters solved so far stand)."""

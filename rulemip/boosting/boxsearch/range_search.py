@@ -113,8 +113,14 @@ def kernel_problem(obj: RoundObjective) -> KernelProblem:
 
 def mask_bytes(space: SearchSpace) -> int:
     """Bytes of the prefix masks of ``space``."""
-    words = (space.n + 63) // 64
-    return int(sum(len(t) + 1 for t in space.thresholds) * words * 8)
+    return mask_bytes_of(space.n, space.thresholds)
+
+
+def mask_bytes_of(n_rows: int, thresholds: Any) -> int:
+    """Bytes of the prefix masks of a search over ``n_rows`` rows with these thresholds
+    per feature: one mask of ⌈n/64⌉ words per threshold and feature end."""
+    words = (int(n_rows) + 63) // 64
+    return int(sum(len(t) + 1 for t in thresholds) * words * 8)
 
 
 def _depth_bound(space: SearchSpace) -> int:
