@@ -6,7 +6,6 @@ pystreed the script prints a hint and skips the tree rows."""
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -14,17 +13,12 @@ import pytest
 from rulemip.data.thresholds import candidate_thresholds
 from rulemip.testing.brute_force import brute_force_optimum
 
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+from ._bench import benchmark_module
 
 
 @pytest.fixture(scope="module")
 def peers():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCH))
-    try:
-        import peers_streed as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return benchmark_module("peers_streed")
 
 
 def _table(seed: int, n: int = 14) -> tuple[np.ndarray, np.ndarray]:

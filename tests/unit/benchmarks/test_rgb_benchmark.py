@@ -6,22 +6,16 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+from ._bench import BENCH, benchmark_module
 
 
 @pytest.fixture(scope="module")
 def rgb_data():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCH))
-    try:
-        import rgb_data as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return benchmark_module("rgb_data")
 
 
 def test_paper_data_shapes_and_missing_values(rgb_data) -> None:  # type: ignore[no-untyped-def]

@@ -5,12 +5,9 @@ on its status only."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-BENCH = Path(__file__).resolve().parents[3] / "benchmarks"
+from ._bench import benchmark_module
 
 OUTPUT = """# machine: 2 cores
 | a 1 | 0.5 | optimal |
@@ -34,12 +31,7 @@ OUTPUT = """# machine: 2 cores
 
 @pytest.fixture(scope="module")
 def unchanged():  # type: ignore[no-untyped-def]
-    sys.path.insert(0, str(BENCH))
-    try:
-        import unchanged as module
-    finally:
-        sys.path.remove(str(BENCH))
-    return module
+    return benchmark_module("unchanged")
 
 
 def test_every_row_is_read_once_under_its_own_header(unchanged) -> None:  # type: ignore[no-untyped-def]
