@@ -23,15 +23,8 @@ from rulemip.algorithms.pruning.perspective import (
 from rulemip.algorithms.pruning.perspective_bnb import perspective_bnb
 from rulemip.budget import Budget
 
+from .test_knapsack_conflicts import _forest as _random_forest
 from .test_pruning_perspective import _boosted, _duplicated, _optimum
-
-
-def _random_forest(rng, m):
-    parent = np.full(m, -1, dtype=np.int64)
-    for i in range(1, m):
-        if rng.random() < 0.8:
-            parent[i] = rng.integers(0, i)
-    return parent
 
 
 def test_with_each_is_one_dynamic_program_per_node():
