@@ -256,12 +256,9 @@ class _RGBBase(BaseEstimator):
         chosen = candidates.get(beta)
         spare = chosen if chosen is not None and chosen.trees else None
         fit = run(X, y, beta, budget, final=True)
-        #: True when the time limit left the final fit no round and the model is the beta
-        #: selection's candidate, fitted on its training split
-        self.fitted_on_selection_split_ = not fit.trees and spare is not None
-        if self.fitted_on_selection_split_:
-            assert spare is not None
-            fit = spare
+        self.fitted_on_selection_split_ = False
+        if not fit.trees and spare is not None:
+            fit, self.fitted_on_selection_split_ = spare, True
             warnings.warn(
                 f"RGB: the beta selection used the time_limit={self.time_limit} s; the model "
                 f"is its candidate for beta={beta:g} ({len(fit.trees)} rounds), fitted on "
