@@ -340,17 +340,25 @@ def _threshold_rule_of(X: Any, thresholds: tuple[tuple[float, ...], ...],
     return "explicit"
 
 
+#: ``make_certificate(threshold_rule=...)`` left out: the rule is re-derived from the data
+_DERIVE_RULE: Any = object()
+
+
 def make_certificate(problem: KRuleProblem, ensemble: RuleEnsemble, *, risk: float,
                      lower_bound: float, status: str, bound_valid: bool, engine: str = "",
                      backend: str = "", backend_version: str = "",
                      options: dict[str, Any] | None = None, wall_time: float = 0.0,
-                     notes: tuple[str, ...] = ()) -> Certificate:
+                     notes: tuple[str, ...] = (),
+                     threshold_rule: Any = _DERIVE_RULE) -> Certificate:
     """Assemble a :class:`Certificate` for ``ensemble``, a model of ``problem``.
 
     The threshold rule is recorded when the problem's thresholds are what
     :func:`~rulemip.data.candidate_thresholds` gives on its data (with
     ``options["max_thresholds"]`` or all midpoints), so :func:`verify` can re-derive them;
-    otherwise they are recorded as explicit.
+    otherwise they are recorded as explicit. A caller that made the thresholds with
+    ``candidate_thresholds(X, b, sample_weight)`` itself passes ``threshold_rule=b`` and
+    the thresholds are not derived a second time (0.06 s on 100 000 × 20); ``verify``
+    re-derives them whatever the certificate records.
     """
     from rulemip import __version__
     from rulemip._validation import python_scalar
@@ -363,8 +371,9 @@ def make_certificate(problem: KRuleProblem, ensemble: RuleEnsemble, *, risk: flo
     max_rule_length = python_scalar(problem.max_rule_length)
     ths = tuple(tuple(np.asarray(t, dtype=float).reshape(-1).tolist())
                 for t in problem.thresholds)
-    rule = _threshold_rule_of(dataset.X, ths, options.get("max_thresholds"),
-                              dataset.sample_weight)
+    rule = python_scalar(threshold_rule) if threshold_rule is not _DERIVE_RULE else \
+        _threshold_rule_of(dataset.X, ths, options.get("max_thresholds"),
+                           dataset.sample_weight)
     data_digest = dataset.digest()
     return Certificate(
         dataset_digest=data_digest, n_samples=dataset.n,

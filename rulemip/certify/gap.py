@@ -196,7 +196,10 @@ def exact_at_k(problem: KRuleProblem, solve: SolveSpec, warm_start: RuleEnsemble
                  "seed": solve.seed, "max_thresholds": solve.threshold_rule,
                  "threshold_source": "explicit" if solve.threshold_rule == "explicit"
                  else "data"},
-        wall_time=res.wall_time, notes=res.notes)
+        wall_time=res.wall_time, notes=res.notes,
+        # made by candidate_thresholds(X, max_thresholds) (study_problem): not derived again
+        **({} if solve.threshold_rule == "explicit"
+           else {"threshold_rule": solve.threshold_rule}))
     if fit.local_optimality is not None:
         cert = replace(cert, local_optimality=fit.local_optimality)
     return res, cert

@@ -206,7 +206,8 @@ class _ExactBase(BaseEstimator):
                      "init": self._init_preset(), "seed": seed,
                      "max_thresholds": self.max_thresholds,
                      "threshold_source": "data" if self.thresholds is None else "explicit"},
-            wall_time=result.wall_time, notes=tuple(result.notes))
+            wall_time=result.wall_time, notes=tuple(result.notes),
+            **({"threshold_rule": self.max_thresholds} if self.thresholds is None else {}))
         if fit.local_optimality is not None:
             self.certificate_ = dataclasses.replace(self.certificate_,
                                                     local_optimality=fit.local_optimality)

@@ -303,3 +303,26 @@ def test_problem_digest_is_the_sha256_of_the_canonical_json():
     assert other != problem_digest("ab12", loss="squared", reg=0.5, fit_intercept=True,
                                    n_rules=2, max_rule_length=None, thresholds=((1.0, 2.5),),
                                    threshold_rule=None)
+
+
+def test_a_given_threshold_rule_is_the_derived_one_and_verify_checks_it():
+    """A caller that made the thresholds itself passes their rule (not derived a second
+    time): the certificate is the one re-derivation gives; a rule that does not make the
+    recorded thresholds is refused by verify, which derives them again."""
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0.2) + 0.1 * rng.normal(size=30)
+    ds = Dataset.from_arrays(X, y)
+    problem = KRuleProblem.of(ds, 1, loss="squared", reg=0.1, fit_intercept=True,
+                              thresholds=candidate_thresholds(X, 3))
+    ens = RuleEnsemble([], intercept=float(y.mean()))
+    risk = float(np.var(y))
+    kw = dict(risk=risk, lower_bound=0.0, status="feasible", bound_valid=True,
+              engine="test", options={"max_thresholds": 3})
+    derived = make_certificate(problem, ens, **kw)
+    given = make_certificate(problem, ens, threshold_rule=3, **kw)
+    assert derived.threshold_rule == given.threshold_rule == 3
+    assert derived.problem_digest == given.problem_digest
+    assert verify(given, X, y).ok
+    lying = make_certificate(problem, ens, threshold_rule=5, **kw)
+    assert not verify(lying, X, y).ok
